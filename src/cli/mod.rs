@@ -1,0 +1,145 @@
+//! The `rwfs` command line: argument definitions (clap derive) and exit codes.
+//!
+//! Conventions: stdout is data, stderr is talk; every command that prints something a script
+//! would parse has `--json`. Exit codes: 0 success, 1 the command ran and the answer is
+//! negative (`verify` found problems), 2 error (the kind and reason are printed on stderr).
+
+mod run;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use run::run;
+
+/// Exit status of the `rwfs` binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    Negative = 1,
+    Error = 2,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rwfs",
+    version,
+    about = "Durable, journaled, reversible writes for coding agents",
+    long_about = "rwfs makes every write durable (temp file, fsync, atomic rename, fsync of the \
+directory), journals it in a hash-chained log with who made it, and keeps every overwritten or \
+deleted version so it can be restored.",
+    after_help = "Examples:
+  echo 'hello' | rwfs write notes.txt            write a file durably (journaled)
+  rwfs write --mode create --expect '' new.txt   fail if new.txt exists
+  rwfs log -n 10                                 the last ten changes
+  rwfs history notes.txt                         every version of a file
+  rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
+  rwfs verify                                    journal chain intact? files as journaled?
+
+Exit status: 0 success, 1 negative answer (verify found problems), 2 error."
+)]
+pub struct Cli {
+    /// The workspace root [default: $RW_WORKSPACE, else the current directory].
+    #[arg(short = 'w', long, global = true, env = "RW_WORKSPACE", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Accept a system directory or the home directory as workspace root.
+    #[arg(long, global = true)]
+    pub allow_unsafe_root: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write stdin to PATH durably (temp, fsync, atomic rename, fsync dir, journal row).
+    Write(WriteArgs),
+    /// Delete PATH, keeping its content restorable.
+    Rm(RmArgs),
+    /// Show journal rows, oldest first.
+    Log(LogArgs),
+    /// Show every journaled version of PATH.
+    History(HistoryArgs),
+    /// Bring back a previous version of PATH (as a new, journaled change).
+    Restore(RestoreArgs),
+    /// Check the journal's hash chain and that files hold what their last row says.
+    Verify(JsonArg),
+    /// Remove kept versions older than the retention period.
+    Gc(GcArgs),
+    /// Show who owns the workspace and what the journal and store hold.
+    Status(JsonArg),
+}
+
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// Path relative to the workspace root.
+    pub path: String,
+    /// create (fail if it exists), overwrite, or append.
+    #[arg(long, default_value = "overwrite", value_parser = ["create", "overwrite", "append"])]
+    pub mode: String,
+    /// Fail unless the current content has this sha256 ("" = the file must not exist).
+    #[arg(long, value_name = "SHA")]
+    pub expect: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    pub path: String,
+    /// Fail unless the current content has this sha256.
+    #[arg(long, value_name = "SHA")]
+    pub expect: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only rows of this path.
+    #[arg(long)]
+    pub path: Option<String>,
+    /// Show the last N rows (0: all).
+    #[arg(short = 'n', default_value_t = 20)]
+    pub n: usize,
+    /// Print the rows as JSON lines, exactly as stored.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    pub path: String,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("version").required(true).args(["sha", "at"]))]
+pub struct RestoreArgs {
+    pub path: String,
+    /// The version's sha256, or an unambiguous prefix of at least 4 hex digits.
+    #[arg(long)]
+    pub sha: Option<String>,
+    /// The content the file had at TIME: RFC 3339 ("2026-11-21T10:00:00Z"), a UTC date and
+    /// time ("2026-11-21 10:00:00"), or a duration ago ("10m", "2h 30m").
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Keep versions that left the tree less than N days ago.
+    #[arg(long, value_name = "N")]
+    pub keep_days: u64,
+    #[command(flatten)]
+    pub json: JsonArg,
+}

@@ -1,0 +1,301 @@
+//! Running a parsed command: open the workspace, call the engine, print the answer.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use super::{Cli, Command, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
+use crate::engine::{
+    Committed, Engine, Expect, Found, Options, RestoreTo, Restored, Workspace, WriteMode,
+    WriteRequest, verify,
+};
+use crate::error::{IoContext, Reason, Result};
+use crate::journal::{Actor, Row, Via};
+use crate::sha::Sha256;
+
+const CALLER: &str = "rwfs-cli";
+
+/// Run `cli`; errors are returned for `main` to print.
+pub fn run(cli: Cli) -> Result<Exit> {
+    let root = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    let options = Options { allow_unsafe_root: cli.allow_unsafe_root, disk: None };
+    match cli.command {
+        Command::Write(args) => write(&root, &options, args),
+        Command::Rm(args) => rm(&root, &options, args),
+        Command::Log(args) => log(&Workspace::open(&root, &options)?, args),
+        Command::History(args) => history(&Workspace::open(&root, &options)?, args),
+        Command::Restore(args) => restore(&root, &options, args),
+        Command::Verify(args) => verify_cmd(&Workspace::open(&root, &options)?, args.json),
+        Command::Gc(args) => gc(&root, &options, args),
+        Command::Status(args) => status(&Workspace::open(&root, &options)?, args.json),
+    }
+}
+
+fn actor() -> Actor {
+    Actor::this_process(Via::Cli, CALLER)
+}
+
+/// Open the engine, run `f`, close the engine (making the watermark durable).
+fn with_engine<T>(root: &Path, options: &Options, f: impl FnOnce(&Engine) -> Result<T>) -> Result<T> {
+    let engine = Engine::open(root, options)?;
+    let out = f(&engine)?;
+    engine.close()?;
+    Ok(out)
+}
+
+fn write(root: &Path, options: &Options, args: WriteArgs) -> Result<Exit> {
+    let mode: WriteMode = args.mode.parse()?;
+    let expect = args.expect.as_deref().map(Expect::parse).transpose()?;
+    let mut content = Vec::new();
+    std::io::stdin().read_to_end(&mut content).step("read stdin")?;
+    let actor = actor();
+    let committed = with_engine(root, options, |engine| {
+        engine.safe_write(&WriteRequest { path: &args.path, content: &content, mode, expect, actor: &actor })
+    })?;
+    print_committed(&committed, args.json.json);
+    Ok(Exit::Ok)
+}
+
+fn rm(root: &Path, options: &Options, args: RmArgs) -> Result<Exit> {
+    let expect = args.expect.as_deref().map(Expect::parse).transpose()?;
+    let actor = actor();
+    let committed = with_engine(root, options, |engine| engine.delete(&args.path, expect, &actor))?;
+    print_committed(&committed, args.json.json);
+    Ok(Exit::Ok)
+}
+
+fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
+    let to = match (&args.sha, &args.at) {
+        (Some(sha), _) => RestoreTo::Sha(sha.clone()),
+        (None, Some(at)) => RestoreTo::At(parse_time(at)?),
+        (None, None) => return Err(Reason::InvalidArgument { what: "version: give --sha or --at" }.into()),
+    };
+    let actor = actor();
+    match with_engine(root, options, |engine| engine.restore(&args.path, &to, &actor))? {
+        Restored::Committed(committed) => print_committed(&committed, args.json.json),
+        Restored::AlreadyCurrent { path, sha256 } => {
+            if args.json.json {
+                println!("{}", json!({"ok": true, "path": path.as_str(), "sha256": sha256, "unchanged": true}));
+            } else {
+                eprintln!("{path} already holds {}; nothing to do", sha256.short(12));
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
+    let keep = Duration::from_secs(args.keep_days.saturating_mul(86_400));
+    let actor = actor();
+    let gc = with_engine(root, options, |engine| engine.gc(keep, &actor))?;
+    if args.json.json {
+        println!("{}", json!({"ok": true, "removed": gc.objects, "bytes": gc.bytes, "seq": gc.seq}));
+    } else {
+        println!("removed {} versions ({} bytes) older than {} days", gc.objects, gc.bytes, args.keep_days);
+    }
+    Ok(Exit::Ok)
+}
+
+fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
+    let filter = args.path.as_deref().map(|p| ws.lookup(p)).transpose()?;
+    let keep = if args.n == 0 { usize::MAX } else { args.n };
+    let mut rows: VecDeque<Row> = VecDeque::new();
+    let scan = ws.read_journal(|entry| {
+        if filter.as_ref().is_none_or(|p| entry.row.path == p.as_str()) {
+            if rows.len() == keep {
+                rows.pop_front();
+            }
+            rows.push_back(entry.row);
+        }
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        for row in &rows {
+            let _ = writeln!(out, "{}", row.to_line());
+        }
+    } else {
+        let _ = writeln!(out, "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
+        for row in &rows {
+            let _ = writeln!(
+                out,
+                "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  {}",
+                row.seq.map_or("-".to_string(), |s| s.to_string()),
+                row.ts,
+                row.op().as_str(),
+                short(row.sha256),
+                row.bytes,
+                row.path,
+                who(row)
+            );
+        }
+    }
+    for problem in &scan.problems {
+        eprintln!("journal: {problem}");
+    }
+    Ok(Exit::Ok)
+}
+
+fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
+    let history = ws.history(&args.path)?;
+    if args.json.json {
+        let versions: Vec<_> = history
+            .versions
+            .iter()
+            .map(|v| {
+                let row = &v.entry.row;
+                json!({
+                    "seq": row.seq, "ts": row.ts, "op": row.op().as_str(), "sha256": row.sha256,
+                    "prev_sha256": row.prev_sha256, "bytes": row.bytes, "where": v.availability.as_str(),
+                    "via": row.via, "pid": row.pid, "comm": row.comm, "uid": row.uid, "journal_id": row.journal_id,
+                })
+            })
+            .collect();
+        println!("{}", json!({"path": history.path.as_str(), "current": history.current, "versions": versions}));
+        return Ok(Exit::Ok);
+    }
+    println!("{} (current: {})", history.path, short(history.current));
+    println!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "WHERE");
+    for version in &history.versions {
+        let row = &version.entry.row;
+        println!(
+            "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  {}",
+            row.seq.map_or("-".to_string(), |s| s.to_string()),
+            row.ts,
+            row.op().as_str(),
+            short(row.sha256),
+            row.bytes,
+            version.availability.as_str(),
+            who(row)
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
+    let report = verify(ws)?;
+    let exit = if report.is_clean() { Exit::Ok } else { Exit::Negative };
+    if as_json {
+        let drift: Vec<_> = report
+            .drift
+            .iter()
+            .map(|d| json!({"path": d.path, "expected": d.expected, "found": found_str(&d.found)}))
+            .collect();
+        let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+        println!(
+            "{}",
+            json!({"ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems, "drift": drift})
+        );
+        return Ok(exit);
+    }
+    println!("journal: {} rows, {} problems", report.rows, report.problems.len());
+    for problem in &report.problems {
+        println!("  {problem}");
+    }
+    println!("files: {} paths checked, {} differ from their last row", report.paths, report.drift.len());
+    for drift in &report.drift {
+        println!("  {}: journal {} , disk {}", drift.path, short(drift.expected), found_str(&drift.found));
+    }
+    Ok(exit)
+}
+
+fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
+    let status = ws.status()?;
+    let last = status.last_row.as_ref();
+    if as_json {
+        println!(
+            "{}",
+            json!({
+                "workspace": status.root, "initialized": status.initialized,
+                "owner": status.owner.map(|o| json!({"pid": o.pid, "settled_seq": o.settled_seq})),
+                "rows": status.rows, "journal_problems": status.journal_problems,
+                "last": last.map(|r| json!({"seq": r.seq, "ts": r.ts, "op": r.op().as_str(), "path": r.path})),
+                "objects": status.objects, "object_bytes": status.object_bytes,
+            })
+        );
+        return Ok(Exit::Ok);
+    }
+    println!("workspace  {}", status.root.display());
+    match status.owner {
+        Some(owner) => println!("owner      rwfs pid {}", owner.pid),
+        None => println!("owner      none (no rwfs process holds the workspace)"),
+    }
+    match last {
+        Some(row) => println!(
+            "journal    {} rows, {} problems; last: {} {} {}",
+            status.rows,
+            status.journal_problems,
+            row.ts,
+            row.op().as_str(),
+            row.path
+        ),
+        None => println!("journal    empty"),
+    }
+    println!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
+    Ok(Exit::Ok)
+}
+
+fn print_committed(c: &Committed, as_json: bool) {
+    if as_json {
+        println!(
+            "{}",
+            json!({
+                "ok": true, "path": c.path.as_str(), "op": c.op.as_str(), "sha256": c.sha256,
+                "prev_sha256": c.prev_sha256, "bytes": c.bytes, "seq": c.seq,
+                "journal_id": c.journal_id, "wrote_at": c.ts,
+            })
+        );
+    } else {
+        println!(
+            "{} {}: {} bytes, sha256 {} (was {}), seq {}",
+            c.op.as_str(),
+            c.path,
+            c.bytes,
+            short(c.sha256),
+            short(c.prev_sha256),
+            c.seq
+        );
+    }
+}
+
+fn short(sha: Option<Sha256>) -> String {
+    sha.map_or_else(|| "absent".to_string(), |s| s.short(12))
+}
+
+fn found_str(found: &Found) -> String {
+    match found {
+        Found::Absent => "absent".to_string(),
+        Found::Sha(sha) => sha.short(12),
+        Found::Unreadable(why) => format!("unreadable ({why})"),
+    }
+}
+
+fn who(row: &Row) -> String {
+    let via = row.via.map_or(row.caller.clone(), |v| format!("{v:?}").to_lowercase());
+    let mut who = via;
+    if let Some(comm) = &row.comm {
+        who.push(' ');
+        who.push_str(comm);
+    }
+    if let Some(pid) = row.pid {
+        who.push_str(&format!("[{pid}]"));
+    }
+    if let Some(uid) = row.uid {
+        who.push_str(&format!(" uid {uid}"));
+    }
+    who
+}
+
+/// `--at`: an RFC 3339 time, a UTC "YYYY-MM-DD HH:MM:SS", or a duration ago.
+fn parse_time(s: &str) -> Result<SystemTime> {
+    if let Ok(t) = humantime::parse_rfc3339_weak(s) {
+        return Ok(t);
+    }
+    let ago = s.strip_suffix(" ago").unwrap_or(s);
+    humantime::parse_duration(ago)
+        .ok()
+        .and_then(|d| SystemTime::now().checked_sub(d))
+        .ok_or_else(|| Reason::InvalidArgument { what: "time (RFC 3339, \"YYYY-MM-DD HH:MM:SS\" UTC, or a duration such as 10m)" }.into())
+}

@@ -1,0 +1,32 @@
+//! Durable changes to the backing tree, and the seam beneath them.
+//!
+//! This is the only module that issues system calls which change the disk: everything above it
+//! (journal, store, engine) goes through the [`Disk`] trait, whose production implementation is
+//! [`OsDisk`]. Tests wrap a `Disk` to record every change and enumerate crash states, or to fail
+//! the n-th call.
+//!
+//! - [`resolve`](resolve::resolve) turns an untrusted string into a [`Target`] beneath the root
+//!   (`openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`), or a typed refusal.
+//! - [`stage`] writes a version to a private temp file in the target's directory, carrying the
+//!   previous version's mode, owner and xattrs, and verifies it by reading it back;
+//!   [`Staged::sync`] makes it durable; [`Staged::install`] makes it visible atomically
+//!   (`linkat`/`RENAME_NOREPLACE` for a create, `RENAME_EXCHANGE` to keep the previous inode
+//!   aside as a [`Displaced`] temp name for an overwrite).
+//! - Linux specifics live in `sys.rs` with their macOS equivalents named.
+//!
+//! It deliberately does not decide the order of steps relative to the journal, nor where
+//! displaced versions go: that is the commit protocol in `engine/commit.rs`.
+
+mod disk;
+mod os;
+pub mod resolve;
+mod stage;
+mod sys;
+
+pub use disk::{
+    Attrs, Dir, Disk, File, FileId, FileKind, Rename, Stat, TEMP_PREFIX, TEMP_SUFFIX, Temp,
+    is_temp_name, temp_name,
+};
+pub use os::OsDisk;
+pub use resolve::{STATE_DIR, Scope, Target, WorkspacePath};
+pub use stage::{Displaced, Install, Source, Staged, hash_file, stage};

@@ -1,0 +1,287 @@
+//! The steps of a commit: stage a version privately, make it durable, then install it.
+//!
+//! ```text
+//!  stage    temp in the target's directory (O_TMPFILE, else O_EXCL + random name)
+//!           ← attributes of the version it replaces (mode, owner, xattrs)
+//!           ← bytes from a Source, hashed as they stream
+//!           → writeback started, bytes read back and hashed: must equal the stream's hash
+//!  sync     fsync(temp)
+//!  install  Create:   link / rename(NOREPLACE) onto the name
+//!           Exchange: name the temp, rename(EXCHANGE) with the name; the previous
+//!                     inode now sits under the temp name (a Displaced)
+//!           Replace:  rename over the name; the previous inode is dropped
+//!  (caller) fsync(dir)
+//! ```
+//!
+//! Invariants: nothing is visible under the target name until `install`; `install` is a single
+//! atomic directory operation; an error before `install` leaves the directory as it was except
+//! for a named temp that is removed on a best-effort basis (and otherwise found by recovery,
+//! since every such name satisfies [`is_temp_name`](super::is_temp_name)).
+//!
+//! The order of these steps relative to the journal is the engine's business
+//! (`engine/commit.rs`): this module never decides *when*, only *how*.
+
+use std::io;
+
+use nix::libc;
+
+use super::disk::{Attrs, Dir, Disk, File, Rename, Temp, temp_name};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::sha::{Hasher, Sha256};
+
+/// Size of the buffer used to stream and read back content.
+const CHUNK: usize = 256 * 1024;
+
+/// Where the bytes of a new version come from.
+pub enum Source<'a> {
+    Bytes(&'a [u8]),
+    /// The first `len` bytes of `base`, then `tail`: an append.
+    Append { base: &'a File, len: u64, tail: &'a [u8] },
+    /// The first `len` bytes of `file` (a version restored from `objects/`).
+    File { file: &'a File, len: u64 },
+}
+
+/// How [`Staged::install`] treats the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// The name must be free.
+    Create,
+    /// Swap with the existing file and keep it under a temp name.
+    Exchange,
+    /// Replace whatever is there (content-addressed files, where it is the same bytes).
+    Replace,
+}
+
+/// A version written privately and verified, not yet visible.
+#[derive(Debug)]
+pub struct Staged {
+    temp: Temp,
+    sha256: Sha256,
+    len: u64,
+    /// Attributes that could not be carried over (reported, not fatal).
+    pub attrs_skipped: Vec<String>,
+}
+
+/// The previous inode of a name, now under a temp name in the same directory.
+#[derive(Debug)]
+pub struct Displaced {
+    pub dir: Dir,
+    pub name: String,
+}
+
+/// Write `source` into a new temp file in `dir` and verify it.
+pub fn stage(disk: &dyn Disk, dir: &Dir, source: Source<'_>, attrs: &Attrs) -> Result<Staged> {
+    let temp = disk.create_temp(dir, 0o666).step("create temp file")?;
+    match fill(disk, &temp.file, source, attrs) {
+        Ok((sha256, len, attrs_skipped)) => Ok(Staged { temp, sha256, len, attrs_skipped }),
+        Err(e) => {
+            discard(disk, dir, &temp);
+            Err(e)
+        }
+    }
+}
+
+fn fill(
+    disk: &dyn Disk,
+    file: &File,
+    source: Source<'_>,
+    attrs: &Attrs,
+) -> Result<(Sha256, u64, Vec<String>)> {
+    let skipped = disk.set_attrs(file, attrs).step("set attributes")?;
+    let mut hasher = Hasher::new();
+    let mut offset = 0u64;
+    let mut put = |bytes: &[u8]| -> Result<()> {
+        hasher.update(bytes);
+        disk.write_at(file, bytes, offset).step("write temp file")?;
+        offset += bytes.len() as u64;
+        Ok(())
+    };
+    match source {
+        Source::Bytes(bytes) => put(bytes)?,
+        Source::Append { base, len, tail } => {
+            copy_prefix(disk, base, len, &mut put)?;
+            put(tail)?;
+        }
+        Source::File { file, len } => copy_prefix(disk, file, len, &mut put)?,
+    }
+    let expected = hasher.finish();
+    disk.start_writeback(file);
+    let (actual, read) = hash_file(disk, file).step("read back temp file")?;
+    if actual != expected || read != offset {
+        return Err(Reason::ReadBackMismatch { expected, actual }.into());
+    }
+    Ok((actual, offset, skipped))
+}
+
+/// Feed the first `len` bytes of `file` to `put`; fewer bytes than promised is a mismatch.
+fn copy_prefix(
+    disk: &dyn Disk,
+    file: &File,
+    len: u64,
+    put: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut buf = vec![0u8; CHUNK.min(len as usize).max(1)];
+    let mut offset = 0u64;
+    while offset < len {
+        let want = buf.len().min((len - offset) as usize);
+        let n = disk.read_at(file, &mut buf[..want], offset).step("read source")?;
+        if n == 0 {
+            return Err(Error::io("read source", io::Error::from_raw_os_error(libc::EIO)));
+        }
+        put(&buf[..n])?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// SHA-256 and length of a whole file, read through `disk`.
+pub fn hash_file(disk: &dyn Disk, file: &File) -> io::Result<(Sha256, u64)> {
+    let mut hasher = Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut offset = 0u64;
+    loop {
+        let n = disk.read_at(file, &mut buf, offset)?;
+        if n == 0 {
+            return Ok((hasher.finish(), offset));
+        }
+        hasher.update(&buf[..n]);
+        offset += n as u64;
+    }
+}
+
+fn discard(disk: &dyn Disk, dir: &Dir, temp: &Temp) {
+    if let Some(name) = &temp.name {
+        if let Err(e) = disk.unlink(dir, name) {
+            tracing::warn!(dir = dir.rel(), name, error = %e, "could not remove temp file");
+        }
+    }
+}
+
+impl Staged {
+    pub fn sha256(&self) -> Sha256 {
+        self.sha256
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn file(&self) -> &File {
+        &self.temp.file
+    }
+
+    /// Make the staged bytes durable.
+    pub fn sync(&self, disk: &dyn Disk) -> Result<()> {
+        disk.sync(&self.temp.file).step("fsync temp file")
+    }
+
+    /// Remove the staged version without installing it.
+    pub fn abandon(self, disk: &dyn Disk, dir: &Dir) {
+        discard(disk, dir, &self.temp);
+    }
+
+    /// Make the staged version visible as `dir/name`, atomically. Not yet durable: the caller
+    /// syncs `dir` next (it decides what an error at that point means).
+    ///
+    /// `current` is the open file currently at the name; it is needed only where the filesystem
+    /// cannot exchange names (the previous inode is then hard-linked aside first). On error
+    /// nothing is visible under `name` that was not there before.
+    pub fn install(
+        self,
+        disk: &dyn Disk,
+        dir: &Dir,
+        name: &str,
+        how: Install,
+        current: Option<&File>,
+    ) -> Result<Option<Displaced>> {
+        let result = self.place(disk, dir, name, how, current);
+        if result.is_err() {
+            discard(disk, dir, &self.temp);
+        }
+        result
+    }
+
+    fn place(
+        &self,
+        disk: &dyn Disk,
+        dir: &Dir,
+        name: &str,
+        how: Install,
+        current: Option<&File>,
+    ) -> Result<Option<Displaced>> {
+        let file = &self.temp.file;
+        if how == Install::Create {
+            match &self.temp.name {
+                None => disk.link(file, dir, name).step("link new file")?,
+                Some(tmp) => {
+                    disk.rename(dir, tmp, dir, name, Rename::NoReplace).step("rename new file")?
+                }
+            }
+            return Ok(None);
+        }
+        let (tmp, linked_here) = match &self.temp.name {
+            Some(tmp) => (tmp.clone(), false),
+            None => (link_under_temp_name(disk, file, dir)?, true),
+        };
+        let result = swap(disk, dir, &tmp, name, how, current);
+        if result.is_err() && linked_here {
+            let _ = disk.unlink(dir, &tmp);
+        }
+        result
+    }
+}
+
+/// Put the file named `tmp` in place of `name` ([`Install::Exchange`] or [`Install::Replace`]).
+fn swap(
+    disk: &dyn Disk,
+    dir: &Dir,
+    tmp: &str,
+    name: &str,
+    how: Install,
+    current: Option<&File>,
+) -> Result<Option<Displaced>> {
+    if how == Install::Replace {
+        disk.rename(dir, tmp, dir, name, Rename::Replace).step("rename into place")?;
+        return Ok(None);
+    }
+    let displaced = |name: String| -> Result<Option<Displaced>> {
+        Ok(Some(Displaced { dir: dir.try_clone().step("dup directory")?, name }))
+    };
+    match disk.rename(dir, tmp, dir, name, Rename::Exchange) {
+        Ok(()) => displaced(tmp.to_string()),
+        // The name vanished under us (another process): nothing to displace.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            disk.rename(dir, tmp, dir, name, Rename::NoReplace).step("rename new file")?;
+            Ok(None)
+        }
+        // No RENAME_EXCHANGE on this filesystem: hard-link the current inode aside, then replace.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)) => {
+            let Some(current) = current else {
+                return Err(Error::io("exchange names", e));
+            };
+            let aside = link_under_temp_name(disk, current, dir)?;
+            if let Err(e) = disk.rename(dir, tmp, dir, name, Rename::Replace) {
+                let _ = disk.unlink(dir, &aside);
+                return Err(Error::io("rename into place", e));
+            }
+            displaced(aside)
+        }
+        Err(e) => Err(Error::io("exchange names", e)),
+    }
+}
+
+/// Hard-link `file` into `dir` under a fresh temp name.
+fn link_under_temp_name(disk: &dyn Disk, file: &File, dir: &Dir) -> Result<String> {
+    loop {
+        let tmp = temp_name();
+        match disk.link(file, dir, &tmp) {
+            Ok(()) => return Ok(tmp),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+            Err(e) => return Err(Error::io("link temp name", e)),
+        }
+    }
+}

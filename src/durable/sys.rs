@@ -1,0 +1,165 @@
+//! Linux-only system calls, in one place.
+//!
+//! Everything here has a named macOS equivalent so that a port is a contained change to this
+//! file (macFUSE mounts use the same engine):
+//!
+//! | Linux | macOS |
+//! |---|---|
+//! | `openat2(RESOLVE_BENEATH \| RESOLVE_NO_MAGICLINKS)` | `openat(O_RESOLVE_BENEATH)` (macOS 14+; component walk with `O_NOFOLLOW_ANY` before) |
+//! | `O_TMPFILE` + `linkat(/proc/self/fd/N)` | none: named temp file with `O_CREAT \| O_EXCL` (the fallback below) |
+//! | `renameat2(RENAME_NOREPLACE / RENAME_EXCHANGE)` | `renameatx_np(RENAME_EXCL / RENAME_SWAP)` |
+//! | `readlink(/proc/self/fd/N)` | `fcntl(F_GETPATH)` |
+//! | `sync_file_range(SYNC_FILE_RANGE_WRITE)` | none (no-op) |
+//! | `fdatasync` / `fsync` | `fcntl(F_FULLFSYNC)`: plain `fsync` on macOS does not flush the drive cache |
+//! | `flistxattr` / `fgetxattr` / `fsetxattr` | same names with an extra `position`/`options` argument |
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, OpenHow, RenameFlags, ResolveFlag};
+use nix::libc;
+use nix::sys::stat::Mode;
+
+use super::disk::Rename;
+
+/// Open `rel` beneath `root`: `..`, absolute paths and symlinks that would leave `root` fail
+/// with `EXDEV`; `/proc` magic links are refused (`ELOOP`).
+pub fn open_beneath(root: BorrowedFd<'_>, rel: &str, flags: OFlag) -> io::Result<OwnedFd> {
+    let how = OpenHow::new()
+        .flags(flags | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let rel = if rel.is_empty() { "." } else { rel };
+    Ok(nix::fcntl::openat2(root, rel, how)?)
+}
+
+/// An anonymous file in `dir`, or `None` where the filesystem has no `O_TMPFILE`.
+pub fn open_tmpfile(dir: BorrowedFd<'_>, perm: u32) -> io::Result<Option<OwnedFd>> {
+    match nix::fcntl::openat(
+        dir,
+        ".",
+        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(perm),
+    ) {
+        Ok(fd) => Ok(Some(fd)),
+        // EOPNOTSUPP: the filesystem lacks it; EISDIR/EINVAL: the kernel lacks it.
+        Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Give the file behind `fd` (an `O_TMPFILE` inode) the name `name` in `dir`.
+pub fn link_fd(fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc form works for every user.
+    let proc = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    nix::unistd::linkat(
+        nix::fcntl::AT_FDCWD,
+        proc.as_str(),
+        dir,
+        name,
+        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+    )?;
+    Ok(())
+}
+
+pub fn rename(
+    from_dir: BorrowedFd<'_>,
+    from: &str,
+    to_dir: BorrowedFd<'_>,
+    to: &str,
+    how: Rename,
+) -> io::Result<()> {
+    let flags = match how {
+        Rename::Replace => RenameFlags::empty(),
+        Rename::NoReplace => RenameFlags::RENAME_NOREPLACE,
+        Rename::Exchange => RenameFlags::RENAME_EXCHANGE,
+    };
+    nix::fcntl::renameat2(from_dir, from, to_dir, to, flags)?;
+    Ok(())
+}
+
+/// The absolute path the kernel knows for an open descriptor.
+pub fn fd_path(fd: BorrowedFd<'_>) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Ask the kernel to start writing back `fd`'s dirty pages without waiting.
+pub fn start_writeback(fd: BorrowedFd<'_>) {
+    // SAFETY: plain syscall on a valid descriptor; failure only loses the hint.
+    unsafe {
+        libc::sync_file_range(fd.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+/// Non-blocking `flock`; `Ok(false)` when another open file description holds a conflicting one.
+pub fn try_flock(fd: BorrowedFd<'_>, exclusive: bool) -> io::Result<bool> {
+    let how = if exclusive { libc::LOCK_EX } else { libc::LOCK_SH };
+    // SAFETY: plain syscall on a valid descriptor.
+    let rc = unsafe { libc::flock(fd.as_raw_fd(), how | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) { Ok(false) } else { Err(err) }
+}
+
+/// Names of the extended attributes of `fd`.
+pub fn list_xattrs(fd: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: size query with a null buffer, then a fill into a buffer of that size.
+    let buf = match read_sized(|ptr, len| unsafe { libc::flistxattr(raw, ptr.cast(), len) }) {
+        Ok(buf) => buf,
+        // A filesystem without extended attributes has none to carry over.
+        Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(buf
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|n| OsString::from_vec(n.to_vec()))
+        .collect())
+}
+
+pub fn get_xattr(fd: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
+    let raw = fd.as_raw_fd();
+    let name = c_name(name)?;
+    // SAFETY: as in list_xattrs; `name` is a valid C string for the duration of the calls.
+    read_sized(|ptr, len| unsafe { libc::fgetxattr(raw, name.as_ptr(), ptr.cast(), len) })
+}
+
+pub fn set_xattr(fd: BorrowedFd<'_>, name: &OsStr, value: &[u8]) -> io::Result<()> {
+    let name = c_name(name)?;
+    // SAFETY: valid descriptor, C string and buffer.
+    let rc = unsafe {
+        libc::fsetxattr(fd.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// The size-query-then-fill dance of the xattr calls, retried if the value grows in between.
+fn read_sized(call: impl Fn(*mut u8, usize) -> isize) -> io::Result<Vec<u8>> {
+    for _ in 0..8 {
+        let size = call(std::ptr::null_mut(), 0);
+        if size < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut buf = vec![0u8; size as usize];
+        let got = call(buf.as_mut_ptr(), buf.len());
+        if got >= 0 {
+            buf.truncate(got as usize);
+            return Ok(buf);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ERANGE) {
+            return Err(err);
+        }
+    }
+    Err(io::Error::from_raw_os_error(libc::ERANGE))
+}

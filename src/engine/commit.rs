@@ -1,0 +1,464 @@
+//! The commit protocol: how a new version, a delete or a restore reaches the tree.
+//!
+//! ```text
+//!   resolve  the path beneath the root (typed refusal, nothing touched)
+//!   lock     the path (per-path serialisation)
+//!   read     the current version: digest (cached by inode), attributes; check preconditions
+//!   stage    temp file in the target's directory, attributes carried, bytes written and read
+//!            back; the two digests must agree                     → write_corruption
+//!   round 1  ┌ journal row submitted (group commit: one fdatasync per batch)
+//!            └ fsync(temp)                                  — concurrently
+//!   install  link (create) or RENAME_EXCHANGE (overwrite): one atomic directory operation
+//!   round 2  fsync(directory)                                          → acknowledge
+//!   settle   the displaced previous inode is renamed into objects/ (synced lazily, before
+//!            the settle watermark passes this row)
+//! ```
+//!
+//! Why this order (the journal is a write-ahead log of intent):
+//! - The row is durable before the change is visible, so no change can ever be on disk without
+//!   its row. A row whose change did not become durable (crash between round 1 and round 2) is
+//!   in the unsettled tail, which recovery compares with the tree and corrects with a `recover`
+//!   row; see `settle.rs` and `recovery.rs`.
+//! - The temp file is durable before it is installed, so a crash never exposes a torn file: the
+//!   name holds the old inode or the complete new one.
+//! - The previous version is kept by swapping names, not by copying: after the exchange it sits
+//!   under a temp name in the same directory (found by recovery if a crash comes first) and is
+//!   then moved into `objects/`. Nothing that was ever acknowledged is lost.
+//! - Two sync rounds per commit, like the minimal temp + fsync + rename + fsync(dir) protocol:
+//!   the journal's fdatasync overlaps the temp file's fsync and is shared by every commit of the
+//!   batch.
+//! - A failure after the row is durable but before the change is visible appends an `abort`
+//!   row; a failure after the change is visible but before it is durable leaves the row
+//!   unsettled for recovery, since only the next start can know which way the disk went.
+
+use std::str::FromStr;
+
+use nix::libc;
+
+use crate::durable::{
+    Attrs, Disk, File, FileKind, Install, Scope, Source, Stat, Target, WorkspacePath, hash_file,
+    resolve::resolve, stage,
+};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::{Actor, Change, Op};
+use crate::sha::Sha256;
+
+use super::Core;
+use super::settle::Token;
+
+/// The reference server's write modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// The file must not exist.
+    Create,
+    /// Replace the content (creating the file if needed).
+    Overwrite,
+    /// Add to the end (creating the file if needed).
+    Append,
+}
+
+impl WriteMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteMode::Create => "create",
+            WriteMode::Overwrite => "overwrite",
+            WriteMode::Append => "append",
+        }
+    }
+}
+
+impl FromStr for WriteMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<WriteMode> {
+        match s {
+            "create" => Ok(WriteMode::Create),
+            "overwrite" => Ok(WriteMode::Overwrite),
+            "append" => Ok(WriteMode::Append),
+            _ => Err(Reason::InvalidArgument { what: "mode (create, overwrite or append)" }.into()),
+        }
+    }
+}
+
+/// A precondition on the version being replaced (`expected_prev_sha256`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// The path must not exist (the reference's `""`).
+    Absent,
+    /// The current content must hash to this.
+    Sha(Sha256),
+}
+
+impl Expect {
+    /// The reference's encoding: `""` means absent, otherwise a lowercase hex digest.
+    pub fn parse(s: &str) -> Result<Expect> {
+        if s.is_empty() {
+            return Ok(Expect::Absent);
+        }
+        s.parse()
+            .map(Expect::Sha)
+            .map_err(|_| Reason::InvalidArgument { what: "expected sha256 (64 lowercase hex digits, or \"\")" }.into())
+    }
+
+    fn check(self, actual: Option<Sha256>) -> Result<()> {
+        let expected = match self {
+            Expect::Absent => None,
+            Expect::Sha(sha) => Some(sha),
+        };
+        if expected == actual { Ok(()) } else { Err(Reason::PreconditionFailed { expected, actual }.into()) }
+    }
+}
+
+/// A write through the engine.
+#[derive(Debug, Clone)]
+pub struct WriteRequest<'a> {
+    pub path: &'a str,
+    pub content: &'a [u8],
+    pub mode: WriteMode,
+    pub expect: Option<Expect>,
+    pub actor: &'a Actor,
+}
+
+/// An acknowledged, durable change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub path: WorkspacePath,
+    pub op: Op,
+    /// The path's content now (`None` after a delete).
+    pub sha256: Option<Sha256>,
+    /// The content it replaced (`None`: the path was absent).
+    pub prev_sha256: Option<Sha256>,
+    /// Size of the new content.
+    pub bytes: u64,
+    pub seq: u64,
+    pub journal_id: String,
+    pub ts: String,
+    /// Attributes of the previous version that could not be carried over.
+    pub attrs_skipped: Vec<String>,
+}
+
+/// What the new version is made of.
+enum Content<'a> {
+    Bytes(&'a [u8]),
+    Append(&'a [u8]),
+    /// A stored version; its bytes must hash to `sha`.
+    Version { file: &'a File, sha: Sha256 },
+}
+
+struct Plan<'a> {
+    content: Content<'a>,
+    create_only: bool,
+    expect: Option<Expect>,
+    /// The reference `mode` string for the row.
+    mode: &'static str,
+    restore: bool,
+    actor: &'a Actor,
+}
+
+/// The version a path holds when a commit starts.
+struct Current {
+    file: File,
+    stat: Stat,
+    sha: Sha256,
+}
+
+impl Core {
+    /// Write a new version of a workspace file.
+    pub(crate) fn safe_write(&self, req: &WriteRequest<'_>) -> Result<Committed> {
+        let target = self.resolve_for_write(req.path, req.expect)?;
+        let content = match req.mode {
+            WriteMode::Append => Content::Append(req.content),
+            WriteMode::Create | WriteMode::Overwrite => Content::Bytes(req.content),
+        };
+        let plan = Plan {
+            content,
+            create_only: req.mode == WriteMode::Create,
+            expect: req.expect,
+            mode: req.mode.as_str(),
+            restore: false,
+            actor: req.actor,
+        };
+        self.commit(target, plan)
+    }
+
+    /// Make `sha` (read from `file`, a stored version) the content of `path` again.
+    pub(crate) fn restore_version(
+        &self,
+        path: &WorkspacePath,
+        file: &File,
+        sha: Sha256,
+        actor: &Actor,
+    ) -> Result<Committed> {
+        let target = self.resolve_for_write(path.as_str(), None)?;
+        let plan = Plan {
+            content: Content::Version { file, sha },
+            create_only: false,
+            expect: None,
+            mode: "restore",
+            restore: true,
+            actor,
+        };
+        self.commit(target, plan)
+    }
+
+    /// Remove a file, keeping its content in `objects/`.
+    pub(crate) fn delete(&self, path: &str, expect: Option<Expect>, actor: &Actor) -> Result<Committed> {
+        let disk = self.disk();
+        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+        let at = target.path.to_string();
+        let _guard = self.locks.lock(&target.path);
+        let current = self.current(&target).map_err(|e| e.at(&at))?.ok_or_else(|| Error::from(Reason::NotFound).at(&at))?;
+        if let Some(expect) = expect {
+            expect.check(Some(current.sha)).map_err(|e| e.at(&at))?;
+        }
+        let token = self.tracker.begin(self.journal.durable_seq());
+        let change = Change {
+            op: Op::Delete,
+            path: at.clone(),
+            sha256: None,
+            prev_sha256: Some(current.sha),
+            bytes: 0,
+            mode: String::new(),
+            actor: actor.clone(),
+            verdict: None,
+            reason: None,
+        };
+        let appended = match self.journal.append(change) {
+            Ok(appended) => appended,
+            Err(e) => {
+                self.tracker.end(token);
+                return Err(e.at(at));
+            }
+        };
+        if let Err(e) = self.objects.adopt(&target.parent, &target.name, current.sha) {
+            return Err(self.abort(token, &target.path, Some(current.sha), Some(current.sha), actor, e));
+        }
+        if let Err(e) = disk.sync_dir(&target.parent) {
+            // The delete may or may not be durable: leave the row unsettled for recovery.
+            drop(token);
+            return Err(Error::io("fsync directory", e).at(at));
+        }
+        self.tracker.end(token);
+        Ok(Committed {
+            path: target.path,
+            op: Op::Delete,
+            sha256: None,
+            prev_sha256: Some(current.sha),
+            bytes: 0,
+            seq: appended.seq,
+            journal_id: appended.journal_id,
+            ts: appended.ts,
+            attrs_skipped: Vec::new(),
+        })
+    }
+
+    /// Resolve a write target, creating missing directories only when the write can succeed.
+    fn resolve_for_write(&self, path: &str, expect: Option<Expect>) -> Result<Target> {
+        let disk = self.disk();
+        match resolve(disk, &self.ws.root, path, Scope::Workspace, false) {
+            Err(e) if *e.reason() == Reason::NotFound => {
+                if let Some(expect) = expect {
+                    expect.check(None).map_err(|e| e.at(path))?;
+                }
+                resolve(disk, &self.ws.root, path, Scope::Workspace, true)
+            }
+            other => other,
+        }
+    }
+
+    fn commit(&self, target: Target, plan: Plan<'_>) -> Result<Committed> {
+        let at = target.path.to_string();
+        let _guard = self.locks.lock(&target.path);
+        self.commit_locked(&target, plan).map_err(|e| e.at(at))
+    }
+
+    fn commit_locked(&self, target: &Target, plan: Plan<'_>) -> Result<Committed> {
+        let disk = self.disk();
+        let current = self.current(target)?;
+        let prev = current.as_ref().map(|c| c.sha);
+        if plan.create_only {
+            if let Some(existing) = prev {
+                return Err(Reason::AlreadyExists { existing }.into());
+            }
+        }
+        if let Some(expect) = plan.expect {
+            expect.check(prev)?;
+        }
+        let source = match (&plan.content, &current) {
+            (Content::Bytes(bytes), _) | (Content::Append(bytes), None) => Source::Bytes(bytes),
+            (Content::Append(tail), Some(cur)) => Source::Append { base: &cur.file, len: cur.stat.size, tail },
+            (Content::Version { file, .. }, _) => {
+                Source::File { file, len: disk.file_stat(file).step("stat stored version")?.size }
+            }
+        };
+        let attrs = match &current {
+            Some(cur) => disk.attrs(&cur.file).step("read attributes")?,
+            None => Attrs::default(),
+        };
+        let staged = stage(disk, &target.parent, source, &attrs)?;
+        if let Content::Version { sha, .. } = plan.content {
+            if staged.sha256() != sha {
+                let actual = staged.sha256();
+                staged.abandon(disk, &target.parent);
+                return Err(Reason::ObjectCorrupt { sha, actual }.into());
+            }
+        }
+        for skipped in &staged.attrs_skipped {
+            tracing::warn!(path = %target.path, attribute = %skipped, "attribute not carried over");
+        }
+        let op = match (&plan.content, &current) {
+            _ if plan.restore => Op::Restore,
+            (_, None) => Op::Create,
+            (Content::Append(_), Some(_)) => Op::Append,
+            _ => Op::Write,
+        };
+        let (sha, bytes, new_id) = (staged.sha256(), staged.len(), staged.file().id());
+        let attrs_skipped = staged.attrs_skipped.clone();
+
+        // Round 1: the row and the temp file's data become durable together.
+        let token = self.tracker.begin(self.journal.durable_seq());
+        let pending = self.journal.submit(Change {
+            op,
+            path: target.path.to_string(),
+            sha256: Some(sha),
+            prev_sha256: prev,
+            bytes,
+            mode: plan.mode.to_string(),
+            actor: plan.actor.clone(),
+            verdict: None,
+            reason: None,
+        });
+        let synced = staged.sync(disk);
+        let appended = match pending.wait() {
+            Ok(appended) => appended,
+            Err(e) => {
+                staged.abandon(disk, &target.parent);
+                self.tracker.end(token);
+                return Err(e);
+            }
+        };
+        if let Err(e) = synced {
+            staged.abandon(disk, &target.parent);
+            return Err(self.abort(token, &target.path, prev, Some(sha), plan.actor, e));
+        }
+
+        // Install, then round 2.
+        let how = if current.is_some() { Install::Exchange } else { Install::Create };
+        let displaced = match staged.install(disk, &target.parent, &target.name, how, current.as_ref().map(|c| &c.file)) {
+            Ok(displaced) => displaced,
+            Err(e) => {
+                let e = self.explain_install_error(target, e);
+                return Err(self.abort(token, &target.path, prev, Some(sha), plan.actor, e));
+            }
+        };
+        if let Err(e) = disk.sync_dir(&target.parent) {
+            // Visible but maybe not durable: only the next start can tell; leave it unsettled.
+            drop(token);
+            return Err(Error::io("fsync directory", e));
+        }
+
+        // Acknowledged. Settle the previous version.
+        let mut settled = true;
+        if let (Some(displaced), Some(cur)) = (displaced, &current) {
+            if let Err(e) = self.objects.adopt(&displaced.dir, &displaced.name, cur.sha) {
+                // It stays under its temp name, where recovery finds it; keep the row unsettled.
+                tracing::error!(path = %target.path, error = %e, "previous version not moved to objects/");
+                settled = false;
+            }
+        }
+        if let Ok(Some(stat)) = disk.stat(&target.parent, &target.name) {
+            if stat.id == new_id {
+                self.cache.put(&stat, sha);
+            }
+        }
+        if settled {
+            self.tracker.end(token);
+        }
+        Ok(Committed {
+            path: target.path.clone(),
+            op,
+            sha256: Some(sha),
+            prev_sha256: prev,
+            bytes,
+            seq: appended.seq,
+            journal_id: appended.journal_id,
+            ts: appended.ts,
+            attrs_skipped,
+        })
+    }
+
+    /// The regular file at the target now, with its digest.
+    fn current(&self, target: &Target) -> Result<Option<Current>> {
+        let disk = self.disk();
+        match disk.stat(&target.parent, &target.name).step("stat target")? {
+            None => return Ok(None),
+            Some(stat) if stat.kind == FileKind::Dir => return Err(Reason::IsDirectory.into()),
+            Some(stat) if stat.kind != FileKind::File => return Err(Reason::NotRegularFile.into()),
+            Some(_) => {}
+        }
+        let file = match disk.open_read(&target.parent, &target.name) {
+            Ok(file) => file,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            // A symlink swapped in after the stat: O_NOFOLLOW refuses it.
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(Reason::NotRegularFile.into()),
+            Err(e) => return Err(Error::io("open current version", e)),
+        };
+        let stat = disk.file_stat(&file).step("stat current version")?;
+        if stat.kind != FileKind::File {
+            return Err(Reason::NotRegularFile.into());
+        }
+        let sha = match self.cache.get(&stat) {
+            Some(sha) => sha,
+            None => {
+                let (sha, _) = hash_file(disk, &file).step("read current version")?;
+                self.cache.put(&stat, sha);
+                sha
+            }
+        };
+        Ok(Some(Current { file, stat, sha }))
+    }
+
+    /// A create that lost a race with another process reports what is there now.
+    fn explain_install_error(&self, target: &Target, e: Error) -> Error {
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return e;
+        }
+        match self.current(target) {
+            Ok(Some(cur)) => Reason::AlreadyExists { existing: cur.sha }.into(),
+            _ => e,
+        }
+    }
+
+    /// Record that the commit whose row is durable did not happen, and return its error.
+    fn abort(
+        &self,
+        token: Token,
+        path: &WorkspacePath,
+        unchanged: Option<Sha256>,
+        claimed: Option<Sha256>,
+        actor: &Actor,
+        error: Error,
+    ) -> Error {
+        let change = Change {
+            op: Op::Abort,
+            path: path.to_string(),
+            sha256: unchanged,
+            prev_sha256: claimed,
+            bytes: 0,
+            mode: String::new(),
+            actor: actor.clone(),
+            verdict: None,
+            reason: Some(error.reason().code().to_string()),
+        };
+        match self.journal.append(change) {
+            Ok(_) => self.tracker.end(token),
+            // Leave the token open: the watermark stays below the row, recovery will look.
+            Err(e) => tracing::error!(%path, error = %e, "cannot journal an aborted commit"),
+        }
+        error
+    }
+
+    fn disk(&self) -> &dyn Disk {
+        &*self.ws.disk
+    }
+}

@@ -1,0 +1,290 @@
+//! The engine: one owner per workspace, turning requests from every front end into durable,
+//! journaled, reversible changes.
+//!
+//! [`Engine::open`] refuses unsafe roots, takes the workspace's lock, reads the journal, runs
+//! recovery on the unsettled tail, and starts the journal writer and the settle thread. Then:
+//!
+//! - [`Engine::safe_write`]: create / overwrite / append with an optional `expected_prev_sha256`,
+//!   serialised per path (the protocol is in `commit.rs`);
+//! - [`Engine::delete`]: removes a file, keeping its bytes in `objects/`;
+//! - [`Engine::restore`]: brings back any kept version, by digest or by time, as a new commit;
+//! - [`Engine::gc`]: retention;
+//! - read-only queries live on [`Workspace`] (usable without owning the workspace) and are
+//!   reachable through [`Engine::workspace`].
+//!
+//! Invariants (each defended by tests): a path holds only complete versions that were durable
+//! before they became visible; an acknowledged change, its directory entry and its row are on
+//! stable storage; every version that leaves the tree is in `objects/` until retention removes
+//! it; every change has a hash-chained row carrying who made it; no path outside the root and
+//! nothing inside `.resilient_write/` is reachable through a workspace path.
+//!
+//! This module never imports `fuser`, `rmcp`, `tokio` or `clap`.
+
+mod commit;
+mod locks;
+mod recovery;
+mod settle;
+mod verify;
+mod workspace;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use crossbeam_channel::Sender;
+
+use crate::durable::{STATE_DIR, WorkspacePath};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::{self, Actor, Change, Journal, Op};
+use crate::sha::Sha256;
+use crate::store::{Objects, open_or_create};
+
+pub use commit::{Committed, Expect, WriteMode, WriteRequest};
+pub use recovery::Recovery;
+pub use settle::{LOCK_FILE, LockInfo};
+pub use verify::{Drift, Found, Report, verify};
+pub use workspace::{Availability, History, Options, Status, Version, Workspace, is_unsafe_root};
+
+use locks::{DigestCache, PathLocks};
+use recovery::Claims;
+use settle::{OwnerLock, Previous, Tracker};
+use workspace::open_root;
+
+/// How often the settle thread advances the watermark.
+const SETTLE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The owner of one workspace.
+pub struct Engine {
+    core: Arc<Core>,
+    settler: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
+    recovery: Recovery,
+}
+
+pub(crate) struct Core {
+    pub(crate) ws: Workspace,
+    pub(crate) journal: Journal,
+    pub(crate) objects: Objects,
+    owner: OwnerLock,
+    pub(crate) tracker: Tracker,
+    pub(crate) locks: PathLocks,
+    pub(crate) cache: DigestCache,
+    /// The watermark last written to the lock file.
+    recorded: AtomicU64,
+}
+
+/// Which version [`Engine::restore`] brings back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreTo {
+    /// A digest or an unambiguous prefix of one (at least 4 hex digits).
+    Sha(String),
+    /// The content the path had at this time.
+    At(SystemTime),
+}
+
+/// The outcome of a restore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restored {
+    Committed(Committed),
+    /// The path already holds that version; nothing was written.
+    AlreadyCurrent { path: WorkspacePath, sha256: Sha256 },
+}
+
+/// What retention removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gc {
+    pub objects: u64,
+    pub bytes: u64,
+    pub seq: u64,
+}
+
+impl Engine {
+    /// Open and own the workspace at `path`.
+    pub fn open(path: &Path, options: &Options) -> Result<Engine> {
+        let (disk, path, root) = open_root(path, options)?;
+        let state = open_or_create(&*disk, &root, STATE_DIR)?;
+        let (owner, previous) = OwnerLock::acquire(disk.clone(), &state)?;
+        let settled = match previous {
+            Previous::Settled(seq) => Some(seq),
+            Previous::None => None,
+            Previous::Unreadable => {
+                tracing::warn!("the lock file is unreadable; recovery checks every journaled path");
+                None
+            }
+        };
+        let objects = Objects::open(disk.clone(), &state)?;
+        let mut claims = Claims::default();
+        let (journal, _scan) = journal::open(disk.clone(), &state, |entry| claims.observe(&entry.row, settled))?;
+        let core = Arc::new(Core {
+            ws: Workspace::from_parts(disk, path, root, state),
+            journal,
+            objects,
+            owner,
+            tracker: Tracker::default(),
+            locks: PathLocks::new(),
+            cache: DigestCache::default(),
+            recorded: AtomicU64::new(settled.unwrap_or(0)),
+        });
+        let recovery = core.recover(claims)?;
+        if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() {
+            tracing::warn!(?recovery, "recovered from an interrupted session");
+        }
+        core.record_watermark(true)?;
+        let settler = start_settler(core.clone())?;
+        Ok(Engine { core, settler: Mutex::new(Some(settler)), recovery })
+    }
+
+    /// The read-only view of this workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.core.ws
+    }
+
+    /// What recovery did when this engine opened.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// Write a new version of a file (see [`WriteRequest`]).
+    pub fn safe_write(&self, req: &WriteRequest<'_>) -> Result<Committed> {
+        self.core.safe_write(req)
+    }
+
+    /// Delete a file; its content stays restorable.
+    pub fn delete(&self, path: &str, expect: Option<Expect>, actor: &Actor) -> Result<Committed> {
+        self.core.delete(path, expect, actor)
+    }
+
+    /// Bring back a previous version of `path` as a new, journaled commit.
+    pub fn restore(&self, path: &str, to: &RestoreTo, actor: &Actor) -> Result<Restored> {
+        let history = self.core.ws.history(path)?;
+        let at = history.path.to_string();
+        let sha = pick_version(&history, to).map_err(|e| e.at(&at))?;
+        if history.current == Some(sha) {
+            return Ok(Restored::AlreadyCurrent { path: history.path, sha256: sha });
+        }
+        let file = self
+            .core
+            .objects
+            .open_object(&sha)?
+            .ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(&at))?;
+        self.core.restore_version(&history.path, &file, sha, actor).map(Restored::Committed)
+    }
+
+    /// Remove versions that left the tree more than `keep` ago.
+    pub fn gc(&self, keep: Duration, actor: &Actor) -> Result<Gc> {
+        let removed = self.core.objects.remove_older_than(keep, &BTreeSet::new())?;
+        let appended = self.core.journal.append(Change {
+            op: Op::Gc,
+            path: format!("{STATE_DIR}/{}", crate::store::OBJECTS_DIR),
+            sha256: None,
+            prev_sha256: None,
+            bytes: removed.bytes,
+            mode: String::new(),
+            actor: actor.clone(),
+            verdict: None,
+            reason: Some(format!("keep_seconds={} removed={}", keep.as_secs(), removed.objects)),
+        })?;
+        Ok(Gc { objects: removed.objects, bytes: removed.bytes, seq: appended.seq })
+    }
+
+    /// Commits started and not yet settled.
+    pub fn open_commits(&self) -> usize {
+        self.core.tracker.open_commits()
+    }
+
+    /// Finish queued work, make the watermark durable and release the workspace.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let settler = self.settler.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let Some((stop, thread)) = settler else { return Ok(()) };
+        drop(stop);
+        let _ = thread.join();
+        self.core.journal.close();
+        self.core.record_watermark(true)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!(error = %e, "closing the workspace");
+        }
+    }
+}
+
+impl Core {
+    /// Sync pending adoptions, then record the settle watermark (see `settle.rs`).
+    fn record_watermark(&self, sync: bool) -> Result<()> {
+        let durable = self.journal.durable_seq();
+        let watermark = self.tracker.watermark(durable);
+        if !sync && watermark == self.recorded.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.objects.sync()?;
+        self.owner.record(watermark, sync)?;
+        self.recorded.store(watermark, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+fn start_settler(core: Arc<Core>) -> Result<(Sender<()>, JoinHandle<()>)> {
+    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+    let thread = std::thread::Builder::new()
+        .name("rwfs-settle".into())
+        .spawn(move || {
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(SETTLE_INTERVAL) {
+                if let Err(e) = core.record_watermark(false) {
+                    tracing::warn!(error = %e, "cannot advance the settle watermark");
+                }
+            }
+        })
+        .step("start settle thread")?;
+    Ok((stop, thread))
+}
+
+/// The digest a restore brings back.
+fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
+    if history.versions.is_empty() {
+        return Err(Reason::VersionNotFound.into());
+    }
+    match to {
+        RestoreTo::Sha(prefix) => {
+            let prefix = prefix.to_ascii_lowercase();
+            if prefix.len() < 4 || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(Reason::InvalidArgument { what: "version (4 to 64 hex digits)" }.into());
+            }
+            let known: BTreeSet<Sha256> = history
+                .versions
+                .iter()
+                .flat_map(|v| [v.entry.row.sha256, v.entry.row.prev_sha256])
+                .flatten()
+                .filter(|sha| sha.to_hex().starts_with(&prefix))
+                .collect();
+            let mut known = known.into_iter();
+            match (known.next(), known.next()) {
+                (Some(sha), None) => Ok(sha),
+                (None, _) => Err(Reason::VersionNotFound.into()),
+                (Some(_), Some(_)) => Err(Reason::AmbiguousVersion.into()),
+            }
+        }
+        RestoreTo::At(when) => {
+            let mut state = history.versions.first().and_then(|v| v.entry.row.prev_sha256);
+            for version in &history.versions {
+                let row = &version.entry.row;
+                let Ok(ts) = humantime::parse_rfc3339(&row.ts) else { continue };
+                if ts > *when {
+                    break;
+                }
+                if row.op().changes_tree() {
+                    state = row.sha256;
+                }
+            }
+            state.ok_or_else(|| Reason::AbsentAtTime.into())
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Recovery at open: make the journal and the tree agree again after a crash.
+//!
+//! Only the unsettled tail needs looking at: rows with `seq` above the watermark the previous
+//! owner recorded (all rwfs rows when that record is missing or unreadable). For each path such a
+//! row touches:
+//!
+//! 1. Temp files (`.rwfs.<hex>.tmp`) in the path's directory are the previous version of an
+//!    overwrite that was not moved to `objects/` yet, or a staged version that was never
+//!    installed. Either way their bytes go into `objects/` and a `recover` row says so.
+//! 2. The path's content is compared with the last row that claims it. A difference means the
+//!    crash came between a durable row and a durable change (or someone edited the tree while
+//!    no engine owned it); a `recover` row records what is really there, so `verify` agrees
+//!    with the tree and `history` tells what happened.
+//!
+//! Nothing is deleted and nothing is rolled forward: an unacknowledged commit may land either
+//! way, and both outcomes keep every byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::durable::{FileKind, Scope, is_temp_name};
+use crate::error::{IoContext, Result};
+use crate::journal::{Actor, Change, Op, Row};
+use crate::sha::Sha256;
+
+use super::Core;
+use super::verify::{Found, found_at};
+
+/// What recovery learned from the journal while it was read at open.
+#[derive(Default)]
+pub(crate) struct Claims {
+    /// Path → the content the journal's last tree-changing row gives it.
+    last: BTreeMap<String, Option<Sha256>>,
+    /// Paths of rows above the watermark.
+    unsettled: BTreeSet<String>,
+}
+
+impl Claims {
+    pub(crate) fn observe(&mut self, row: &Row, settled: Option<u64>) {
+        if row.op().changes_tree() {
+            self.last.insert(row.path.clone(), row.sha256);
+        }
+        if let Some(seq) = row.seq {
+            if settled.is_none_or(|w| seq > w) {
+                self.unsettled.insert(row.path.clone());
+            }
+        }
+    }
+}
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Paths compared with the journal.
+    pub checked: usize,
+    /// Paths whose content differed from their last row (a `recover` row was written).
+    pub corrected: Vec<String>,
+    /// Temp files whose bytes were moved into `objects/`.
+    pub temps_kept: Vec<String>,
+}
+
+impl Core {
+    pub(crate) fn recover(&self, claims: Claims) -> Result<Recovery> {
+        let mut report = Recovery::default();
+        let actor = Actor::engine();
+        let dirs: BTreeSet<String> = claims
+            .unsettled
+            .iter()
+            .map(|p| p.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string()))
+            .collect();
+        for dir in dirs {
+            self.keep_temps(&dir, &actor, &mut report)?;
+        }
+        for path in &claims.unsettled {
+            let expected = claims.last.get(path).copied().flatten();
+            report.checked += 1;
+            let found = found_at(&self.ws, path)?;
+            let actual = match found {
+                Found::Absent => None,
+                Found::Sha(sha) => Some(sha),
+                Found::Unreadable(why) => {
+                    tracing::warn!(path, why, "recovery cannot read this path; left as is");
+                    continue;
+                }
+            };
+            if actual == expected {
+                continue;
+            }
+            tracing::warn!(path, "content differs from the journal after a crash; recording it");
+            let bytes = match actual {
+                Some(_) => self.size_of(path).unwrap_or(0),
+                None => 0,
+            };
+            self.journal.append(recover_row(path, actual, expected, bytes, "tree_differs_from_journal", &actor))?;
+            report.corrected.push(path.clone());
+        }
+        self.objects.sync()?;
+        Ok(report)
+    }
+
+    /// Move the bytes of every rwfs temp file in `dir` into `objects/`.
+    fn keep_temps(&self, dir_rel: &str, actor: &Actor, report: &mut Recovery) -> Result<()> {
+        let disk = &*self.ws.disk;
+        let dir = match disk.open_dir(&self.ws.root, dir_rel) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).step("open directory for recovery"),
+        };
+        for (name, kind) in disk.list(&dir).step("list directory for recovery")? {
+            let Some(name) = name.to_str() else { continue };
+            if kind != FileKind::File || !is_temp_name(name) {
+                continue;
+            }
+            let file = disk.open_read(&dir, name).step("open temp file")?;
+            let (sha, bytes) = crate::durable::hash_file(disk, &file).step("read temp file")?;
+            self.objects.adopt(&dir, name, sha)?;
+            let path = dir.join(name);
+            tracing::warn!(path, sha = %sha.short(12), "kept an interrupted commit's file in objects/");
+            self.journal.append(recover_row(&path, None, Some(sha), bytes, "temp_file_kept_in_objects", actor))?;
+            report.temps_kept.push(path);
+        }
+        Ok(())
+    }
+
+    fn size_of(&self, path: &str) -> Option<u64> {
+        let target =
+            crate::durable::resolve::resolve(&*self.ws.disk, &self.ws.root, path, Scope::State, false).ok()?;
+        target.stat.map(|s| s.size)
+    }
+}
+
+fn recover_row(
+    path: &str,
+    now: Option<Sha256>,
+    claimed: Option<Sha256>,
+    bytes: u64,
+    reason: &str,
+    actor: &Actor,
+) -> Change {
+    Change {
+        op: Op::Recover,
+        path: path.to_string(),
+        sha256: now,
+        prev_sha256: claimed,
+        bytes,
+        mode: String::new(),
+        actor: actor.clone(),
+        verdict: None,
+        reason: Some(reason.to_string()),
+    }
+}

@@ -1,0 +1,89 @@
+//! `rwfs verify`: is the journal intact, and does the tree hold what the journal says?
+//!
+//! Two checks, both read-only and both usable while another process owns the workspace:
+//! the journal's own problems (torn or unreadable lines, a broken hash chain) from the scan,
+//! and, for every path, the content against the last row that sets it (`drift`: edits made
+//! outside rwfs, or damage).
+
+use std::collections::BTreeMap;
+
+use crate::durable::{Scope, hash_file, resolve::resolve};
+use crate::error::{IoContext, Reason, Result};
+use crate::journal::Problem;
+use crate::sha::Sha256;
+
+use super::workspace::Workspace;
+
+/// What a path holds on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    Absent,
+    Sha(Sha256),
+    /// Not a readable regular file (a directory now, permission denied, ...): the reason code.
+    Unreadable(&'static str),
+}
+
+/// A path whose content differs from its last row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    pub path: String,
+    /// What the journal says (`None`: absent).
+    pub expected: Option<Sha256>,
+    pub found: Found,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub rows: u64,
+    pub paths: u64,
+    pub problems: Vec<Problem>,
+    pub drift: Vec<Drift>,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty() && self.drift.is_empty()
+    }
+}
+
+/// Check the journal's integrity and every journaled path's content.
+pub fn verify(ws: &Workspace) -> Result<Report> {
+    let mut last: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
+    let scan = ws.read_journal(|entry| {
+        if entry.row.op().changes_tree() {
+            last.insert(entry.row.path, entry.row.sha256);
+        }
+    })?;
+    let mut report = Report { rows: scan.rows, paths: last.len() as u64, problems: scan.problems, drift: Vec::new() };
+    for (path, expected) in last {
+        let found = found_at(ws, &path)?;
+        let agrees = match (&found, expected) {
+            (Found::Absent, None) => true,
+            (Found::Sha(sha), Some(expected)) => *sha == expected,
+            _ => false,
+        };
+        if !agrees {
+            report.drift.push(Drift { path, expected, found });
+        }
+    }
+    Ok(report)
+}
+
+/// The content at a journaled path.
+pub(crate) fn found_at(ws: &Workspace, path: &str) -> Result<Found> {
+    let disk = ws.disk();
+    let target = match resolve(disk, &ws.root, path, Scope::State, false) {
+        Ok(target) => target,
+        Err(e) if *e.reason() == Reason::NotFound => return Ok(Found::Absent),
+        Err(e) if e.kind() == crate::error::ErrorKind::Io => return Err(e),
+        Err(e) => return Ok(Found::Unreadable(e.reason().code())),
+    };
+    if target.stat.is_none() {
+        return Ok(Found::Absent);
+    }
+    let file = match disk.open_read(&target.parent, &target.name) {
+        Ok(file) => file,
+        Err(e) => return Ok(Found::Unreadable(Reason::from_io(&e).code())),
+    };
+    Ok(Found::Sha(hash_file(disk, &file).step("read file")?.0))
+}

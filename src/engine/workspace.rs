@@ -1,0 +1,259 @@
+//! A workspace opened for reading: root checks, the state directory, and the queries that work
+//! whether or not an engine owns the workspace (`log`, `history`, `status`).
+//!
+//! Opening refuses unsafe roots by comparing resolved forms (so `/private/tmp`-style aliases and
+//! symlinks do not slip past): `/`, `/bin`, `/sbin`, `/usr`, `/etc`, `/var`, `/tmp`, `/proc`,
+//! `/sys`, `/dev`, `/boot` and the user's home directory itself (a project *inside* home is fine).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::durable::{Dir, Disk, FileKind, OsDisk, STATE_DIR, Scope, WorkspacePath, hash_file};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::{self, Entry, Op, Row, Scan};
+use crate::sha::Sha256;
+use crate::store::{OBJECTS_DIR, Objects};
+
+use super::settle::{self, LockInfo};
+
+const UNSAFE_ROOTS: &[&str] =
+    &["/", "/bin", "/sbin", "/usr", "/etc", "/var", "/tmp", "/proc", "/sys", "/dev", "/boot"];
+
+/// How to open a workspace.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Accept a system directory or the home directory as root.
+    pub allow_unsafe_root: bool,
+    /// The I/O seam; [`OsDisk`] when `None`.
+    pub disk: Option<Arc<dyn Disk>>,
+}
+
+impl Options {
+    pub(crate) fn disk(&self) -> Arc<dyn Disk> {
+        self.disk.clone().unwrap_or_else(|| Arc::new(OsDisk))
+    }
+}
+
+/// A workspace root and its state directory, opened for reading.
+pub struct Workspace {
+    pub(crate) disk: Arc<dyn Disk>,
+    path: PathBuf,
+    pub(crate) root: Dir,
+    /// `None` until something created `.resilient_write/`.
+    pub(crate) state: Option<Dir>,
+}
+
+impl Workspace {
+    /// Open `path` for reading.
+    pub fn open(path: &Path, options: &Options) -> Result<Workspace> {
+        let (disk, path, root) = open_root(path, options)?;
+        let state = match disk.stat(&root, STATE_DIR).step("stat state directory")? {
+            Some(stat) if stat.kind == FileKind::Dir => {
+                Some(disk.open_dir(&root, STATE_DIR).step("open state directory")?)
+            }
+            Some(_) => return Err(Error::from(Reason::NotADirectory).at(STATE_DIR)),
+            None => None,
+        };
+        Ok(Workspace { disk, path, root, state })
+    }
+
+    pub(crate) fn from_parts(disk: Arc<dyn Disk>, path: PathBuf, root: Dir, state: Dir) -> Workspace {
+        Workspace { disk, path, root, state: Some(state) }
+    }
+
+    /// The root as given (canonicalized).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn disk(&self) -> &dyn Disk {
+        &*self.disk
+    }
+
+    /// Read every journal row (tolerantly; problems are in the returned [`Scan`]).
+    pub fn read_journal(&self, visit: impl FnMut(Entry)) -> Result<Scan> {
+        match &self.state {
+            Some(state) => journal::read(&*self.disk, state, visit),
+            None => Ok(Scan::default()),
+        }
+    }
+
+    /// The canonical path rows for `input` carry (the file need not exist any more).
+    pub fn lookup(&self, input: &str) -> Result<WorkspacePath> {
+        crate::durable::resolve::lookup(&*self.disk, &self.root, input, Scope::State)
+    }
+
+    /// The current content's digest of `path`: `None` when absent.
+    pub fn current_sha(&self, path: &WorkspacePath) -> Result<Option<Sha256>> {
+        let target = crate::durable::resolve::resolve(&*self.disk, &self.root, path.as_str(), Scope::State, false);
+        let target = match target {
+            Ok(t) => t,
+            Err(e) if *e.reason() == Reason::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if target.stat.is_none() {
+            return Ok(None);
+        }
+        let file = self.disk.open_read(&target.parent, &target.name).step("open file")?;
+        Ok(Some(hash_file(&*self.disk, &file).step("read file")?.0))
+    }
+
+    /// The rows of `input`'s path, oldest first, with where each version can be found.
+    pub fn history(&self, input: &str) -> Result<History> {
+        let path = self.lookup(input)?;
+        let mut rows = Vec::new();
+        self.read_journal(|entry| {
+            if entry.row.path == path.as_str() {
+                rows.push(entry);
+            }
+        })?;
+        let current = self.current_sha(&path)?;
+        let objects = self.objects()?;
+        let mut versions = Vec::with_capacity(rows.len());
+        let mut stored: BTreeMap<Sha256, bool> = BTreeMap::new();
+        for entry in rows {
+            let availability = match entry.row.sha256 {
+                None => Availability::Absent,
+                Some(sha) if Some(sha) == current => Availability::Current,
+                Some(sha) => {
+                    let here = match stored.get(&sha) {
+                        Some(here) => *here,
+                        None => {
+                            let here = match &objects {
+                                Some(objects) => objects.contains(&sha)?,
+                                None => false,
+                            };
+                            stored.insert(sha, here);
+                            here
+                        }
+                    };
+                    if here { Availability::Stored } else { Availability::Missing }
+                }
+            };
+            versions.push(Version { entry, availability });
+        }
+        Ok(History { path, current, versions })
+    }
+
+    /// Who owns the workspace, and what its journal and store hold.
+    pub fn status(&self) -> Result<Status> {
+        let mut last: Option<Row> = None;
+        let scan = self.read_journal(|entry| last = Some(entry.row))?;
+        let owner = match &self.state {
+            Some(state) => settle::current_owner(&*self.disk, state)?,
+            None => None,
+        };
+        let (objects, object_bytes) = match self.objects()? {
+            Some(objects) => {
+                let list = objects.list()?;
+                (list.len() as u64, list.iter().map(|(_, s)| s.size).sum())
+            }
+            None => (0, 0),
+        };
+        Ok(Status {
+            root: self.path.clone(),
+            initialized: self.state.is_some(),
+            owner,
+            rows: scan.rows,
+            last_row: last,
+            journal_problems: scan.problems.len(),
+            objects,
+            object_bytes,
+        })
+    }
+
+    /// The object store, read-only; `None` before the workspace was first written.
+    pub(crate) fn objects(&self) -> Result<Option<Objects>> {
+        let Some(state) = &self.state else { return Ok(None) };
+        if self.disk.stat(state, OBJECTS_DIR).step("stat objects")?.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Objects::open(self.disk.clone(), state)?))
+    }
+}
+
+/// Where a version's bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    /// It is the file's current content.
+    Current,
+    /// It is in `objects/`.
+    Stored,
+    /// Retention removed it (or it was lost).
+    Missing,
+    /// The row leaves the path absent (a delete).
+    Absent,
+}
+
+impl Availability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Availability::Current => "current",
+            Availability::Stored => "stored",
+            Availability::Missing => "missing",
+            Availability::Absent => "absent",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Version {
+    pub entry: Entry,
+    pub availability: Availability,
+}
+
+impl Version {
+    pub fn op(&self) -> Op {
+        self.entry.row.op()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct History {
+    pub path: WorkspacePath,
+    /// The file's content now (`None`: absent).
+    pub current: Option<Sha256>,
+    pub versions: Vec<Version>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub root: PathBuf,
+    /// `.resilient_write/` exists.
+    pub initialized: bool,
+    /// The engine that owns the workspace now, if any.
+    pub owner: Option<LockInfo>,
+    pub rows: u64,
+    pub last_row: Option<Row>,
+    pub journal_problems: usize,
+    pub objects: u64,
+    pub object_bytes: u64,
+}
+
+/// Open the root directory after the unsafe-root check.
+pub(crate) fn open_root(path: &Path, options: &Options) -> Result<(Arc<dyn Disk>, PathBuf, Dir)> {
+    let canonical = std::fs::canonicalize(path)
+        .map_err(|e| Error::io("resolve workspace root", e).at(path.display().to_string()))?;
+    if !options.allow_unsafe_root && is_unsafe_root(&canonical) {
+        return Err(Error::from(Reason::UnsafeRoot).at(canonical.display().to_string()));
+    }
+    let disk = options.disk();
+    let root = disk
+        .open_root(&canonical)
+        .map_err(|e| Error::io("open workspace root", e).at(canonical.display().to_string()))?;
+    Ok((disk, canonical, root))
+}
+
+/// Is `canonical` (already resolved) one of the refused roots?
+pub fn is_unsafe_root(canonical: &Path) -> bool {
+    let resolved = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut refused: Vec<PathBuf> = UNSAFE_ROOTS.iter().map(|p| resolved(Path::new(p))).collect();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        refused.push(resolved(Path::new(&home)));
+    }
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        refused.push(resolved(&user.dir));
+    }
+    refused.iter().any(|r| r == canonical)
+}

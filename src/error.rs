@@ -1,0 +1,365 @@
+//! The engine's one error type.
+//!
+//! Every refusal and failure below the front ends is an [`Error`]: an opaque value with a
+//! [`kind`](Error::kind) in the reference server's vocabulary (`blocked`, `stale_precondition`,
+//! `write_corruption`, `quota_exceeded`, `policy_violation`, plus `io` for the unexpected), a
+//! [`Reason`] that carries the context as data, the workspace path when there is one, and the
+//! underlying `io::Error` when the OS said no. Front ends translate *kinds* (the mount to an
+//! errno, MCP to an envelope, the CLI to an exit code) and may show the reason's stable
+//! [`code`](Reason::code); none of them parses the message.
+//!
+//! The kind is derived from the reason in exactly one place ([`Reason::kind`]) and the errno to
+//! reason mapping lives in exactly one place ([`Reason::from_io`]).
+//!
+//! Messages never contain file content: a reason names digests, sizes and paths only.
+
+use std::fmt;
+use std::io;
+
+use crate::sha::Sha256;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The class of a failure, as front ends see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The content was refused by policy (secrets).
+    Blocked,
+    /// The world is not as the caller assumed: the file exists, changed, or is gone.
+    StalePrecondition,
+    /// Bytes read back differ from the bytes meant to be written.
+    WriteCorruption,
+    /// The disk or quota is full.
+    QuotaExceeded,
+    /// The request is not allowed: a hostile path, a protected location, bad input.
+    PolicyViolation,
+    /// An unexpected I/O failure (EIO and friends).
+    Io,
+}
+
+impl ErrorKind {
+    /// The reference envelope's `error` string (`io` is rwfs's own).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Blocked => "blocked",
+            ErrorKind::StalePrecondition => "stale_precondition",
+            ErrorKind::WriteCorruption => "write_corruption",
+            ErrorKind::QuotaExceeded => "quota_exceeded",
+            ErrorKind::PolicyViolation => "policy_violation",
+            ErrorKind::Io => "io",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an operation failed, with its context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    // The path was refused before anything was touched.
+    EmptyPath,
+    AbsolutePath,
+    /// `..`, an absolute or outward symlink, or a rename race would leave the workspace.
+    EscapesWorkspace,
+    NulByte,
+    /// A single component is longer than 255 bytes.
+    NameTooLong,
+    /// The whole path is longer than 4096 bytes.
+    PathTooLong,
+    NotUtf8,
+    /// The path is inside `.resilient_write/`, which only the engine writes.
+    StateDir,
+    IsDirectory,
+    /// A component of the path is not a directory.
+    NotADirectory,
+    /// A fifo, socket or device.
+    NotRegularFile,
+    TooManySymlinks,
+
+    // Preconditions.
+    /// Create mode and the file exists.
+    AlreadyExists { existing: Sha256 },
+    /// `expected_prev_sha256` did not match; `None` means "absent".
+    PreconditionFailed { expected: Option<Sha256>, actual: Option<Sha256> },
+    NotFound,
+    /// No journal row names this version of the path.
+    VersionNotFound,
+    /// Several versions match an abbreviated digest.
+    AmbiguousVersion,
+    /// The path did not exist at the requested time.
+    AbsentAtTime,
+    /// The version is known but its bytes are no longer in `objects/` (retention removed them).
+    ObjectMissing { sha: Sha256 },
+
+    // Integrity.
+    ReadBackMismatch { expected: Sha256, actual: Sha256 },
+    ObjectCorrupt { sha: Sha256, actual: Sha256 },
+
+    // The operating system.
+    NoSpace,
+    PermissionDenied,
+    ReadOnlyFilesystem,
+    /// Any other errno; the `io::Error` is the source.
+    Io,
+
+    // The workspace.
+    UnsafeRoot,
+    WorkspaceLocked { pid: Option<u32> },
+    /// A malformed argument (a digest, a time, a mode).
+    InvalidArgument { what: &'static str },
+}
+
+impl Reason {
+    /// The one place that decides the kind of every reason.
+    pub fn kind(&self) -> ErrorKind {
+        use Reason::*;
+        match self {
+            EmptyPath | AbsolutePath | EscapesWorkspace | NulByte | NameTooLong | PathTooLong
+            | NotUtf8 | StateDir | IsDirectory | NotADirectory | NotRegularFile
+            | TooManySymlinks | PermissionDenied | ReadOnlyFilesystem | UnsafeRoot
+            | InvalidArgument { .. } => ErrorKind::PolicyViolation,
+            AlreadyExists { .. }
+            | PreconditionFailed { .. }
+            | NotFound
+            | VersionNotFound
+            | AmbiguousVersion
+            | AbsentAtTime
+            | ObjectMissing { .. }
+            | WorkspaceLocked { .. } => ErrorKind::StalePrecondition,
+            ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
+            NoSpace => ErrorKind::QuotaExceeded,
+            Io => ErrorKind::Io,
+        }
+    }
+
+    /// A stable machine string (the envelope's `context.reason`).
+    pub fn code(&self) -> &'static str {
+        use Reason::*;
+        match self {
+            EmptyPath => "empty_path",
+            AbsolutePath => "absolute_path_rejected",
+            EscapesWorkspace => "escapes_workspace",
+            NulByte => "nul_byte_in_path",
+            NameTooLong => "name_too_long",
+            PathTooLong => "path_too_long",
+            NotUtf8 => "path_not_utf8",
+            StateDir => "state_dir_is_read_only",
+            IsDirectory => "is_a_directory",
+            NotADirectory => "not_a_directory",
+            NotRegularFile => "not_a_regular_file",
+            TooManySymlinks => "too_many_symlinks",
+            AlreadyExists { .. } => "file_already_exists",
+            PreconditionFailed { .. } => "expected_prev_sha256_mismatch",
+            NotFound => "not_found",
+            VersionNotFound => "version_not_found",
+            AmbiguousVersion => "ambiguous_version",
+            AbsentAtTime => "absent_at_time",
+            ObjectMissing { .. } => "object_missing",
+            ReadBackMismatch { .. } => "read_back_mismatch",
+            ObjectCorrupt { .. } => "object_corrupt",
+            NoSpace => "no_space",
+            PermissionDenied => "permission_denied",
+            ReadOnlyFilesystem => "read_only_filesystem",
+            Io => "io_error",
+            UnsafeRoot => "unsafe_workspace_root",
+            WorkspaceLocked { .. } => "workspace_locked",
+            InvalidArgument { .. } => "invalid_argument",
+        }
+    }
+
+    /// The one place that turns an errno into a reason.
+    pub fn from_io(err: &io::Error) -> Reason {
+        use nix::libc;
+        match err.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => Reason::NoSpace,
+            Some(libc::EACCES | libc::EPERM) => Reason::PermissionDenied,
+            Some(libc::EROFS) => Reason::ReadOnlyFilesystem,
+            Some(libc::ENOENT) => Reason::NotFound,
+            Some(libc::EISDIR) => Reason::IsDirectory,
+            Some(libc::ENOTDIR) => Reason::NotADirectory,
+            Some(libc::ELOOP) => Reason::TooManySymlinks,
+            Some(libc::ENAMETOOLONG) => Reason::NameTooLong,
+            _ => Reason::Io,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Reason::*;
+        let absent = |s: &Option<Sha256>| s.map_or_else(|| "absent".to_string(), |s| s.short(12));
+        match self {
+            EmptyPath => f.write_str("the path is empty"),
+            AbsolutePath => f.write_str("absolute paths are refused; give a path relative to the workspace"),
+            EscapesWorkspace => f.write_str("the path leads outside the workspace"),
+            NulByte => f.write_str("the path contains a NUL byte"),
+            NameTooLong => f.write_str("a path component is longer than 255 bytes"),
+            PathTooLong => f.write_str("the path is longer than 4096 bytes"),
+            NotUtf8 => f.write_str("the path is not valid UTF-8"),
+            StateDir => f.write_str(".resilient_write/ is written only by rwfs itself"),
+            IsDirectory => f.write_str("the path is a directory"),
+            NotADirectory => f.write_str("a component of the path is not a directory"),
+            NotRegularFile => f.write_str("the path is not a regular file"),
+            TooManySymlinks => f.write_str("too many levels of symbolic links"),
+            AlreadyExists { existing } => {
+                write!(f, "the file already exists (sha256 {})", existing.short(12))
+            }
+            PreconditionFailed { expected, actual } => write!(
+                f,
+                "expected previous version {} but found {}",
+                absent(expected),
+                absent(actual)
+            ),
+            NotFound => f.write_str("no such file"),
+            VersionNotFound => f.write_str("the journal has no such version of this path"),
+            AmbiguousVersion => f.write_str("several versions match; give more digits"),
+            AbsentAtTime => f.write_str("the path did not exist at that time"),
+            ObjectMissing { sha } => write!(
+                f,
+                "version {} is no longer in objects/ (removed by retention or lost)",
+                sha.short(12)
+            ),
+            ReadBackMismatch { expected, actual } => write!(
+                f,
+                "bytes read back hash to {} instead of {}",
+                actual.short(12),
+                expected.short(12)
+            ),
+            ObjectCorrupt { sha, actual } => write!(
+                f,
+                "objects/{} holds bytes that hash to {}",
+                sha.short(12),
+                actual.short(12)
+            ),
+            NoSpace => f.write_str("no space left on the device (or quota exceeded)"),
+            PermissionDenied => f.write_str("permission denied"),
+            ReadOnlyFilesystem => f.write_str("the backing filesystem is read-only"),
+            Io => f.write_str("I/O error"),
+            UnsafeRoot => f.write_str(
+                "refusing a system directory or the home directory as workspace root \
+                 (--allow-unsafe-root overrides)",
+            ),
+            WorkspaceLocked { pid: Some(pid) } => {
+                write!(f, "the workspace is owned by another rwfs process (pid {pid})")
+            }
+            WorkspaceLocked { pid: None } => {
+                f.write_str("the workspace is owned by another rwfs process")
+            }
+            InvalidArgument { what } => write!(f, "invalid {what}"),
+        }
+    }
+}
+
+/// An engine error: a [`Reason`], the path it concerns, the step that failed and the OS error.
+pub struct Error(Box<Inner>);
+
+struct Inner {
+    reason: Reason,
+    path: Option<String>,
+    step: Option<&'static str>,
+    source: Option<io::Error>,
+}
+
+impl Error {
+    pub fn new(reason: Reason) -> Error {
+        Error(Box::new(Inner { reason, path: None, step: None, source: None }))
+    }
+
+    /// An OS error during `step` (a short verb phrase such as `"fsync temp file"`).
+    pub fn io(step: &'static str, source: io::Error) -> Error {
+        Error(Box::new(Inner {
+            reason: Reason::from_io(&source),
+            path: None,
+            step: Some(step),
+            source: Some(source),
+        }))
+    }
+
+    /// Attach the workspace path, unless one is already set.
+    pub fn at(mut self, path: impl Into<String>) -> Error {
+        if self.0.path.is_none() {
+            self.0.path = Some(path.into());
+        }
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.0.reason.kind()
+    }
+
+    pub fn reason(&self) -> &Reason {
+        &self.0.reason
+    }
+
+    pub fn path(&self) -> Option<&str> {
+        self.0.path.as_deref()
+    }
+
+    pub fn step(&self) -> Option<&'static str> {
+        self.0.step
+    }
+
+    /// The errno, when the OS produced this error.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.0.source.as_ref().and_then(io::Error::raw_os_error)
+    }
+}
+
+impl From<Reason> for Error {
+    fn from(reason: Reason) -> Error {
+        Error::new(reason)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = &self.0.path {
+            write!(f, "{path}: ")?;
+        }
+        if let Some(step) = self.0.step {
+            write!(f, "{step}: ")?;
+        }
+        write!(f, "{}", self.0.reason)?;
+        if let Some(source) = &self.0.source {
+            if !matches!(self.0.reason, Reason::Io) || self.0.step.is_some() {
+                write!(f, " ({source})")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.kind())
+            .field("reason", &self.0.reason)
+            .field("path", &self.0.path)
+            .field("step", &self.0.step)
+            .field("source", &self.0.source)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source.as_ref().map(|e| e as _)
+    }
+}
+
+/// `result.step("fsync temp file")?` turns an `io::Error` into an [`Error`].
+pub trait IoContext<T> {
+    fn step(self, step: &'static str) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn step(self, step: &'static str) -> Result<T> {
+        self.map_err(|e| Error::io(step, e))
+    }
+}

@@ -1,0 +1,136 @@
+//! SHA-256 digests as a type.
+//!
+//! [`Sha256`] is the name of every version rwfs keeps: journal rows carry it, `objects/` files are
+//! named by it, and preconditions compare it. It is a 32-byte value printed as 64 lowercase hex
+//! digits; parsing accepts exactly that form, so a digest that reaches the engine is well formed.
+//! [`Hasher`] is the streaming form used while bytes are copied or read back.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::Digest as _;
+
+/// A SHA-256 digest.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256([u8; 32]);
+
+impl Sha256 {
+    /// Digest of `bytes` in one call.
+    pub fn of(bytes: &[u8]) -> Sha256 {
+        let mut hasher = Hasher::new();
+        hasher.update(bytes);
+        hasher.finish()
+    }
+
+    /// Digest of the empty string, the chain value before the first journal row.
+    pub fn zero() -> Sha256 {
+        Sha256([0; 32])
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Lowercase hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// The first `n` hex digits, for humans (`rwfs log`).
+    pub fn short(&self, n: usize) -> String {
+        let mut s = self.to_hex();
+        s.truncate(n.min(64));
+        s
+    }
+}
+
+impl fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256({})", self.short(12))
+    }
+}
+
+/// The text was not 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotASha256;
+
+impl fmt::Display for NotASha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a lowercase sha256 hex digest (64 characters 0-9a-f)")
+    }
+}
+
+impl std::error::Error for NotASha256 {}
+
+impl FromStr for Sha256 {
+    type Err = NotASha256;
+
+    fn from_str(s: &str) -> Result<Sha256, NotASha256> {
+        if s.len() != 64 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(NotASha256);
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).map_err(|_| NotASha256)?;
+        Ok(Sha256(out))
+    }
+}
+
+impl serde::Serialize for Sha256 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Sha256 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Sha256, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Streaming SHA-256.
+#[derive(Clone, Default)]
+pub struct Hasher(sha2::Sha256);
+
+impl Hasher {
+    pub fn new() -> Hasher {
+        Hasher(sha2::Sha256::new())
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> Sha256 {
+        Sha256(self.0.finalize().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_digest_round_trips() {
+        let empty = Sha256::of(b"");
+        assert_eq!(
+            empty.to_hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(empty.to_hex().parse::<Sha256>(), Ok(empty));
+    }
+
+    #[test]
+    fn rejects_uppercase_short_and_non_hex() {
+        let upper = Sha256::of(b"x").to_hex().to_uppercase();
+        for bad in [upper.as_str(), "abc", &"g".repeat(64), ""] {
+            assert_eq!(bad.parse::<Sha256>(), Err(NotASha256), "{bad}");
+        }
+    }
+}
