@@ -1,2 +1,6 @@
-//! The one integration test binary (see DESIGN §10): every module below drives rwfs through its
-//! public API, the `rwfs` binary, or the mount.
+//! The one integration test binary (DESIGN §10): every module drives rwfs through its public
+//! API or the `rwfs` binary.
+
+mod support;
+
+mod commit;

@@ -8,7 +8,7 @@
 //!   serialised per path (the protocol is in `commit.rs`);
 //! - [`Engine::delete`]: removes a file, keeping its bytes in `objects/`;
 //! - [`Engine::restore`]: brings back any kept version, by digest or by time, as a new commit;
-//! - [`Engine::gc`]: retention;
+//! - [`Engine::gc`] applies retention;
 //! - read-only queries live on [`Workspace`] (usable without owning the workspace) and are
 //!   reachable through [`Engine::workspace`].
 //!
@@ -206,6 +206,12 @@ impl Engine {
         let _ = thread.join();
         self.core.journal.close();
         self.core.record_watermark(true)
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("root", &self.core.ws.path()).finish_non_exhaustive()
     }
 }
 

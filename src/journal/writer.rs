@@ -86,6 +86,8 @@ pub struct Appended {
     pub ts: String,
 }
 
+// `Stop` is sent once per journal: its smaller size is not worth boxing every row for.
+#[allow(clippy::large_enum_variant)]
 enum Request {
     Append { change: Change, reply: Sender<Result<Appended>> },
     /// Finish what is queued before this and stop.

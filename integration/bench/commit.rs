@@ -1,0 +1,2 @@
+//! Placeholder: the commit benchmark (see integration/bench/commit.sh).
+fn main() {}

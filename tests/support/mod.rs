@@ -1,0 +1,139 @@
+//! The test vocabulary: a workspace fixture and a few helpers, so tests read as intent.
+
+#![allow(dead_code)]
+
+pub mod recorder;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rwfs::durable::Disk;
+use rwfs::engine::{Committed, Engine, Expect, Options, Workspace, WriteMode, WriteRequest};
+use rwfs::journal::{Actor, Row, Via};
+use rwfs::sha::Sha256;
+
+/// A temporary workspace directory (removed on drop).
+pub struct Ws {
+    dir: tempfile::TempDir,
+}
+
+impl Ws {
+    pub fn new() -> Ws {
+        Ws { dir: tempfile::Builder::new().prefix("rwfs-test-").tempdir().expect("tempdir") }
+    }
+
+    /// A workspace inside `parent` (for tests that need a particular filesystem).
+    pub fn new_in(parent: &Path) -> Ws {
+        Ws { dir: tempfile::Builder::new().prefix("ws-").tempdir_in(parent).expect("tempdir") }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Absolute path of a workspace-relative path.
+    pub fn abs(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn open(&self) -> Engine {
+        Engine::open(self.path(), &Options::default()).expect("open engine")
+    }
+
+    pub fn open_with(&self, disk: Arc<dyn Disk>) -> rwfs::Result<Engine> {
+        Engine::open(self.path(), &Options { disk: Some(disk), ..Options::default() })
+    }
+
+    pub fn workspace(&self) -> Workspace {
+        Workspace::open(self.path(), &Options::default()).expect("open workspace")
+    }
+
+    /// The bytes at `rel` on the backing filesystem (`None`: absent).
+    pub fn read(&self, rel: &str) -> Option<Vec<u8>> {
+        match std::fs::read(self.abs(rel)) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => panic!("read {rel}: {e}"),
+        }
+    }
+
+    /// Put a file in place directly, bypassing rwfs (test setup, "edits outside rwfs").
+    pub fn put(&self, rel: &str, bytes: &[u8]) {
+        let path = self.abs(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// Every readable journal row.
+    pub fn rows(&self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        self.workspace().read_journal(|e| rows.push(e.row)).expect("read journal");
+        rows
+    }
+
+    /// The object file for `sha`, if stored.
+    pub fn object(&self, sha: &Sha256) -> Option<Vec<u8>> {
+        let hex = sha.to_hex();
+        self.read(&format!(".resilient_write/objects/{}/{}", &hex[..2], hex))
+    }
+}
+
+pub fn actor() -> Actor {
+    Actor::this_process(Via::Cli, "rwfs-tests")
+}
+
+pub fn sha(bytes: &[u8]) -> Sha256 {
+    Sha256::of(bytes)
+}
+
+/// `engine.safe_write` with the common arguments.
+pub fn write(engine: &Engine, path: &str, bytes: &[u8], mode: WriteMode) -> rwfs::Result<Committed> {
+    write_expect(engine, path, bytes, mode, None)
+}
+
+pub fn write_expect(
+    engine: &Engine,
+    path: &str,
+    bytes: &[u8],
+    mode: WriteMode,
+    expect: Option<Expect>,
+) -> rwfs::Result<Committed> {
+    let actor = actor();
+    engine.safe_write(&WriteRequest { path, content: bytes, mode, expect, actor: &actor })
+}
+
+/// Assert an error's reason code, printing the whole error when it differs.
+#[track_caller]
+pub fn assert_reason<T: std::fmt::Debug>(result: rwfs::Result<T>, code: &str) -> rwfs::Error {
+    match result {
+        Ok(v) => panic!("expected error {code}, got Ok({v:?})"),
+        Err(e) => {
+            assert_eq!(e.reason().code(), code, "wrong reason: {e:?}");
+            e
+        }
+    }
+}
+
+/// Every file below `dir` (excluding the state directory) with its bytes, sorted.
+pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let rel = path.strip_prefix(base).unwrap().to_string_lossy().to_string();
+            if rel == ".resilient_write" {
+                continue;
+            }
+            let ft = entry.file_type().unwrap();
+            if ft.is_dir() {
+                walk(base, &path, out);
+            } else if ft.is_file() {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out
+}
