@@ -4,3 +4,8 @@
 mod support;
 
 mod commit;
+mod crash;
+mod concurrency;
+mod model;
+mod faults;
+mod journal;

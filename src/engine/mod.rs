@@ -286,7 +286,7 @@ fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
                 if ts > *when {
                     break;
                 }
-                if row.op().changes_tree() {
+                if row.op().states_content() {
                     state = row.sha256;
                 }
             }

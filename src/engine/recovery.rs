@@ -28,7 +28,7 @@ use super::verify::{Found, found_at};
 /// What recovery learned from the journal while it was read at open.
 #[derive(Default)]
 pub(crate) struct Claims {
-    /// Path → the content the journal's last tree-changing row gives it.
+    /// Path → the content the last row stating it gives it.
     last: BTreeMap<String, Option<Sha256>>,
     /// Paths of rows above the watermark.
     unsettled: BTreeSet<String>,
@@ -36,7 +36,7 @@ pub(crate) struct Claims {
 
 impl Claims {
     pub(crate) fn observe(&mut self, row: &Row, settled: Option<u64>) {
-        if row.op().changes_tree() {
+        if row.op().states_content() {
             self.last.insert(row.path.clone(), row.sha256);
         }
         if let Some(seq) = row.seq {

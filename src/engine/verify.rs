@@ -50,7 +50,7 @@ impl Report {
 pub fn verify(ws: &Workspace) -> Result<Report> {
     let mut last: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
     let scan = ws.read_journal(|entry| {
-        if entry.row.op().changes_tree() {
+        if entry.row.op().states_content() {
             last.insert(entry.row.path, entry.row.sha256);
         }
     })?;

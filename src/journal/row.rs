@@ -60,9 +60,11 @@ impl Op {
         }
     }
 
-    /// Does this row change the path's content in the tree?
-    pub fn changes_tree(self) -> bool {
-        !matches!(self, Op::Block | Op::Abort | Op::Gc | Op::Other)
+    /// Does this row's `sha256` state the path's content after it? True for every change, for
+    /// `abort` (the content the failed commit left in place) and for `recover` (what recovery
+    /// found); false for `block` (its `sha256` names the refused draft), `gc` and unknown ops.
+    pub fn states_content(self) -> bool {
+        !matches!(self, Op::Block | Op::Gc | Op::Other)
     }
 }
 

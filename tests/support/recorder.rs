@@ -1,1 +1,572 @@
+//! A [`Disk`] that records every change it makes, and a model that rebuilds the disk images a
+//! crash after any prefix of those changes may leave (ALICE-style).
+//!
+//! Persistence model (the contract `durable/disk.rs` states):
+//! - file data is durable after `sync`/`sync_data` of that inode; unsynced writes to an inode
+//!   survive as a prefix of themselves, and the last surviving write may be torn in half;
+//! - a directory's changes are durable after `sync_dir` of that directory; unsynced ones survive
+//!   as a prefix per directory (each directory's changes are ordered), independently of other
+//!   directories and of file data;
+//! - a rename between two directories is atomic (in both or in neither), and durable once either
+//!   directory is synced after it.
 
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use rwfs::durable::{Attrs, Dir, Disk, File, FileId, FileKind, OsDisk, Rename, Stat, Temp};
+
+/// A model inode number (real inode numbers can be reused during a run).
+pub type Ino = u64;
+
+#[derive(Debug, Clone)]
+pub enum Event {
+    Mkdir { dir: String, name: String },
+    /// A new inode; `name` is set for a named temp file (a directory change too).
+    Create { ino: Ino, dir: String, name: Option<String> },
+    Write { ino: Ino, offset: u64, data: Vec<u8> },
+    SetLen { ino: Ino, len: u64 },
+    Sync { ino: Ino },
+    SyncDir { dir: String },
+    Link { ino: Ino, dir: String, name: String },
+    Rename { from: String, from_name: String, to: String, to_name: String, how: Rename },
+    Unlink { dir: String, name: String },
+    /// Test marker: a commit with this effect started.
+    Intent { id: usize },
+    /// Test marker: that commit was acknowledged.
+    Ack { id: usize },
+}
+
+impl Event {
+    /// Directories whose entries this event changes.
+    fn dirs(&self) -> Vec<&str> {
+        match self {
+            Event::Mkdir { dir, .. } | Event::Link { dir, .. } | Event::Unlink { dir, .. } => vec![dir],
+            Event::Create { dir, name: Some(_), .. } => vec![dir],
+            Event::Rename { from, to, .. } if from == to => vec![from],
+            Event::Rename { from, to, .. } => vec![from, to],
+            _ => vec![],
+        }
+    }
+}
+
+/// The initial durable image of a workspace.
+#[derive(Debug, Clone, Default)]
+pub struct Image {
+    /// Directory path ("" = root) → entries.
+    pub dirs: BTreeMap<String, BTreeMap<String, Entry>>,
+    pub inodes: HashMap<Ino, Vec<u8>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    File(Ino),
+    Dir,
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
+}
+
+impl Image {
+    /// Snapshot a real directory tree (regular files and directories only).
+    pub fn snapshot(root: &Path) -> (Image, HashMap<FileId, Ino>) {
+        let mut image = Image::default();
+        let mut inos: HashMap<FileId, Ino> = HashMap::new();
+        fn walk(base: &Path, rel: &str, image: &mut Image, inos: &mut HashMap<FileId, Ino>) {
+            let mut entries = BTreeMap::new();
+            for entry in std::fs::read_dir(base.join(rel)).unwrap() {
+                let entry = entry.unwrap();
+                let name = entry.file_name().into_string().unwrap();
+                let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+                if meta.is_dir() {
+                    entries.insert(name.clone(), Entry::Dir);
+                    walk(base, &join(rel, &name), image, inos);
+                } else if meta.is_file() {
+                    let id = FileId { dev: meta.dev(), ino: meta.ino() };
+                    let next = inos.len() as Ino + 1;
+                    let ino = *inos.entry(id).or_insert(next);
+                    image.inodes.insert(ino, std::fs::read(entry.path()).unwrap());
+                    entries.insert(name, Entry::File(ino));
+                }
+            }
+            image.dirs.insert(rel.to_string(), entries);
+        }
+        walk(root, "", &mut image, &mut inos);
+        (image, inos)
+    }
+
+    /// Write the image to `root` (which must exist and be empty); hard links are preserved.
+    pub fn materialize(&self, root: &Path) {
+        let mut placed: HashMap<Ino, std::path::PathBuf> = HashMap::new();
+        self.materialize_dir(root, "", &mut placed);
+    }
+
+    fn materialize_dir(&self, root: &Path, rel: &str, placed: &mut HashMap<Ino, std::path::PathBuf>) {
+        let Some(entries) = self.dirs.get(rel) else { return };
+        for (name, entry) in entries {
+            let path = root.join(join(rel, name));
+            match entry {
+                Entry::Dir => {
+                    std::fs::create_dir(&path).unwrap();
+                    self.materialize_dir(root, &join(rel, name), placed);
+                }
+                Entry::File(ino) => match placed.get(ino) {
+                    Some(first) => std::fs::hard_link(first, &path).unwrap(),
+                    None => {
+                        std::fs::write(&path, &self.inodes[ino]).unwrap();
+                        placed.insert(*ino, path);
+                    }
+                },
+            }
+        }
+    }
+
+    /// A fingerprint of the visible image (names, kinds, bytes, hard-link groups).
+    pub fn fingerprint(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut groups: HashMap<Ino, usize> = HashMap::new();
+        self.fingerprint_dir("", &mut out, &mut groups);
+        out
+    }
+
+    fn fingerprint_dir(&self, rel: &str, out: &mut Vec<u8>, groups: &mut HashMap<Ino, usize>) {
+        let Some(entries) = self.dirs.get(rel) else { return };
+        for (name, entry) in entries {
+            out.extend_from_slice(join(rel, name).as_bytes());
+            match entry {
+                Entry::Dir => {
+                    out.extend_from_slice(b"/\0");
+                    self.fingerprint_dir(&join(rel, name), out, groups);
+                }
+                Entry::File(ino) => {
+                    let next = groups.len();
+                    let group = *groups.entry(*ino).or_insert(next);
+                    out.extend_from_slice(format!("\0{group}\0").as_bytes());
+                    out.extend_from_slice(rwfs::sha::Sha256::of(&self.inodes[ino]).as_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// Records every change made through it, then performs it on the real disk.
+pub struct Recorder {
+    inner: OsDisk,
+    state: Mutex<State>,
+}
+
+struct State {
+    events: Vec<Event>,
+    inos: HashMap<FileId, Ino>,
+    next_ino: Ino,
+    /// Changes performed so far, and the one to fail instead (with this errno).
+    changes: usize,
+    fail: Option<(usize, i32)>,
+}
+
+impl State {
+    /// Count a change; `Err` when it is the one to fail (it is then not performed).
+    fn gate(&mut self) -> io::Result<()> {
+        let n = self.changes;
+        self.changes += 1;
+        match self.fail {
+            Some((at, errno)) if at == n => Err(io::Error::from_raw_os_error(errno)),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Recorder {
+    /// Start recording on top of a workspace whose durable state was snapshot as `inos`.
+    pub fn new(inos: HashMap<FileId, Ino>) -> Recorder {
+        let next_ino = inos.values().copied().max().unwrap_or(0) + 1;
+        Recorder {
+            inner: OsDisk,
+            state: Mutex::new(State { events: Vec::new(), inos, next_ino, changes: 0, fail: None }),
+        }
+    }
+
+    /// Fail the `n`-th change from now (0-based) with `errno` instead of performing it.
+    pub fn fail_change(&self, n: usize, errno: i32) {
+        let mut state = self.state.lock().unwrap();
+        state.fail = Some((state.changes + n, errno));
+    }
+
+    /// Stop failing.
+    pub fn clear_failure(&self) {
+        self.state.lock().unwrap().fail = None;
+    }
+
+    /// Changes performed (or refused) so far.
+    pub fn changes(&self) -> usize {
+        self.state.lock().unwrap().changes
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.state.lock().unwrap().events.clone()
+    }
+
+    pub fn mark(&self, event: Event) {
+        self.state.lock().unwrap().events.push(event);
+    }
+
+    fn ino(state: &State, file: &File) -> Ino {
+        *state.inos.get(&file.id()).unwrap_or_else(|| panic!("inode {:?} not known to the model", file.id()))
+    }
+
+    fn fresh(state: &mut State, file: &File) -> Ino {
+        let ino = state.next_ino;
+        state.next_ino += 1;
+        state.inos.insert(file.id(), ino);
+        ino
+    }
+}
+
+impl Disk for Recorder {
+    fn open_root(&self, path: &Path) -> io::Result<Dir> {
+        self.inner.open_root(path)
+    }
+    fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
+        self.inner.open_dir(base, rel)
+    }
+    fn stat(&self, dir: &Dir, name: &str) -> io::Result<Option<Stat>> {
+        self.inner.stat(dir, name)
+    }
+    fn file_stat(&self, file: &File) -> io::Result<Stat> {
+        self.inner.file_stat(file)
+    }
+    fn open_read(&self, dir: &Dir, name: &str) -> io::Result<File> {
+        self.inner.open_read(dir, name)
+    }
+    fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(file, buf, offset)
+    }
+    fn read_link(&self, dir: &Dir, name: &str) -> io::Result<OsString> {
+        self.inner.read_link(dir, name)
+    }
+    fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>> {
+        self.inner.list(dir)
+    }
+    fn attrs(&self, file: &File) -> io::Result<Attrs> {
+        self.inner.attrs(file)
+    }
+    fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool> {
+        self.inner.try_lock(file, exclusive)
+    }
+
+    fn mkdir(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.mkdir(dir, name, perm)?;
+        state.events.push(Event::Mkdir { dir: dir.rel().into(), name: name.into() });
+        Ok(())
+    }
+    fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        let temp = self.inner.create_temp(dir, perm)?;
+        let ino = Self::fresh(&mut state, &temp.file);
+        state.events.push(Event::Create { ino, dir: dir.rel().into(), name: temp.name.clone() });
+        Ok(temp)
+    }
+    fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        let existed = self.inner.stat(dir, name)?.is_some();
+        let file = self.inner.open_write(dir, name, create, perm)?;
+        if !existed {
+            let ino = Self::fresh(&mut state, &file);
+            state.events.push(Event::Create { ino, dir: dir.rel().into(), name: Some(name.into()) });
+        }
+        Ok(file)
+    }
+    fn write_at(&self, file: &File, data: &[u8], offset: u64) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.write_at(file, data, offset)?;
+        let ino = Self::ino(&state, file);
+        state.events.push(Event::Write { ino, offset, data: data.to_vec() });
+        Ok(())
+    }
+    fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.set_len(file, len)?;
+        let ino = Self::ino(&state, file);
+        state.events.push(Event::SetLen { ino, len });
+        Ok(())
+    }
+    fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
+        self.inner.set_attrs(file, attrs)
+    }
+    fn sync(&self, file: &File) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.sync(file)?;
+        let ino = Self::ino(&state, file);
+        state.events.push(Event::Sync { ino });
+        Ok(())
+    }
+    fn sync_data(&self, file: &File) -> io::Result<()> {
+        self.sync(file)
+    }
+    fn sync_dir(&self, dir: &Dir) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.sync_dir(dir)?;
+        state.events.push(Event::SyncDir { dir: dir.rel().into() });
+        Ok(())
+    }
+    fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.link(file, dir, name)?;
+        let ino = Self::ino(&state, file);
+        state.events.push(Event::Link { ino, dir: dir.rel().into(), name: name.into() });
+        Ok(())
+    }
+    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.rename(from, from_name, to, to_name, how)?;
+        state.events.push(Event::Rename {
+            from: from.rel().into(),
+            from_name: from_name.into(),
+            to: to.rel().into(),
+            to_name: to_name.into(),
+            how,
+        });
+        Ok(())
+    }
+    fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap();
+        state.gate()?;
+        self.inner.unlink(dir, name)?;
+        state.events.push(Event::Unlink { dir: dir.rel().into(), name: name.into() });
+        Ok(())
+    }
+}
+
+/// One way a crash after `prefix` events could have left the disk.
+pub struct CrashState {
+    pub prefix: usize,
+    pub image: Image,
+}
+
+/// Every distinct image a crash after each prefix of `events` may leave, starting from `base`.
+/// Returns the images (deduplicated by fingerprint) and the number of crash states enumerated.
+pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) {
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut out = Vec::new();
+    let mut enumerated = 0;
+    for prefix in 0..=events.len() {
+        let events = &events[..prefix];
+        // Directory changes: per directory, the ordered list of event indices touching it.
+        let mut per_dir: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, e) in events.iter().enumerate() {
+            for d in e.dirs() {
+                per_dir.entry(d).or_default().push(i);
+            }
+        }
+        // Durable: every change before a sync of the directory, and anything before a change
+        // made durable through the other directory of a rename (a directory's changes are
+        // ordered).
+        let mut durable_upto: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut durable_events: BTreeSet<usize> = BTreeSet::new();
+        for (i, e) in events.iter().enumerate() {
+            if let Event::SyncDir { dir } = e {
+                if let Some(list) = per_dir.get(dir.as_str()) {
+                    durable_events.extend(list.iter().copied().filter(|&j| j < i));
+                }
+            }
+        }
+        for (dir, list) in &per_dir {
+            let cut = list.iter().rposition(|j| durable_events.contains(j)).map_or(0, |p| p + 1);
+            durable_upto.insert(dir, cut);
+        }
+        let dirs: Vec<&str> = per_dir.keys().copied().collect();
+        let choices: Vec<Vec<usize>> =
+            dirs.iter().map(|d| (durable_upto[d]..=per_dir[d].len()).collect()).collect();
+        for cuts in product(&choices) {
+            let mut included: BTreeSet<usize> = BTreeSet::new();
+            for (d, cut) in dirs.iter().zip(&cuts) {
+                included.extend(per_dir[d][..*cut].iter().copied());
+            }
+            // Cross-directory renames must be in both directories' cuts or in neither.
+            let consistent = events.iter().enumerate().all(|(i, e)| {
+                let ds = e.dirs();
+                if ds.len() < 2 {
+                    return true;
+                }
+                let ins: Vec<bool> = ds
+                    .iter()
+                    .map(|d| {
+                        let k = dirs.iter().position(|x| x == d).unwrap();
+                        per_dir[d][..cuts[k]].contains(&i)
+                    })
+                    .collect();
+                ins.iter().all(|&b| b) || ins.iter().all(|&b| !b)
+            });
+            if !consistent {
+                continue;
+            }
+            let names = apply_names(base, events, &included);
+            // File data: only inodes visible in this image matter.
+            let visible: BTreeSet<Ino> = names
+                .dirs
+                .values()
+                .flat_map(|m| m.values())
+                .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
+                .collect();
+            let data_choices: Vec<(Ino, Vec<DataChoice>)> =
+                visible.iter().map(|&ino| (ino, data_choices(events, ino))).collect();
+            let lists: Vec<Vec<usize>> = data_choices.iter().map(|(_, c)| (0..c.len()).collect()).collect();
+            for pick in product(&lists) {
+                enumerated += 1;
+                let mut image = names.clone();
+                for ((ino, choices), k) in data_choices.iter().zip(&pick) {
+                    let bytes = apply_data(base.inodes.get(ino).cloned().unwrap_or_default(), events, *ino, choices[*k]);
+                    image.inodes.insert(*ino, bytes);
+                }
+                if seen.insert(image.fingerprint()) {
+                    out.push(CrashState { prefix, image });
+                }
+            }
+        }
+    }
+    (out, enumerated)
+}
+
+/// How many of an inode's unsynced writes survive, and whether the next one is torn.
+#[derive(Debug, Clone, Copy)]
+struct DataChoice {
+    ops: usize,
+    torn: bool,
+}
+
+fn data_ops(events: &[Event], ino: Ino) -> (Vec<usize>, usize) {
+    let mut ops = Vec::new();
+    let mut synced = 0;
+    for (i, e) in events.iter().enumerate() {
+        match e {
+            Event::Write { ino: x, .. } | Event::SetLen { ino: x, .. } if *x == ino => ops.push(i),
+            Event::Sync { ino: x } if *x == ino => synced = ops.len(),
+            _ => {}
+        }
+    }
+    (ops, synced)
+}
+
+fn data_choices(events: &[Event], ino: Ino) -> Vec<DataChoice> {
+    let (ops, synced) = data_ops(events, ino);
+    let mut out = Vec::new();
+    for n in synced..=ops.len() {
+        out.push(DataChoice { ops: n, torn: false });
+        if n < ops.len() && matches!(events[ops[n]], Event::Write { ref data, .. } if data.len() > 1) {
+            out.push(DataChoice { ops: n, torn: true });
+        }
+    }
+    out
+}
+
+fn apply_data(mut bytes: Vec<u8>, events: &[Event], ino: Ino, choice: DataChoice) -> Vec<u8> {
+    let (ops, _) = data_ops(events, ino);
+    for (k, &i) in ops.iter().enumerate().take(choice.ops + usize::from(choice.torn)) {
+        let torn = choice.torn && k == choice.ops;
+        match &events[i] {
+            Event::Write { offset, data, .. } => {
+                let data = if torn { &data[..data.len() / 2] } else { &data[..] };
+                let end = *offset as usize + data.len();
+                if bytes.len() < end {
+                    bytes.resize(end, 0);
+                }
+                bytes[*offset as usize..end].copy_from_slice(data);
+            }
+            Event::SetLen { len, .. } => bytes.resize(*len as usize, 0),
+            _ => unreachable!(),
+        }
+    }
+    bytes
+}
+
+/// The names of `base` after the included directory changes (in event order).
+fn apply_names(base: &Image, events: &[Event], included: &BTreeSet<usize>) -> Image {
+    let mut image = Image { dirs: base.dirs.clone(), inodes: base.inodes.clone() };
+    for &i in included {
+        match &events[i] {
+            Event::Mkdir { dir, name } => {
+                if let Some(entries) = image.dirs.get_mut(dir) {
+                    entries.insert(name.clone(), Entry::Dir);
+                    image.dirs.entry(join(dir, name)).or_default();
+                }
+            }
+            Event::Create { ino, dir, name: Some(name) } | Event::Link { ino, dir, name } => {
+                if let Some(entries) = image.dirs.get_mut(dir) {
+                    entries.insert(name.clone(), Entry::File(*ino));
+                }
+            }
+            Event::Unlink { dir, name } => {
+                if let Some(entries) = image.dirs.get_mut(dir) {
+                    entries.remove(name);
+                }
+            }
+            Event::Rename { from, from_name, to, to_name, how } => {
+                let source = image.dirs.get(from).and_then(|m| m.get(from_name)).copied();
+                let Some(source) = source else { continue };
+                let dest = image.dirs.get(to).and_then(|m| m.get(to_name)).copied();
+                if let Some(entries) = image.dirs.get_mut(from) {
+                    match (how, dest) {
+                        (Rename::Exchange, Some(dest)) => {
+                            entries.insert(from_name.clone(), dest);
+                        }
+                        _ => {
+                            entries.remove(from_name);
+                        }
+                    }
+                }
+                if let Some(entries) = image.dirs.get_mut(to) {
+                    entries.insert(to_name.clone(), source);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Drop directories that are no longer reachable, and inodes nobody names.
+    let mut reachable: BTreeSet<String> = BTreeSet::new();
+    let mut stack = vec![String::new()];
+    while let Some(dir) = stack.pop() {
+        if let Some(entries) = image.dirs.get(&dir) {
+            for (name, entry) in entries {
+                if *entry == Entry::Dir {
+                    stack.push(join(&dir, name));
+                }
+            }
+        }
+        reachable.insert(dir);
+    }
+    image.dirs.retain(|d, _| reachable.contains(d));
+    image
+}
+
+/// Cartesian product of index lists.
+fn product(lists: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new()];
+    for list in lists {
+        let mut next = Vec::with_capacity(out.len() * list.len());
+        for prefix in &out {
+            for &x in list {
+                let mut v = prefix.clone();
+                v.push(x);
+                next.push(v);
+            }
+        }
+        out = next;
+    }
+    out
+}
