@@ -316,7 +316,7 @@ fn scratch_dir() -> std::path::PathBuf {
 /// writers) plus a mixed session, in one table with the total number of crash states checked.
 #[test]
 fn every_crash_state_keeps_the_guarantees() {
-    let outcomes = vec![
+    let outcomes = [
         scenario("create", |_| {}, |e, run| {
             run.write(e, "new.txt", b"fresh content\n", WriteMode::Create);
             run.write(e, "deep/er/file.txt", b"in a new directory\n", WriteMode::Create);

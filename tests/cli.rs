@@ -1,0 +1,145 @@
+//! The `rwfs` binary as a script uses it: stdin in, JSON out, documented exit codes.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use crate::support::{Ws, sha};
+
+fn rwfs(ws: &Ws, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rwfs"))
+        .args(args)
+        .env("RW_WORKSPACE", ws.path())
+        .env_remove("RWFS_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[track_caller]
+fn ok(out: &Output) -> serde_json::Value {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+#[test]
+fn write_log_history_restore_rm_round_trip() {
+    let ws = Ws::new();
+    let first = ok(&rwfs(&ws, &["write", "--json", "--mode", "create", "notes.txt"], b"one\n"));
+    assert_eq!(first["op"], "create");
+    assert_eq!(first["sha256"], sha(b"one\n").to_hex());
+    ok(&rwfs(&ws, &["write", "--json", "notes.txt"], b"two\n"));
+    ok(&rwfs(&ws, &["write", "--json", "--mode", "append", "notes.txt"], b"three\n"));
+    assert_eq!(ws.read("notes.txt").unwrap(), b"two\nthree\n");
+
+    let log = rwfs(&ws, &["log", "--json", "-n", "0"], b"");
+    assert_eq!(log.status.code(), Some(0));
+    let rows: Vec<serde_json::Value> =
+        String::from_utf8(log.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ops: Vec<&str> = rows.iter().map(|r| r["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["create", "write", "append"]);
+    assert_eq!(rows[0]["via"], "cli");
+    assert_eq!(rows[0]["comm"], "rwfs");
+
+    let history = ok(&rwfs(&ws, &["history", "--json", "notes.txt"], b""));
+    let wheres: Vec<&str> = history["versions"].as_array().unwrap().iter().map(|v| v["where"].as_str().unwrap()).collect();
+    assert_eq!(wheres, ["stored", "stored", "current"]);
+
+    let prefix = sha(b"one\n").short(10);
+    let restored = ok(&rwfs(&ws, &["restore", "--json", "notes.txt", "--sha", &prefix], b""));
+    assert_eq!(restored["op"], "restore");
+    assert_eq!(ws.read("notes.txt").unwrap(), b"one\n");
+
+    ok(&rwfs(&ws, &["rm", "--json", "notes.txt"], b""));
+    assert_eq!(ws.read("notes.txt"), None);
+    ok(&rwfs(&ws, &["restore", "--json", "notes.txt", "--sha", &sha(b"one\n").to_hex()], b""));
+    assert_eq!(ws.read("notes.txt").unwrap(), b"one\n");
+
+    let human = rwfs(&ws, &["log"], b"");
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert!(text.lines().count() == 7 && text.contains("notes.txt") && text.contains("restore"), "{text}");
+}
+
+#[test]
+fn errors_exit_2_with_kind_and_reason() {
+    let ws = Ws::new();
+    ok(&rwfs(&ws, &["write", "f"], b"x"));
+    let out = rwfs(&ws, &["write", "--mode", "create", "f"], b"y");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stale_precondition/file_already_exists"), "{stderr}");
+    for (args, reason) in [
+        (vec!["write", "../escape"], "policy_violation/escapes_workspace"),
+        (vec!["write", "/etc/passwd"], "policy_violation/absolute_path_rejected"),
+        (vec!["write", ".resilient_write/journal.jsonl"], "policy_violation/state_dir_is_read_only"),
+        (vec!["write", "--expect", "nothex", "f"], "policy_violation/invalid_argument"),
+        (vec!["rm", "missing"], "stale_precondition/not_found"),
+        (vec!["restore", "f", "--at", "not a time"], "policy_violation/invalid_argument"),
+    ] {
+        let out = rwfs(&ws, &args, b"z");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(reason), "{args:?}: {stderr}");
+    }
+    assert_eq!(ws.read("f").unwrap(), b"x");
+    // Usage errors are clap's (exit 2 too).
+    assert_eq!(rwfs(&ws, &["restore", "f"], b"").status.code(), Some(2));
+}
+
+#[test]
+fn verify_exits_1_on_drift_and_status_reports() {
+    let ws = Ws::new();
+    ok(&rwfs(&ws, &["write", "a.txt"], b"journaled"));
+    let clean = ok(&rwfs(&ws, &["verify", "--json"], b""));
+    assert_eq!(clean["ok"], true);
+    ws.put("a.txt", b"changed behind rwfs's back");
+    let out = rwfs(&ws, &["verify", "--json"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["drift"][0]["path"], "a.txt");
+    let status = ok(&rwfs(&ws, &["status", "--json"], b""));
+    assert_eq!(status["rows"], 1);
+    assert_eq!(status["owner"], serde_json::Value::Null);
+    assert_eq!(status["last"]["path"], "a.txt");
+}
+
+#[test]
+fn restore_by_time_then_gc() {
+    let ws = Ws::new();
+    ok(&rwfs(&ws, &["write", "f"], b"v1"));
+    // Rows carry whole seconds: make "between" fall strictly between the two versions.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let between = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    ok(&rwfs(&ws, &["write", "f"], b"v2"));
+    let restored = ok(&rwfs(&ws, &["restore", "--json", "f", "--at", &between], b""));
+    assert_eq!(restored["sha256"], sha(b"v1").to_hex());
+    assert_eq!(ws.read("f").unwrap(), b"v1");
+    let early = rwfs(&ws, &["restore", "f", "--at", "2020-01-01T00:00:00Z"], b"");
+    assert_eq!(early.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&early.stderr).contains("absent_at_time"));
+
+    let kept = ok(&rwfs(&ws, &["gc", "--json", "--keep-days", "1"], b""));
+    assert_eq!(kept["removed"], 0);
+    let gc = ok(&rwfs(&ws, &["gc", "--json", "--keep-days", "0"], b""));
+    // Both objects go: v2 left the tree, and v1's copy is redundant with the current file.
+    assert_eq!(gc["removed"], 2);
+    let history = ok(&rwfs(&ws, &["history", "--json", "f"], b""));
+    let wheres: Vec<&str> = history["versions"].as_array().unwrap().iter().map(|v| v["where"].as_str().unwrap()).collect();
+    assert_eq!(wheres, ["current", "missing", "current"]);
+}
+
+#[test]
+fn unsafe_roots_are_refused_unless_allowed() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["status", "--workspace", "/"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"));
+    let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["write", "x", "--workspace", "/usr/../etc/."]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"));
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["status", "--workspace", &home]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"), "{home}");
+}

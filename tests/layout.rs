@@ -1,0 +1,148 @@
+//! The module boundaries of DESIGN §2, enforced on the source text of `src/**`.
+//!
+//! - arrows only point down: `durable` imports no other rwfs module (but `error` and `sha`),
+//!   `journal` and `store` import only `durable` below them, `engine` imports nothing of the
+//!   front ends (`cli`, `app`, `fuse`, `mcp`);
+//! - `engine`, `score`, `journal`, `store`, `durable` never use `fuser`, `rmcp`, `tokio`, `clap`;
+//! - `fuse` and `mcp` never use each other;
+//! - `score` is pure: no filesystem, network, process, environment or clock.
+
+use std::path::{Path, PathBuf};
+
+/// Modules of rwfs and the crate-internal modules each may use.
+const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
+    ("durable", &["error", "sha", "durable"]),
+    ("journal", &["error", "sha", "durable", "journal"]),
+    ("store", &["error", "sha", "durable", "store"]),
+    ("score", &["error", "sha", "score"]),
+    ("engine", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config"]),
+    ("fuse", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "fuse"]),
+    ("mcp", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "mcp"]),
+];
+
+const CORE: &[&str] = &["engine", "score", "journal", "store", "durable"];
+const FRONT_END_CRATES: &[&str] = &["fuser", "rmcp", "tokio", "clap"];
+const IMPURE: &[&str] = &["std::fs", "std::net", "std::process", "std::env", "SystemTime", "Instant::now", "std::thread"];
+
+#[test]
+fn module_boundaries_hold() {
+    let violations = check_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    assert!(violations.is_empty(), "forbidden imports:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn the_checker_catches_violations() {
+    let cases = [
+        ("engine", "use fuser::Filesystem;", true),
+        ("journal", "let x = clap::Parser::parse();", true),
+        ("fuse", "use crate::mcp::Server;", true),
+        ("mcp", "crate::fuse::errno(e)", true),
+        ("durable", "use crate::engine::Engine;", true),
+        ("store", "use crate::journal::Row;", true),
+        ("score", "let t = std::time::SystemTime::now();", true),
+        ("score", "std::fs::read(p)", true),
+        ("engine", "// use fuser in a comment is fine", false),
+        ("engine", "use crate::durable::Disk;", false),
+        ("fuse", "use fuser::Filesystem;", false),
+    ];
+    for (module, line, bad) in cases {
+        assert_eq!(!check_source(module, "x.rs", line).is_empty(), bad, "{module}: {line}");
+    }
+}
+
+fn check_tree(src: &Path) -> Vec<String> {
+    let mut violations = Vec::new();
+    for file in rust_files(src) {
+        let rel = file.strip_prefix(src).unwrap();
+        let module = rel.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        violations.extend(check_source(&module, &rel.display().to_string(), &text));
+    }
+    violations
+}
+
+fn check_source(module: &str, file: &str, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let allowed = ALLOWED_INTERNAL.iter().find(|(m, _)| *m == module).map(|(_, a)| *a);
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut flag = |what: String| out.push(format!("src/{file}:{}: {what}: {}", n + 1, line.trim()));
+        if CORE.contains(&module) {
+            for krate in FRONT_END_CRATES {
+                if uses_path(code, krate) {
+                    flag(format!("{module} must not use {krate}"));
+                }
+            }
+        }
+        if let Some(allowed) = allowed {
+            for internal in internal_uses(code) {
+                if !allowed.contains(&internal.as_str()) {
+                    flag(format!("{module} must not use crate::{internal}"));
+                }
+            }
+        }
+        if module == "score" {
+            for impure in IMPURE {
+                if code.contains(impure) {
+                    flag(format!("score must stay pure ({impure})"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Does `code` use the crate `name` (`name::`, `use name`, `name = `) as a whole word?
+fn uses_path(code: &str, name: &str) -> bool {
+    let bytes = code.as_bytes();
+    let mut start = 0;
+    while let Some(i) = code[start..].find(name) {
+        let at = start + i;
+        let before_ok = at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_' || bytes[at - 1] == b':');
+        let rest = &code[at + name.len()..];
+        let after_ok = rest.starts_with("::") || rest.starts_with(';') || rest.starts_with(" as ") || rest.starts_with(" {");
+        if before_ok && after_ok {
+            return true;
+        }
+        start = at + name.len();
+    }
+    false
+}
+
+/// Names of crate modules used as `crate::name` or `super::super::name`-free `crate::{a, b}`.
+fn internal_uses(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let name: String = item.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        } else {
+            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.push(name);
+            }
+        }
+        rest = after;
+    }
+    out
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
