@@ -55,7 +55,7 @@ fn sixteen_compare_and_swap_writers_exactly_one_wins() {
                 s.spawn(move || {
                     barrier.wait();
                     let expect = Some(Expect::Sha(sha(b"0")));
-                    write_expect(engine, "counter", t.to_string().as_bytes(), WriteMode::Overwrite, expect)
+                    write_expect(engine, "counter", format!("writer {t}").as_bytes(), WriteMode::Overwrite, expect)
                 })
             })
             .collect();

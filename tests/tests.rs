@@ -9,3 +9,8 @@ mod concurrency;
 mod model;
 mod faults;
 mod journal;
+
+mod hostile_paths;
+mod bad_state;
+mod cli;
+mod layout;

@@ -17,6 +17,8 @@
 //!   swapped into the path afterwards cannot redirect the operation.
 //! - With [`Scope::Workspace`], nothing inside `.resilient_write/` is reachable, by any spelling,
 //!   and no directory is created inside it.
+//! - A refused path creates nothing: before the first missing directory is made, the rest of the
+//!   path (directories about to be created, so `..` in it is exact) is checked for an escape.
 
 use std::fmt;
 use std::io;
@@ -197,15 +199,21 @@ pub fn open_parent(
 ) -> Result<Dir> {
     match disk.open_dir(root, rel) {
         Ok(dir) => check_scope(dir, scope),
-        Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
-            ensure_dir(disk, root, rel, scope)
-        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => walk_dirs(disk, root, rel, scope, create),
         Err(e) => Err(resolve_error(e)),
     }
 }
 
 /// `mkdir -p` beneath `root`: every directory created is made durable by syncing its parent.
 pub fn ensure_dir(disk: &dyn Disk, root: &Dir, rel: &str, scope: Scope) -> Result<Dir> {
+    walk_dirs(disk, root, rel, scope, true)
+}
+
+/// Open `rel` one component at a time. At the first missing one, the rest can only be
+/// directories we would create, so `..` in it is exact: a path that would leave the root or
+/// enter the state directory is refused before anything is created (or, without `create`,
+/// reported as such instead of `not_found`).
+fn walk_dirs(disk: &dyn Disk, root: &Dir, rel: &str, scope: Scope, create: bool) -> Result<Dir> {
     let components: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
     let mut dir = check_scope(root.try_clone().map_err(|e| Error::io("dup root", e))?, scope)?;
     for (i, component) in components.iter().enumerate() {
@@ -213,6 +221,13 @@ pub fn ensure_dir(disk: &dyn Disk, root: &Dir, rel: &str, scope: Scope) -> Resul
         match disk.open_dir(root, &prefix) {
             Ok(next) => dir = check_scope(next, scope)?,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !matches!(*component, "." | "..") => {
+                let rest = normalize_lexically(&format!("{}/{}", dir.rel(), components[i..].join("/")))?;
+                if scope == Scope::Workspace && first_component(&rest) == STATE_DIR {
+                    return Err(Reason::StateDir.into());
+                }
+                if !create {
+                    return Err(resolve_error(e));
+                }
                 match disk.mkdir(&dir, component, 0o777) {
                     Ok(()) => disk.sync_dir(&dir).map_err(|e| Error::io("fsync new directory's parent", e))?,
                     Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}

@@ -33,8 +33,18 @@ pub fn open_beneath(root: BorrowedFd<'_>, rel: &str, flags: OFlag) -> io::Result
         .flags(flags | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
     let rel = if rel.is_empty() { "." } else { rel };
+    // EAGAIN: a rename anywhere on the system raced with a `..` component, so the kernel could
+    // not prove it stayed beneath; it asks the caller to retry.
+    for _ in 0..OPENAT2_RETRIES {
+        match nix::fcntl::openat2(root, rel, how) {
+            Err(Errno::EAGAIN) => continue,
+            other => return Ok(other?),
+        }
+    }
     Ok(nix::fcntl::openat2(root, rel, how)?)
 }
+
+const OPENAT2_RETRIES: usize = 64;
 
 /// An anonymous file in `dir`, or `None` where the filesystem has no `O_TMPFILE`.
 pub fn open_tmpfile(dir: BorrowedFd<'_>, perm: u32) -> io::Result<Option<OwnedFd>> {

@@ -36,7 +36,8 @@ use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::Sender;
 
-use crate::durable::{STATE_DIR, WorkspacePath};
+use crate::durable::resolve::lookup;
+use crate::durable::{STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Actor, Change, Journal, Op};
 use crate::sha::Sha256;
@@ -158,6 +159,8 @@ impl Engine {
 
     /// Bring back a previous version of `path` as a new, journaled commit.
     pub fn restore(&self, path: &str, to: &RestoreTo, actor: &Actor) -> Result<Restored> {
+        // Refuse `.resilient_write/` by any spelling first, as a write there would be.
+        lookup(self.core.ws.disk(), &self.core.ws.root, path, Scope::Workspace)?;
         let history = self.core.ws.history(path)?;
         let at = history.path.to_string();
         let sha = pick_version(&history, to).map_err(|e| e.at(&at))?;

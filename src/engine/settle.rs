@@ -27,6 +27,8 @@ use crate::durable::{Dir, Disk, File};
 use crate::error::{Error, IoContext, Reason, Result};
 
 pub const LOCK_FILE: &str = "lock";
+const LOCK_ATTEMPTS: u32 = 25;
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Open commits and their floors.
 #[derive(Default)]
@@ -97,9 +99,16 @@ impl OwnerLock {
     pub fn acquire(disk: Arc<dyn Disk>, state: &Dir) -> Result<(OwnerLock, Previous)> {
         let existed = disk.stat(state, LOCK_FILE).step("stat lock file")?.is_some();
         let file = disk.open_write(state, LOCK_FILE, true, 0o644).step("open lock file")?;
-        if !disk.try_lock(&file, true).step("lock workspace")? {
-            let pid = read_info(&*disk, &file).ok().flatten().map(|i| i.pid);
-            return Err(Reason::WorkspaceLocked { pid }.into());
+        // A lock released a moment ago can still be held by a child process of its former owner
+        // between fork and exec (descriptors are shared until exec closes them): retry briefly.
+        let mut attempts = 0;
+        while !disk.try_lock(&file, true).step("lock workspace")? {
+            attempts += 1;
+            if attempts == LOCK_ATTEMPTS {
+                let pid = read_info(&*disk, &file).ok().flatten().map(|i| i.pid);
+                return Err(Reason::WorkspaceLocked { pid }.into());
+            }
+            std::thread::sleep(LOCK_RETRY);
         }
         let previous = match read_info(&*disk, &file) {
             _ if !existed => Previous::None,

@@ -59,6 +59,11 @@ impl Objects {
     /// Take the inode at `from/name` into the store as `sha` (lazily durable).
     pub fn adopt(&self, from: &Dir, name: &str, sha: Sha256) -> Result<()> {
         let stat = self.disk.stat(from, name).step("stat displaced version")?;
+        // Only a regular file is a version: a symlink or a fifo swapped in by another process
+        // must not be filed under a digest it does not have.
+        if stat.is_some_and(|s| s.kind != FileKind::File) {
+            return Err(Error::from(Reason::NotRegularFile).at(from.join(name)));
+        }
         let shared = stat.is_some_and(|s| s.nlink > 1);
         let sub = self.subdir(&sha)?;
         if !shared {
