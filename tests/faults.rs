@@ -120,3 +120,34 @@ fn a_failed_journal_append_leaves_the_file_untouched() {
     let report = verify(&ws.workspace()).unwrap();
     assert!(report.is_clean(), "{report:?}");
 }
+
+#[test]
+fn a_failed_move_into_objects_is_retried_by_the_settle_thread() {
+    let total = changes_of(|e| {
+        write(e, "f.txt", b"new version\n", WriteMode::Overwrite).unwrap();
+    });
+    let temps = |ws: &Ws| -> Vec<String> {
+        tree(ws.path()).into_iter().map(|(p, _)| p).filter(|p| rwfs::durable::is_temp_name(p.rsplit('/').next().unwrap())).collect()
+    };
+    let mut retried = 0;
+    for n in 0..total {
+        let ws = Ws::new();
+        setup(&ws);
+        let (_base, inos) = Image::snapshot(ws.path());
+        let rec = Arc::new(Recorder::new(inos));
+        let engine = ws.open_with(rec.clone()).unwrap();
+        rec.fail_change(n, libc::EIO);
+        let acknowledged = write(&engine, "f.txt", b"new version\n", WriteMode::Overwrite).is_ok();
+        if !(acknowledged && !temps(&ws).is_empty()) {
+            continue;
+        }
+        // Acknowledged, with the old version still under its temp name: the settle thread
+        // (every 500 ms) moves it.
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        assert!(temps(&ws).is_empty(), "change {n}: temp file still there: {:?}", temps(&ws));
+        assert_eq!(ws.object(&sha(b"old version\n")).unwrap(), b"old version\n");
+        assert_eq!(engine.open_commits(), 0, "change {n}: the commit settled");
+        retried += 1;
+    }
+    assert!(retried > 0, "some failure point leaves an acknowledged commit unsettled");
+}

@@ -11,7 +11,7 @@
 //!   install  link (create) or RENAME_EXCHANGE (overwrite): one atomic directory operation
 //!   round 2  fsync(directory)                                          → acknowledge
 //!   settle   the displaced previous inode is renamed into objects/ (synced lazily, before
-//!            the settle watermark passes this row)
+//!            the settle watermark passes this row; retried by the settle thread on failure)
 //! ```
 //!
 //! Why this order (the journal is a write-ahead log of intent):
@@ -33,11 +33,13 @@
 
 use std::str::FromStr;
 
+use std::sync::PoisonError;
+
 use nix::libc;
 
 use crate::durable::{
-    Attrs, Disk, File, FileKind, Install, Scope, Source, Stat, Target, WorkspacePath, hash_file,
-    resolve::resolve, stage,
+    Attrs, Disk, Displaced, File, FileKind, Install, Scope, Source, Stat, Target, WorkspacePath,
+    hash_file, resolve::resolve, stage,
 };
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
@@ -357,22 +359,15 @@ impl Core {
             return Err(Error::io("fsync directory", e));
         }
 
-        // Acknowledged. Settle the previous version.
-        let mut settled = true;
-        if let (Some(displaced), Some(cur)) = (displaced, &current) {
-            if let Err(e) = self.objects.adopt(&displaced.dir, &displaced.name, cur.sha) {
-                // It stays under its temp name, where recovery finds it; keep the row unsettled.
-                tracing::error!(path = %target.path, error = %e, "previous version not moved to objects/");
-                settled = false;
-            }
-        }
         if let Ok(Some(stat)) = disk.stat(&target.parent, &target.name) {
             if stat.id == new_id {
                 self.cache.put(&stat, sha);
             }
         }
-        if settled {
-            self.tracker.end(token);
+        // Acknowledged. Settle the previous version.
+        match (displaced, &current) {
+            (Some(displaced), Some(cur)) => self.settle(displaced, cur.sha, token),
+            _ => self.tracker.end(token),
         }
         Ok(Committed {
             path: target.path.clone(),
@@ -385,6 +380,29 @@ impl Core {
             ts: appended.ts,
             attrs_skipped,
         })
+    }
+
+    /// Move a displaced version into `objects/` and end its commit's token. If that fails the
+    /// version stays under its temp name (recovery would find it after a crash) and the settle
+    /// thread tries again; until then the watermark stays below the commit's row.
+    fn settle(&self, displaced: Displaced, sha: Sha256, token: Token) {
+        match self.objects.adopt(&displaced.dir, &displaced.name, sha) {
+            Ok(()) => self.tracker.end(token),
+            Err(e) => {
+                let path = displaced.dir.join(&displaced.name);
+                tracing::error!(%path, error = %e, "previous version not moved to objects/ yet; will retry");
+                self.unsettled.lock().unwrap_or_else(PoisonError::into_inner).push((displaced, sha, token));
+            }
+        }
+    }
+
+    /// Retry the adoptions that failed; returns how many are still waiting.
+    pub(crate) fn retry_unsettled(&self) -> usize {
+        let waiting = std::mem::take(&mut *self.unsettled.lock().unwrap_or_else(PoisonError::into_inner));
+        for (displaced, sha, token) in waiting {
+            self.settle(displaced, sha, token);
+        }
+        self.unsettled.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     /// The regular file at the target now, with its digest.

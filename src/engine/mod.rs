@@ -37,7 +37,7 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::Sender;
 
 use crate::durable::resolve::lookup;
-use crate::durable::{STATE_DIR, Scope, WorkspacePath};
+use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Actor, Change, Journal, Op};
 use crate::sha::Sha256;
@@ -51,7 +51,7 @@ pub use workspace::{Availability, History, Options, Status, Version, Workspace, 
 
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;
-use settle::{OwnerLock, Previous, Tracker};
+use settle::{OwnerLock, Previous, Token, Tracker};
 use workspace::open_root;
 
 /// How often the settle thread advances the watermark.
@@ -72,6 +72,8 @@ pub(crate) struct Core {
     pub(crate) tracker: Tracker,
     pub(crate) locks: PathLocks,
     pub(crate) cache: DigestCache,
+    /// Displaced versions whose move into `objects/` failed, with their commits' tokens.
+    pub(crate) unsettled: Mutex<Vec<(Displaced, Sha256, Token)>>,
     /// The watermark last written to the lock file.
     recorded: AtomicU64,
 }
@@ -126,6 +128,7 @@ impl Engine {
             tracker: Tracker::default(),
             locks: PathLocks::new(),
             cache: DigestCache::default(),
+            unsettled: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
         });
         let recovery = core.recover(claims)?;
@@ -229,6 +232,7 @@ impl Drop for Engine {
 impl Core {
     /// Sync pending adoptions, then record the settle watermark (see `settle.rs`).
     fn record_watermark(&self, sync: bool) -> Result<()> {
+        self.retry_unsettled();
         let durable = self.journal.durable_seq();
         let watermark = self.tracker.watermark(durable);
         if !sync && watermark == self.recorded.load(Ordering::Relaxed) {
