@@ -138,7 +138,7 @@ fn a_failed_move_into_objects_is_retried_by_the_settle_thread() {
         let engine = ws.open_with(rec.clone()).unwrap();
         rec.fail_change(n, libc::EIO);
         let acknowledged = write(&engine, "f.txt", b"new version\n", WriteMode::Overwrite).is_ok();
-        if !(acknowledged && !temps(&ws).is_empty()) {
+        if !acknowledged || temps(&ws).is_empty() {
             continue;
         }
         // Acknowledged, with the old version still under its temp name: the settle thread

@@ -1,2 +1,628 @@
-//! Placeholder: the commit benchmark (see integration/bench/commit.sh).
-fn main() {}
+//! The commit benchmark: durable commits per second of the engine's `safe_write` against a
+//! minimal implementation of the same protocol in plain `std`, measured side by side in one run.
+//!
+//! ```text
+//!   engine    Engine::safe_write(mode overwrite): stage (O_TMPFILE, write, read back, sha256 x2),
+//!             journal row (group commit) ∥ fsync(temp), RENAME_EXCHANGE, fsync(dir),
+//!             previous version renamed into .resilient_write/objects/
+//!   minimal   open(tmp, O_CREAT|O_EXCL), write, fsync(tmp), rename(tmp, name), fsync(dir)
+//! ```
+//!
+//! Both write the same payloads (4 KiB and 1 MiB, distinct per commit) to a rotating set of
+//! files (`--files` per writer, each writer its own directory), so every commit replaces a
+//! previous version. With several writers the engine is one shared `Engine` used from every
+//! thread. The machine this runs on is noisy (fsync latency varies severalfold between runs),
+//! so each cell runs `--rounds` times, engine and minimal back to back in alternating order, and
+//! the table reports the median; the ratios are also given as the median of per-round ratios,
+//! which pairs runs that were close in time.
+//!
+//! Run it with `integration/bench/commit.sh [OPTIONS]` (`--help` lists them). The default
+//! directory is a fresh one under the repository's `target/`, whatever `CARGO_TARGET_DIR` says,
+//! so that it sits on the repository's filesystem; the benchmark prints the filesystem it ran
+//! on and warns when it differs from the repository's.
+
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use rwfs::engine::{Engine, Options, WriteMode, WriteRequest};
+use rwfs::journal::{Actor, Via};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "commit",
+    about = "Durable commits/s: rwfs engine safe_write vs a minimal temp+fsync+rename+fsync(dir) protocol"
+)]
+struct Args {
+    /// Directory to benchmark in: a fresh subdirectory is created in it and removed afterwards.
+    /// Default: the repository's target/ directory (same filesystem as the repository).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Rounds per cell; engine and minimal alternate within each round.
+    #[arg(long, default_value_t = 9)]
+    rounds: usize,
+    /// Commits per cell per round with 4 KiB payloads (split across the writers).
+    #[arg(long = "commits-4k", default_value_t = 400, value_name = "N")]
+    commits_4k: usize,
+    /// Commits per cell per round with 1 MiB payloads (split across the writers).
+    #[arg(long = "commits-1m", default_value_t = 100, value_name = "N")]
+    commits_1m: usize,
+    /// Files each writer rotates over.
+    #[arg(long, default_value_t = 64)]
+    files: usize,
+    /// Writer thread counts to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 8])]
+    writers: Vec<usize>,
+    /// Payload sizes to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [Size::K4, Size::M1])]
+    sizes: Vec<Size>,
+    /// Implementations to measure (one alone is useful under strace or perf).
+    #[arg(long = "impl", value_delimiter = ',', default_values_t = [Impl::Engine, Impl::Minimal])]
+    impls: Vec<Impl>,
+    /// Keep the benchmark directory instead of removing it.
+    #[arg(long)]
+    keep: bool,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Size {
+    #[value(name = "4k")]
+    K4,
+    #[value(name = "1m")]
+    M1,
+}
+
+impl Size {
+    fn bytes(self) -> usize {
+        match self {
+            Size::K4 => 4 << 10,
+            Size::M1 => 1 << 20,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Size::K4 => "4KiB",
+            Size::M1 => "1MiB",
+        }
+    }
+
+    fn dir(self) -> &'static str {
+        match self {
+            Size::K4 => "s4k",
+            Size::M1 => "s1m",
+        }
+    }
+}
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.to_possible_value().expect("no skipped variants").get_name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Impl {
+    Engine,
+    Minimal,
+}
+
+impl Impl {
+    fn label(self) -> &'static str {
+        match self {
+            Impl::Engine => "engine",
+            Impl::Minimal => "minimal",
+        }
+    }
+}
+
+impl std::fmt::Display for Impl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One way of committing a new version of writer `w`'s file `j`, durably.
+trait Protocol: Sync {
+    fn commit(&self, size: Size, w: usize, j: usize, data: &[u8]) -> io::Result<()>;
+}
+
+/// The engine: one shared `Engine`, paths `s4k/w3/f07` relative to its workspace.
+struct EngineProtocol {
+    engine: Engine,
+    actor: Actor,
+}
+
+fn rel_name(size: Size, w: usize, j: usize) -> String {
+    format!("{}/w{w}/f{j:03}", size.dir())
+}
+
+impl Protocol for EngineProtocol {
+    fn commit(&self, size: Size, w: usize, j: usize, data: &[u8]) -> io::Result<()> {
+        let path = rel_name(size, w, j);
+        let req =
+            WriteRequest { path: &path, content: data, mode: WriteMode::Overwrite, expect: None, actor: &self.actor };
+        self.engine.safe_write(&req).map(drop).map_err(|e| io::Error::other(format!("safe_write {path}: {e}")))
+    }
+}
+
+/// The minimal protocol in plain std, under its own root.
+struct MinimalProtocol {
+    root: PathBuf,
+}
+
+impl Protocol for MinimalProtocol {
+    fn commit(&self, size: Size, w: usize, j: usize, data: &[u8]) -> io::Result<()> {
+        let dir = self.root.join(size.dir()).join(format!("w{w}"));
+        let target = dir.join(format!("f{j:03}"));
+        // One writer per directory commits sequentially: one temp name per writer suffices.
+        let temp = dir.join(".tmp");
+        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o666).open(&temp)?;
+        file.write_all(data)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, &target)?;
+        File::open(&dir)?.sync_all()
+    }
+}
+
+/// Payloads: random bytes per writer and size, with a header making every commit distinct.
+struct Payloads {
+    base: Vec<Vec<u8>>,
+}
+
+impl Payloads {
+    fn new(size: Size, writers: usize) -> Payloads {
+        let base = (0..writers)
+            .map(|w| {
+                let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ ((w as u64 + 1) << 32) ^ size.bytes() as u64;
+                let mut buf = vec![0u8; size.bytes()];
+                for chunk in buf.chunks_mut(8) {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+                }
+                buf
+            })
+            .collect();
+        Payloads { base }
+    }
+
+    /// Writer `w`'s buffer, stamped for commit `k` of `round` (the same for both protocols).
+    fn stamp(buf: &mut [u8], round: usize, w: usize, k: usize) {
+        let header = format!("r{round:04} w{w:02} k{k:08}\n");
+        buf[..header.len()].copy_from_slice(header.as_bytes());
+    }
+}
+
+/// One timed run of one cell.
+struct Run {
+    commits: usize,
+    elapsed: Duration,
+    /// Per-commit latencies, nanoseconds.
+    latencies: Vec<u64>,
+}
+
+impl Run {
+    fn rate(&self) -> f64 {
+        self.commits as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// What one timed run does: writer `w` commits `per_writer` times, to file `(start + k) % files`.
+#[derive(Clone, Copy)]
+struct Spec {
+    size: Size,
+    writers: usize,
+    per_writer: usize,
+    files: usize,
+    round: usize,
+    start: usize,
+}
+
+/// Run `spec` through `proto`, all writers starting together; the clock covers them all.
+fn run_cell(proto: &dyn Protocol, payloads: &Payloads, spec: &Spec) -> io::Result<Run> {
+    let Spec { size, writers, per_writer, files, round, start } = *spec;
+    let barrier = Barrier::new(writers + 1);
+    let (began, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let barrier = &barrier;
+                let mut buf = payloads.base[w].clone();
+                scope.spawn(move || -> io::Result<Vec<u64>> {
+                    let mut latencies = Vec::with_capacity(per_writer);
+                    barrier.wait();
+                    for k in 0..per_writer {
+                        Payloads::stamp(&mut buf, round, w, k);
+                        let t = Instant::now();
+                        proto.commit(size, w, (start + k) % files, &buf)?;
+                        latencies.push(t.elapsed().as_nanos() as u64);
+                    }
+                    Ok(latencies)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let began = Instant::now();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("writer panicked")).collect();
+        (began, results)
+    });
+    let elapsed = began.elapsed();
+    let mut latencies = Vec::with_capacity(writers * per_writer);
+    for r in results {
+        latencies.extend(r?);
+    }
+    Ok(Run { commits: latencies.len(), elapsed, latencies })
+}
+
+/// Untimed warm-up: commit every file twice through `proto`, writers in parallel, so that every
+/// file exists and the engine's `objects/` subdirectories are (almost all) created.
+fn prepare(proto: &dyn Protocol, payloads: &Payloads, size: Size, writers: usize, files: usize) -> io::Result<()> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let mut buf = payloads.base[w].clone();
+                scope.spawn(move || {
+                    for pass in 0..2 {
+                        for j in 0..files {
+                            Payloads::stamp(&mut buf, 9000 + pass, w, j);
+                            proto.commit(size, w, j, &buf)?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().expect("writer panicked"))
+    })
+}
+
+#[derive(Default)]
+struct Cell {
+    runs: Vec<Run>,
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1] as f64 / 1e6
+}
+
+impl Cell {
+    fn rates(&self) -> Vec<f64> {
+        self.runs.iter().map(Run::rate).collect()
+    }
+
+    fn median_rate(&self) -> f64 {
+        median(&mut self.rates())
+    }
+
+    /// p50 and p99 over every commit of every round, milliseconds.
+    fn latency(&self) -> (f64, f64) {
+        let mut all: Vec<u64> = self.runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
+        all.sort_unstable();
+        (percentile(&all, 50.0), percentile(&all, 99.0))
+    }
+}
+
+/// Where the benchmark runs, and what it is on.
+fn describe_fs(path: &Path) -> String {
+    match nix::sys::statfs::statfs(path) {
+        Ok(st) => {
+            use nix::sys::statfs::*;
+            let t = st.filesystem_type();
+            let name = if t == EXT4_SUPER_MAGIC {
+                "ext2/3/4"
+            } else if t == TMPFS_MAGIC {
+                "tmpfs (fsync is a no-op: figures meaningless)"
+            } else if t == XFS_SUPER_MAGIC {
+                "xfs"
+            } else if t == BTRFS_SUPER_MAGIC {
+                "btrfs"
+            } else if t == OVERLAYFS_SUPER_MAGIC {
+                "overlayfs"
+            } else {
+                "other"
+            };
+            format!("{name} (f_type {:#x})", t.0)
+        }
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// Mark `dir` as the top of a directory hierarchy (`chattr +T`), so that ext4's Orlov allocator
+/// places each subdirectory in a block group of its own instead of next to its parent.
+///
+/// Why it matters: ext4 without a journal (this machine's root filesystem) will not reuse an
+/// inode freed in the last minute (`recently_deleted` in `fs/ext4/ialloc.c`), so every inode
+/// allocation scans past the recently freed inodes of its block group. The minimal protocol frees
+/// one inode per commit (the replaced version) and a finished run frees thousands: sharing block
+/// groups with those made the engine's `O_TMPFILE` (and the next run) pay for them.
+fn spread_subdirectories(dir: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    const FS_TOPDIR_FL: nix::libc::c_int = 0x0002_0000;
+    let file = File::open(dir)?;
+    let mut flags: nix::libc::c_int = 0;
+    // SAFETY: FS_IOC_GETFLAGS/SETFLAGS read and write one int through a valid pointer on a valid
+    // descriptor (the kernel uses an int despite the ioctl number's `long`).
+    unsafe {
+        if nix::libc::ioctl(file.as_raw_fd(), nix::libc::FS_IOC_GETFLAGS, &mut flags) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        flags |= FS_TOPDIR_FL;
+        if nix::libc::ioctl(file.as_raw_fd(), nix::libc::FS_IOC_SETFLAGS, &flags) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Files created by [`probe`].
+const PROBES: usize = 15;
+/// A probe slower than this means the block group holds recently freed inodes.
+const PROBE_SLOW: Duration = Duration::from_micros(60);
+
+/// A new directory in `base` for one implementation, in a block group where creating a file is
+/// cheap: ext4 names the group after the directory's name, so a slow one is replaced by another
+/// (up to 6 tries; the fastest is kept). Returns it with its probe time.
+fn pick_root(base: &Path, prefix: &str) -> io::Result<(PathBuf, Duration)> {
+    let mut best: Option<(PathBuf, Duration)> = None;
+    for _ in 0..6 {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(base)?.keep();
+        let cost = probe(&dir)?;
+        if best.as_ref().is_none_or(|(_, b)| cost < *b) {
+            best = Some((dir, cost));
+        }
+        if cost < PROBE_SLOW {
+            break;
+        }
+    }
+    Ok(best.expect("at least one try"))
+}
+
+/// Median time to create an empty file in `dir/probe/` (the files are kept: removing them would
+/// itself leave recently freed inodes behind).
+fn probe(dir: &Path) -> io::Result<Duration> {
+    let probe = dir.join("probe");
+    fs::create_dir(&probe)?;
+    let mut times = Vec::with_capacity(PROBES);
+    for i in 0..PROBES {
+        let t = Instant::now();
+        OpenOptions::new().write(true).create_new(true).open(probe.join(format!("p{i}")))?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok(times[PROBES / 2])
+}
+
+fn dev_of(path: &Path) -> Option<(u64, u64)> {
+    let dev = fs::metadata(path).ok()?.dev();
+    Some((nix::sys::stat::major(dev), nix::sys::stat::minor(dev)))
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("commit benchmark failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> io::Result<()> {
+    if args.rounds == 0 || args.files == 0 || args.writers.contains(&0) {
+        return Err(io::Error::other("--rounds, --files and --writers must be positive"));
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let parent = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => repo.join("target"),
+    };
+    fs::create_dir_all(&parent)?;
+    let tmp = tempfile::Builder::new().prefix("rwfs-bench-").tempdir_in(&parent)?;
+    let base = tmp.path().to_path_buf();
+    let spread = spread_subdirectories(&base);
+    let (engine_root, engine_probe) = pick_root(&base, "engine-")?;
+    let (minimal_root, minimal_probe) = pick_root(&base, "minimal-")?;
+    let (repo_dev, bench_dev) = (dev_of(repo), dev_of(&base));
+    let max_writers = args.writers.iter().copied().max().unwrap_or(1);
+
+    let mut header = String::new();
+    writeln!(
+        header,
+        "rwfs commit benchmark: durable commits/s, engine safe_write vs minimal temp+fsync+rename+fsync(dir)"
+    )
+    .unwrap();
+    writeln!(header, "dir         {}", base.display()).unwrap();
+    writeln!(
+        header,
+        "filesystem  {}, device {}",
+        describe_fs(&base),
+        bench_dev.map_or("?".to_string(), |(a, b)| format!("{a}:{b}"))
+    )
+    .unwrap();
+    if repo_dev != bench_dev {
+        writeln!(
+            header,
+            "WARNING     not the repository's filesystem ({}): figures are not comparable",
+            repo.display()
+        )
+        .unwrap();
+    }
+    writeln!(
+        header,
+        "layout      engine and minimal in separate directories{}",
+        match &spread {
+            Ok(()) => ", spread over block groups (FS_TOPDIR_FL)".to_string(),
+            Err(e) => format!(" (FS_TOPDIR_FL not set: {e})"),
+        }
+    )
+    .unwrap();
+    writeln!(
+        header,
+        "inode probe file create, median of {PROBES}: engine dir {:.0} us, minimal dir {:.0} us (normal: ~20 us)",
+        engine_probe.as_secs_f64() * 1e6,
+        minimal_probe.as_secs_f64() * 1e6
+    )
+    .unwrap();
+    writeln!(
+        header,
+        "setup       {} rounds, engine/minimal alternating; {} files per writer; commits per cell per round: 4KiB {}, 1MiB {} (split across writers); {} CPUs",
+        args.rounds,
+        args.files,
+        args.commits_4k,
+        args.commits_1m,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    )
+    .unwrap();
+    eprintln!("benchmarking in {}", base.display());
+
+    for size in &args.sizes {
+        for w in 0..max_writers {
+            fs::create_dir_all(engine_root.join(size.dir()).join(format!("w{w}")))?;
+            fs::create_dir_all(minimal_root.join(size.dir()).join(format!("w{w}")))?;
+        }
+    }
+    let engine =
+        Engine::open(&engine_root, &Options::default()).map_err(|e| io::Error::other(format!("open engine: {e}")))?;
+    let engine = EngineProtocol { engine, actor: Actor::this_process(Via::Cli, "rwfs-bench") };
+    let minimal = MinimalProtocol { root: minimal_root };
+    let proto = |imp: Impl| -> &dyn Protocol {
+        match imp {
+            Impl::Engine => &engine,
+            Impl::Minimal => &minimal,
+        }
+    };
+
+    let payloads: Vec<(Size, Payloads)> = args.sizes.iter().map(|&s| (s, Payloads::new(s, max_writers))).collect();
+    let t0 = Instant::now();
+    for (size, payloads) in &payloads {
+        for &imp in &args.impls {
+            eprintln!("prepare     {} {} x {} files x 2 commits via {imp}", size.label(), max_writers, args.files);
+            prepare(proto(imp), payloads, *size, max_writers, args.files)?;
+        }
+    }
+
+    // cells[(size, writers, impl)] in print order.
+    let mut keys = Vec::new();
+    for &size in &args.sizes {
+        for &writers in &args.writers {
+            for &imp in &args.impls {
+                keys.push((size, writers, imp));
+            }
+        }
+    }
+    let mut cells: Vec<Cell> = keys.iter().map(|_| Cell::default()).collect();
+    let mut rotation = 0usize;
+    for round in 0..args.rounds {
+        let mut line = format!("round {}/{}  ", round + 1, args.rounds);
+        for (size, payloads) in &payloads {
+            let total = match size {
+                Size::K4 => args.commits_4k,
+                Size::M1 => args.commits_1m,
+            };
+            for &writers in &args.writers {
+                let per_writer = total.div_ceil(writers).max(1);
+                let mut order = args.impls.clone();
+                if round % 2 == 1 {
+                    order.reverse();
+                }
+                for imp in order {
+                    let spec = Spec { size: *size, writers, per_writer, files: args.files, round, start: rotation };
+                    let run = run_cell(proto(imp), payloads, &spec)?;
+                    let _ = write!(line, " {}/{}w/{}={:.0}", size.label(), writers, imp.label(), run.rate());
+                    let i = keys.iter().position(|k| *k == (*size, writers, imp)).expect("known cell");
+                    cells[i].runs.push(run);
+                }
+            }
+        }
+        rotation += 17;
+        eprintln!("{line}");
+    }
+    let measured = t0.elapsed();
+
+    let find =
+        |size: Size, writers: usize, imp: Impl| keys.iter().position(|k| *k == (size, writers, imp)).map(|i| &cells[i]);
+    let mut out = String::new();
+    out.push_str(&header);
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "{:<7} {:>7}  {:<8} {:>9} {:>9} {:>8} {:>8}   commits/s per round",
+        "payload", "writers", "impl", "commits/s", "per-write", "p50 ms", "p99 ms"
+    )
+    .unwrap();
+    for (i, (size, writers, imp)) in keys.iter().enumerate() {
+        let cell = &cells[i];
+        let (p50, p99) = cell.latency();
+        let rounds: Vec<String> = cell.rates().iter().map(|r| format!("{r:.0}")).collect();
+        let rate = cell.median_rate();
+        writeln!(
+            out,
+            "{:<7} {:>7}  {:<8} {:>9.1} {:>9.1} {:>8.2} {:>8.2}   {}",
+            size.label(),
+            writers,
+            imp.label(),
+            rate,
+            rate / *writers as f64,
+            p50,
+            p99,
+            rounds.join(" ")
+        )
+        .unwrap();
+    }
+    writeln!(out).unwrap();
+    writeln!(out, "ratios (median of rates; in brackets: median of per-round ratios, min..max)").unwrap();
+    for &size in &args.sizes {
+        let Some(base_cell) = find(size, 1, Impl::Minimal) else { continue };
+        let mut ratio_line = |num_writers: usize, target: f64| {
+            let Some(cell) = find(size, num_writers, Impl::Engine) else { return };
+            let of_medians = cell.median_rate() / base_cell.median_rate();
+            let mut paired: Vec<f64> =
+                cell.runs.iter().zip(&base_cell.runs).map(|(e, m)| e.rate() / m.rate()).collect();
+            let (lo, hi) = paired.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+            let paired_median = median(&mut paired);
+            let verdict = if of_medians >= target { "ok" } else { "MISSED" };
+            writeln!(
+                out,
+                "{:<7} engine_{num_writers}w / minimal_1w = {of_medians:5.2}  [{paired_median:.2}, {lo:.2}..{hi:.2}]  target >= {target:.1}  {verdict}",
+                size.label(),
+            )
+            .unwrap();
+        };
+        ratio_line(1, 0.9);
+        if max_writers > 1 {
+            ratio_line(max_writers, 2.0);
+        }
+    }
+    writeln!(out, "measured in {:.1} s", measured.as_secs_f64()).unwrap();
+    print!("{out}");
+
+    drop(engine);
+    if args.keep {
+        eprintln!("kept {}", tmp.keep().display());
+    }
+    Ok(())
+}
