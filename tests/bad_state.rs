@@ -5,7 +5,7 @@
 //! The filesystem tests mount for real (tmpfs, and ext4 on a loop device for a filesystem that
 //! turns read-only under a running engine). A mount that fails fails the test: they never skip.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io::{self, Write as _};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -15,10 +15,11 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use rwfs::durable::{Attrs, Dir, Disk, File, FileId, FileKind, OsDisk, Rename, Stat, Temp, is_temp_name, temp_name};
+use rwfs::durable::{Dir, Disk, File, FileId, OsDisk, Temp, is_temp_name, temp_name};
 use rwfs::engine::{Availability, Engine, Options, Report, RestoreTo, Restored, Workspace, WriteMode, verify};
 use rwfs::journal::Problem;
 
+use crate::support::hooked::{Hooked, Intercept};
 use crate::support::{Ws, actor, assert_reason, sha, write};
 
 const JOURNAL: &str = ".resilient_write/journal.jsonl";
@@ -568,40 +569,7 @@ fn a_filesystem_turning_read_only_under_the_engine_refuses_writes_typed_and_keep
 /// left behind would show.
 struct NamedTemps;
 
-impl Disk for NamedTemps {
-    fn open_root(&self, path: &Path) -> io::Result<Dir> {
-        OsDisk.open_root(path)
-    }
-    fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
-        OsDisk.open_dir(base, rel)
-    }
-    fn stat(&self, dir: &Dir, name: &str) -> io::Result<Option<Stat>> {
-        OsDisk.stat(dir, name)
-    }
-    fn file_stat(&self, file: &File) -> io::Result<Stat> {
-        OsDisk.file_stat(file)
-    }
-    fn open_read(&self, dir: &Dir, name: &str) -> io::Result<File> {
-        OsDisk.open_read(dir, name)
-    }
-    fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        OsDisk.read_at(file, buf, offset)
-    }
-    fn read_link(&self, dir: &Dir, name: &str) -> io::Result<OsString> {
-        OsDisk.read_link(dir, name)
-    }
-    fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>> {
-        OsDisk.list(dir)
-    }
-    fn attrs(&self, file: &File) -> io::Result<Attrs> {
-        OsDisk.attrs(file)
-    }
-    fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool> {
-        OsDisk.try_lock(file, exclusive)
-    }
-    fn mkdir(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
-        OsDisk.mkdir(dir, name, perm)
-    }
+impl Intercept for NamedTemps {
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
         loop {
             let name = temp_name();
@@ -617,41 +585,11 @@ impl Disk for NamedTemps {
             }
         }
     }
-    fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File> {
-        OsDisk.open_write(dir, name, create, perm)
-    }
-    fn write_at(&self, file: &File, data: &[u8], offset: u64) -> io::Result<()> {
-        OsDisk.write_at(file, data, offset)
-    }
-    fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
-        OsDisk.set_len(file, len)
-    }
-    fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
-        OsDisk.set_attrs(file, attrs)
-    }
-    fn sync(&self, file: &File) -> io::Result<()> {
-        OsDisk.sync(file)
-    }
-    fn sync_data(&self, file: &File) -> io::Result<()> {
-        OsDisk.sync_data(file)
-    }
-    fn sync_dir(&self, dir: &Dir) -> io::Result<()> {
-        OsDisk.sync_dir(dir)
-    }
-    fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
-        OsDisk.link(file, dir, name)
-    }
-    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
-        OsDisk.rename(from, from_name, to, to_name, how)
-    }
-    fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {
-        OsDisk.unlink(dir, name)
-    }
 }
 
 /// Both kinds of temp file: anonymous (`O_TMPFILE`, what tmpfs offers) and named.
 fn disks() -> [(&'static str, Arc<dyn Disk>); 2] {
-    [("O_TMPFILE temps", Arc::new(OsDisk)), ("named temps", Arc::new(NamedTemps))]
+    [("O_TMPFILE temps", Arc::new(OsDisk)), ("named temps", Arc::new(Hooked(NamedTemps)))]
 }
 
 /// The guarantees after a failed commit: old bytes, no temp file, no new row, a clean verify.

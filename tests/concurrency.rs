@@ -10,23 +10,28 @@ use crate::support::{Ws, sha, write, write_expect};
 
 const THREADS: usize = 16;
 
-#[test]
-fn sixteen_creates_of_one_path_exactly_one_wins() {
-    let ws = Ws::new();
-    let engine = ws.open();
+/// Run `f(t)` on [`THREADS`] threads released at the same instant; results in thread order.
+fn race<T: Send>(f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let barrier = Barrier::new(THREADS);
-    let results: Vec<_> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (engine, barrier) = (&engine, &barrier);
+                let (f, barrier) = (&f, &barrier);
                 s.spawn(move || {
                     barrier.wait();
-                    write(engine, "race.txt", format!("writer {t}\n").as_bytes(), WriteMode::Create)
+                    f(t)
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    })
+}
+
+#[test]
+fn sixteen_creates_of_one_path_exactly_one_wins() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let results = race(|t| write(&engine, "race.txt", format!("writer {t}\n").as_bytes(), WriteMode::Create));
     let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
     assert_eq!(winners.len(), 1, "exactly one create succeeds");
     let losers: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
@@ -47,19 +52,9 @@ fn sixteen_compare_and_swap_writers_exactly_one_wins() {
     let ws = Ws::new();
     let engine = ws.open();
     write(&engine, "counter", b"0", WriteMode::Create).unwrap();
-    let barrier = Barrier::new(THREADS);
-    let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (engine, barrier) = (&engine, &barrier);
-                s.spawn(move || {
-                    barrier.wait();
-                    let expect = Some(Expect::Sha(sha(b"0")));
-                    write_expect(engine, "counter", format!("writer {t}").as_bytes(), WriteMode::Overwrite, expect)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let results = race(|t| {
+        let expect = Some(Expect::Sha(sha(b"0")));
+        write_expect(&engine, "counter", format!("writer {t}").as_bytes(), WriteMode::Overwrite, expect)
     });
     let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
     assert_eq!(winners.len(), 1);

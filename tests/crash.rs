@@ -19,6 +19,7 @@ use rwfs::engine::{Engine, Options, RestoreTo, WriteMode, WriteRequest, verify};
 use rwfs::journal::Problem;
 use rwfs::sha::Sha256;
 
+use crate::support::hooked::Hooked;
 use crate::support::recorder::{CrashState, Entry, Event, Image, Recorder, crash_states};
 use crate::support::{Ws, actor};
 
@@ -33,7 +34,7 @@ struct Intent {
 
 /// Drives the engine during a recorded scenario and remembers what each commit meant.
 struct Run {
-    rec: Arc<Recorder>,
+    rec: Arc<Hooked<Recorder>>,
     intents: Mutex<Vec<Intent>>,
     logical: Mutex<HashMap<String, Effect>>,
 }
@@ -105,7 +106,7 @@ fn scenario(
     let (base, inos) = Image::snapshot(ws.path());
     let initial: HashMap<String, Effect> = files_of(&base).into_iter().map(|(p, b)| (p, Some(b))).collect();
 
-    let rec = Arc::new(Recorder::new(inos));
+    let rec = Recorder::new(inos);
     let driver = Run { rec: rec.clone(), intents: Mutex::default(), logical: Mutex::new(initial.clone()) };
     let engine = ws.open_with(rec.clone()).unwrap();
     run(&engine, &driver);
@@ -328,9 +329,9 @@ fn every_crash_state_keeps_the_guarantees() {
             },
             |e, run| {
                 run.write(e, "doc.md", b"version two, longer than one\n", WriteMode::Overwrite);
-                // Let the settle thread advance the watermark (objects synced, lock rewritten)
-                // so crashes around that are enumerated too.
-                std::thread::sleep(std::time::Duration::from_millis(700));
+                // Let the settle thread (every 2 s) advance the watermark (objects synced, lock
+                // rewritten) so crashes around that are enumerated too.
+                std::thread::sleep(std::time::Duration::from_millis(2200));
                 run.write(e, "doc.md", b"v3\n", WriteMode::Overwrite);
             },
         ),

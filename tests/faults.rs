@@ -4,18 +4,25 @@
 use std::sync::Arc;
 
 use nix::libc;
-use rwfs::engine::{WriteMode, verify};
+use rwfs::engine::{Engine, WriteMode, verify};
 
+use crate::support::hooked::Hooked;
 use crate::support::recorder::{Image, Recorder};
 use crate::support::{Ws, actor, sha, tree, write};
 
-/// Changes a commit makes, counted on a dry run.
-fn changes_of(op: impl Fn(&rwfs::engine::Engine)) -> usize {
+/// A workspace holding `f.txt`, with an engine on a recording disk.
+fn armed() -> (Ws, Arc<Hooked<Recorder>>, Engine) {
     let ws = Ws::new();
     setup(&ws);
     let (_base, inos) = Image::snapshot(ws.path());
-    let rec = Arc::new(Recorder::new(inos));
+    let rec = Recorder::new(inos);
     let engine = ws.open_with(rec.clone()).unwrap();
+    (ws, rec, engine)
+}
+
+/// Changes a commit makes, counted on a dry run.
+fn changes_of(op: impl Fn(&Engine)) -> usize {
+    let (_ws, rec, engine) = armed();
     let before = rec.changes();
     op(&engine);
     let n = rec.changes() - before;
@@ -29,16 +36,12 @@ fn setup(ws: &Ws) {
     engine.close().unwrap();
 }
 
-fn check_every_failure_point(name: &str, old: Option<&[u8]>, new: Option<&[u8]>, op: impl Fn(&rwfs::engine::Engine) -> rwfs::Result<()>) {
+fn check_every_failure_point(name: &str, old: Option<&[u8]>, new: Option<&[u8]>, op: impl Fn(&Engine) -> rwfs::Result<()>) {
     let total = changes_of(|e| op(e).unwrap());
     let mut failures = 0;
     for errno in [libc::EIO, libc::ENOSPC] {
         for n in 0..total {
-            let ws = Ws::new();
-            setup(&ws);
-            let (_base, inos) = Image::snapshot(ws.path());
-            let rec = Arc::new(Recorder::new(inos));
-            let engine = ws.open_with(rec.clone()).unwrap();
+            let (ws, rec, engine) = armed();
             rec.fail_change(n, errno);
             let result = op(&engine);
             let context = format!("{name}: change {n} of {total} fails with errno {errno}");
@@ -92,11 +95,7 @@ fn a_failure_at_any_step_of_a_delete_loses_nothing() {
 
 #[test]
 fn a_failed_journal_append_leaves_the_file_untouched() {
-    let ws = Ws::new();
-    setup(&ws);
-    let (_base, inos) = Image::snapshot(ws.path());
-    let rec = Arc::new(Recorder::new(inos));
-    let engine = ws.open_with(rec.clone()).unwrap();
+    let (ws, rec, engine) = armed();
     // Changes of an overwrite: create temp, write temp, [journal write | fsync temp] ...
     // Fail every change in turn until the journal write is the one refused.
     let mut refused = None;
@@ -131,19 +130,18 @@ fn a_failed_move_into_objects_is_retried_by_the_settle_thread() {
     };
     let mut retried = 0;
     for n in 0..total {
-        let ws = Ws::new();
-        setup(&ws);
-        let (_base, inos) = Image::snapshot(ws.path());
-        let rec = Arc::new(Recorder::new(inos));
-        let engine = ws.open_with(rec.clone()).unwrap();
+        let (ws, rec, engine) = armed();
         rec.fail_change(n, libc::EIO);
         let acknowledged = write(&engine, "f.txt", b"new version\n", WriteMode::Overwrite).is_ok();
         if !acknowledged || temps(&ws).is_empty() {
             continue;
         }
         // Acknowledged, with the old version still under its temp name: the settle thread
-        // (every 500 ms) moves it.
-        std::thread::sleep(std::time::Duration::from_millis(1200));
+        // (every 2 s) moves it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
+        while !temps(&ws).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         assert!(temps(&ws).is_empty(), "change {n}: temp file still there: {:?}", temps(&ws));
         assert_eq!(ws.object(&sha(b"old version\n")).unwrap(), b"old version\n");
         assert_eq!(engine.open_commits(), 0, "change {n}: the commit settled");

@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use rwfs::durable::{Attrs, Dir, Disk, File, FileKind, OsDisk, Rename, Stat, Temp};
 use rwfs::engine::{Engine, Options, RestoreTo, WriteMode};
 use rwfs::sha::Sha256;
 
+use crate::support::hooked::{Call, Created, Hooked, Intercept};
 use crate::support::{actor, sha, write};
 
 const MODES: [WriteMode; 3] = [WriteMode::Create, WriteMode::Overwrite, WriteMode::Append];
@@ -540,8 +540,9 @@ struct SwapDisk {
 }
 
 impl SwapDisk {
-    fn new(at: At, hook: impl FnOnce() + Send + 'static) -> Arc<SwapDisk> {
-        Arc::new(SwapDisk { at, hook: Mutex::new(Some(Box::new(hook))), fired: Mutex::new(false), stats: Mutex::new(0) })
+    fn new(at: At, hook: impl FnOnce() + Send + 'static) -> Arc<Hooked<SwapDisk>> {
+        let disk = SwapDisk { at, hook: Mutex::new(Some(Box::new(hook))), fired: Mutex::new(false), stats: Mutex::new(0) };
+        Arc::new(Hooked(disk))
     }
 
     fn fire_if(&self, now: impl Fn(&At) -> bool) {
@@ -558,86 +559,27 @@ impl SwapDisk {
     }
 }
 
-impl Disk for SwapDisk {
-    fn open_root(&self, path: &Path) -> io::Result<Dir> {
-        OsDisk.open_root(path)
-    }
-    fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
-        OsDisk.open_dir(base, rel)
-    }
-    fn stat(&self, dir: &Dir, name: &str) -> io::Result<Option<Stat>> {
-        self.fire_if(|at| match at {
-            At::Stat { dir: d, name: n, nth } if d == dir.rel() && n == name => {
-                let mut seen = self.stats.lock().unwrap();
-                *seen += 1;
-                *seen == *nth
-            }
-            _ => false,
-        });
-        OsDisk.stat(dir, name)
-    }
-    fn file_stat(&self, file: &File) -> io::Result<Stat> {
-        OsDisk.file_stat(file)
-    }
-    fn open_read(&self, dir: &Dir, name: &str) -> io::Result<File> {
-        OsDisk.open_read(dir, name)
-    }
-    fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        OsDisk.read_at(file, buf, offset)
-    }
-    fn read_link(&self, dir: &Dir, name: &str) -> io::Result<OsString> {
-        OsDisk.read_link(dir, name)
-    }
-    fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>> {
-        OsDisk.list(dir)
-    }
-    fn attrs(&self, file: &File) -> io::Result<Attrs> {
-        OsDisk.attrs(file)
-    }
-    fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool> {
-        OsDisk.try_lock(file, exclusive)
-    }
-    fn mkdir(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
-        OsDisk.mkdir(dir, name, perm)?;
-        self.fire_if(|at| matches!(at, At::AfterMkdir { dir: d, name: n } if d == dir.rel() && n == name));
+impl Intercept for SwapDisk {
+    fn before(&self, call: &Call<'_>) -> io::Result<()> {
+        match *call {
+            Call::Stat { dir, name } => self.fire_if(|at| match at {
+                At::Stat { dir: d, name: n, nth } if d == dir.rel() && n == name => {
+                    let mut seen = self.stats.lock().unwrap();
+                    *seen += 1;
+                    *seen == *nth
+                }
+                _ => false,
+            }),
+            Call::CreateTemp { dir } => self.fire_if(|at| matches!(at, At::CreateTemp { dir: d } if d == dir.rel())),
+            _ => {}
+        }
         Ok(())
     }
-    fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
-        self.fire_if(|at| matches!(at, At::CreateTemp { dir: d } if d == dir.rel()));
-        OsDisk.create_temp(dir, perm)
-    }
-    fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File> {
-        OsDisk.open_write(dir, name, create, perm)
-    }
-    fn write_at(&self, file: &File, data: &[u8], offset: u64) -> io::Result<()> {
-        OsDisk.write_at(file, data, offset)
-    }
-    fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
-        OsDisk.set_len(file, len)
-    }
-    fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
-        OsDisk.set_attrs(file, attrs)
-    }
-    fn sync(&self, file: &File) -> io::Result<()> {
-        OsDisk.sync(file)
-    }
-    fn sync_data(&self, file: &File) -> io::Result<()> {
-        OsDisk.sync_data(file)
-    }
-    fn sync_dir(&self, dir: &Dir) -> io::Result<()> {
-        OsDisk.sync_dir(dir)
-    }
-    fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
-        OsDisk.link(file, dir, name)
-    }
-    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
-        OsDisk.rename(from, from_name, to, to_name, how)
-    }
-    fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {
-        OsDisk.unlink(dir, name)
-    }
-    fn start_writeback(&self, file: &File) {
-        OsDisk.start_writeback(file)
+
+    fn after(&self, call: &Call<'_>, _created: Option<Created<'_>>) {
+        if let Call::Mkdir { dir, name } = *call {
+            self.fire_if(|at| matches!(at, At::AfterMkdir { dir: d, name: n } if d == dir.rel() && n == name));
+        }
     }
 }
 
@@ -677,7 +619,7 @@ impl RaceFixture {
         }
     }
 
-    fn engine(&self, disk: Arc<SwapDisk>) -> Engine {
+    fn engine(&self, disk: Arc<Hooked<SwapDisk>>) -> Engine {
         Engine::open(&self.ws, &Options { disk: Some(disk), ..Options::default() }).expect("open engine")
     }
 

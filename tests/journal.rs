@@ -2,7 +2,6 @@
 //! tolerance of what a crash or an editor leaves behind.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use rwfs::engine::{WriteMode, verify};
 use rwfs::journal::Problem;
@@ -22,7 +21,7 @@ fn every_acknowledged_row_was_synced_first_and_batches_are_shared() {
         use std::os::unix::fs::MetadataExt;
         inos[&rwfs::durable::FileId { dev: journal_id.dev(), ino: journal_id.ino() }]
     };
-    let rec = Arc::new(Recorder::new(inos));
+    let rec = Recorder::new(inos);
     let engine = ws.open_with(rec.clone()).unwrap();
     let acks: Vec<(usize, String)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)

@@ -201,8 +201,8 @@ pub trait Disk: Send + Sync {
     fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     fn read_link(&self, dir: &Dir, name: &str) -> io::Result<OsString>;
     fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>>;
-    /// The attributes a new version of `file` should inherit.
-    fn attrs(&self, file: &File) -> io::Result<Attrs>;
+    /// The extended attributes of `file` (ACLs included), names and values.
+    fn xattrs(&self, file: &File) -> io::Result<Vec<(OsString, Vec<u8>)>>;
     /// Take a non-blocking `flock` (exclusive or shared); `false` when a conflicting lock is
     /// held through another open file description.
     fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool>;
@@ -237,6 +237,9 @@ pub trait Disk: Send + Sync {
 
     /// Start writing `file`'s dirty pages back now, so a later `sync` waits less.
     fn start_writeback(&self, _file: &File) {}
+    /// `file` will rarely be read again (a version that left the tree): drop its clean pages
+    /// from the cache, so new versions reuse warm memory instead of growing the cache.
+    fn drop_cache(&self, _file: &File) {}
 }
 
 #[cfg(test)]

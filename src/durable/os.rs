@@ -65,6 +65,11 @@ fn rel_path(base: &Dir, fd: &OwnedFd) -> io::Result<String> {
     })
 }
 
+/// No `.`, `..` or empty components, not empty.
+fn is_plain(rel: &str) -> bool {
+    !rel.is_empty() && rel.split('/').all(|c| !matches!(c, "" | "." | ".."))
+}
+
 impl Disk for OsDisk {
     fn open_root(&self, path: &Path) -> io::Result<Dir> {
         let fd = nix::fcntl::open(
@@ -76,7 +81,17 @@ impl Disk for OsDisk {
     }
 
     fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
-        let fd = sys::open_beneath(base.as_fd(), rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY)?;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
+        // A plain path (no `.`, `..` or empty components) that resolves without following any
+        // symlink is its own canonical form: no need to ask the kernel for the path.
+        if is_plain(rel) {
+            match sys::open_beneath_no_symlinks(base.as_fd(), rel, flags) {
+                Ok(fd) => return Ok(Dir::new(fd, base.join(rel))),
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let fd = sys::open_beneath(base.as_fd(), rel, flags)?;
         let rel = rel_path(base, &fd)?;
         Ok(Dir::new(fd, rel))
     }
@@ -147,8 +162,7 @@ impl Disk for OsDisk {
         Ok(out)
     }
 
-    fn attrs(&self, file: &File) -> io::Result<Attrs> {
-        let st = self.file_stat(file)?;
+    fn xattrs(&self, file: &File) -> io::Result<Vec<(OsString, Vec<u8>)>> {
         let mut xattrs = Vec::new();
         for name in sys::list_xattrs(file.as_fd())? {
             match sys::get_xattr(file.as_fd(), &name) {
@@ -158,7 +172,7 @@ impl Disk for OsDisk {
                 Err(e) => return Err(e),
             }
         }
-        Ok(Attrs { perm: Some(st.perm), owner: Some((st.uid, st.gid)), xattrs })
+        Ok(xattrs)
     }
 
     fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool> {
@@ -217,19 +231,26 @@ impl Disk for OsDisk {
 
     fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
         let mut skipped = Vec::new();
+        if attrs.perm.is_none() && attrs.owner.is_none() && attrs.xattrs.is_empty() {
+            return Ok(skipped);
+        }
+        let st = self.file_stat(file)?;
         // Owner first: chown clears setuid/setgid bits, which the chmod then restores.
+        let mut chowned = false;
         if let Some((uid, gid)) = attrs.owner {
-            let st = self.file_stat(file)?;
             if (st.uid, st.gid) != (uid, gid) {
                 let owner = Some(nix::unistd::Uid::from_raw(uid));
                 let group = Some(nix::unistd::Gid::from_raw(gid));
-                if let Err(e) = nix::unistd::fchown(file, owner, group) {
-                    skipped.push(format!("owner {uid}:{gid} ({e})"));
+                match nix::unistd::fchown(file, owner, group) {
+                    Ok(()) => chowned = true,
+                    Err(e) => skipped.push(format!("owner {uid}:{gid} ({e})")),
                 }
             }
         }
         if let Some(perm) = attrs.perm {
-            nix::sys::stat::fchmod(file, Mode::from_bits_truncate(perm))?;
+            if chowned || perm != st.perm {
+                nix::sys::stat::fchmod(file, Mode::from_bits_truncate(perm))?;
+            }
         }
         for (name, value) in &attrs.xattrs {
             if let Err(e) = sys::set_xattr(file.as_fd(), name, value) {
@@ -272,5 +293,9 @@ impl Disk for OsDisk {
 
     fn start_writeback(&self, file: &File) {
         sys::start_writeback(file.as_fd());
+    }
+
+    fn drop_cache(&self, file: &File) {
+        sys::drop_cache(file.as_fd());
     }
 }

@@ -3,8 +3,9 @@
 //! ```text
 //!  stage    temp in the target's directory (O_TMPFILE, else O_EXCL + random name)
 //!           ← attributes of the version it replaces (mode, owner, xattrs)
-//!           ← bytes from a Source, hashed as they stream
-//!           → writeback started, bytes read back and hashed: must equal the stream's hash
+//!           ← bytes from a Source
+//!           → writeback started; while the device writes, one pass reads every byte back,
+//!             compares it with the source and computes the sha256
 //!  sync     fsync(temp)
 //!  install  Create:   link / rename(NOREPLACE) onto the name
 //!           Exchange: name the temp, rename(EXCHANGE) with the name; the previous
@@ -31,6 +32,9 @@ use crate::sha::{Hasher, Sha256};
 
 /// Size of the buffer used to stream and read back content.
 const CHUNK: usize = 256 * 1024;
+/// Below this size starting writeback early costs more (a separate submission) than the
+/// verification pass it would overlap.
+const WRITEBACK_HINT_MIN: u64 = 64 * 1024;
 
 /// Where the bytes of a new version come from.
 pub enum Source<'a> {
@@ -88,50 +92,108 @@ fn fill(
     attrs: &Attrs,
 ) -> Result<(Sha256, u64, Vec<String>)> {
     let skipped = disk.set_attrs(file, attrs).step("set attributes")?;
-    let mut hasher = Hasher::new();
+    let segments = source.segments();
+    let mut buf = Vec::new();
     let mut offset = 0u64;
-    let mut put = |bytes: &[u8]| -> Result<()> {
-        hasher.update(bytes);
-        disk.write_at(file, bytes, offset).step("write temp file")?;
-        offset += bytes.len() as u64;
-        Ok(())
-    };
-    match source {
-        Source::Bytes(bytes) => put(bytes)?,
-        Source::Append { base, len, tail } => {
-            copy_prefix(disk, base, len, &mut put)?;
-            put(tail)?;
-        }
-        Source::File { file, len } => copy_prefix(disk, file, len, &mut put)?,
+    for segment in &segments {
+        segment.for_each_chunk(disk, &mut buf, |chunk| {
+            disk.write_at(file, chunk, offset).step("write temp file")?;
+            offset += chunk.len() as u64;
+            Ok(())
+        })?;
     }
-    let expected = hasher.finish();
-    disk.start_writeback(file);
-    let (actual, read) = hash_file(disk, file).step("read back temp file")?;
-    if actual != expected || read != offset {
-        return Err(Reason::ReadBackMismatch { expected, actual }.into());
+    // The device writes while we verify: one pass reads every byte back, compares it with the
+    // source (stronger than comparing digests) and computes the version's digest.
+    if offset >= WRITEBACK_HINT_MIN {
+        disk.start_writeback(file);
     }
-    Ok((actual, offset, skipped))
+    let sha = verify(disk, file, &segments, offset)?;
+    Ok((sha, offset, skipped))
 }
 
-/// Feed the first `len` bytes of `file` to `put`; fewer bytes than promised is a mismatch.
-fn copy_prefix(
-    disk: &dyn Disk,
-    file: &File,
-    len: u64,
-    put: &mut dyn FnMut(&[u8]) -> Result<()>,
-) -> Result<()> {
-    let mut buf = vec![0u8; CHUNK.min(len as usize).max(1)];
+/// Compare the first `len` bytes of `temp` (and its length) with `segments`; the digest of the
+/// segments on success.
+fn verify(disk: &dyn Disk, temp: &File, segments: &[Segment<'_>], len: u64) -> Result<Sha256> {
+    let mut hasher = Hasher::new();
+    let mut source_buf = Vec::new();
+    let mut back = vec![0u8; CHUNK];
     let mut offset = 0u64;
-    while offset < len {
-        let want = buf.len().min((len - offset) as usize);
-        let n = disk.read_at(file, &mut buf[..want], offset).step("read source")?;
-        if n == 0 {
-            return Err(Error::io("read source", io::Error::from_raw_os_error(libc::EIO)));
-        }
-        put(&buf[..n])?;
-        offset += n as u64;
+    let mut equal = true;
+    for segment in segments {
+        segment.for_each_chunk(disk, &mut source_buf, |chunk| {
+            hasher.update(chunk);
+            let got = read_full(disk, temp, &mut back[..chunk.len()], offset).step("read back temp file")?;
+            equal &= got == chunk.len() && back[..got] == *chunk;
+            offset += chunk.len() as u64;
+            Ok(())
+        })?;
     }
-    Ok(())
+    let mut probe = [0u8; 1];
+    equal &= offset == len && disk.read_at(temp, &mut probe, len).step("read back temp file")? == 0;
+    let expected = hasher.finish();
+    if !equal {
+        let (actual, _) = hash_file(disk, temp).step("read back temp file")?;
+        return Err(Reason::ReadBackMismatch { expected, actual }.into());
+    }
+    Ok(expected)
+}
+
+/// Read until `buf` is full or the file ends; the number of bytes read.
+fn read_full(disk: &dyn Disk, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = disk.read_at(file, &mut buf[got..], offset + got as u64)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(got)
+}
+
+/// A run of a new version's bytes: in memory, or a prefix of a file.
+enum Segment<'a> {
+    Mem(&'a [u8]),
+    File { file: &'a File, len: u64 },
+}
+
+impl Source<'_> {
+    fn segments(&self) -> Vec<Segment<'_>> {
+        match *self {
+            Source::Bytes(bytes) => vec![Segment::Mem(bytes)],
+            Source::Append { base, len, tail } => vec![Segment::File { file: base, len }, Segment::Mem(tail)],
+            Source::File { file, len } => vec![Segment::File { file, len }],
+        }
+    }
+}
+
+impl Segment<'_> {
+    /// Call `f` with the segment's bytes, in chunks of at most [`CHUNK`]; `buf` holds file
+    /// chunks. A file shorter than promised is an error (it changed under us).
+    fn for_each_chunk(
+        &self,
+        disk: &dyn Disk,
+        buf: &mut Vec<u8>,
+        mut f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        match *self {
+            Segment::Mem(bytes) => bytes.chunks(CHUNK).try_for_each(f),
+            Segment::File { file, len } => {
+                buf.resize(CHUNK, 0);
+                let mut offset = 0u64;
+                while offset < len {
+                    let want = CHUNK.min((len - offset) as usize);
+                    let got = read_full(disk, file, &mut buf[..want], offset).step("read source")?;
+                    if got < want {
+                        return Err(Error::io("read source", io::Error::from_raw_os_error(libc::EIO)));
+                    }
+                    f(&buf[..want])?;
+                    offset += want as u64;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// SHA-256 and length of a whole file, read through `disk`.

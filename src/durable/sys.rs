@@ -10,6 +10,7 @@
 //! | `renameat2(RENAME_NOREPLACE / RENAME_EXCHANGE)` | `renameatx_np(RENAME_EXCL / RENAME_SWAP)` |
 //! | `readlink(/proc/self/fd/N)` | `fcntl(F_GETPATH)` |
 //! | `sync_file_range(SYNC_FILE_RANGE_WRITE)` | none (no-op) |
+//! | `posix_fadvise(POSIX_FADV_DONTNEED)` | none (no-op; `F_NOCACHE` only affects later I/O) |
 //! | `fdatasync` / `fsync` | `fcntl(F_FULLFSYNC)`: plain `fsync` on macOS does not flush the drive cache |
 //! | `flistxattr` / `fgetxattr` / `fsetxattr` | same names with an extra `position`/`options` argument |
 
@@ -29,9 +30,16 @@ use super::disk::Rename;
 /// Open `rel` beneath `root`: `..`, absolute paths and symlinks that would leave `root` fail
 /// with `EXDEV`; `/proc` magic links are refused (`ELOOP`).
 pub fn open_beneath(root: BorrowedFd<'_>, rel: &str, flags: OFlag) -> io::Result<OwnedFd> {
-    let how = OpenHow::new()
-        .flags(flags | OFlag::O_CLOEXEC)
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    openat2(root, rel, flags, ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS)
+}
+
+/// [`open_beneath`] refusing every symlink on the way (`ELOOP`).
+pub fn open_beneath_no_symlinks(root: BorrowedFd<'_>, rel: &str, flags: OFlag) -> io::Result<OwnedFd> {
+    openat2(root, rel, flags, ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS)
+}
+
+fn openat2(root: BorrowedFd<'_>, rel: &str, flags: OFlag, resolve: ResolveFlag) -> io::Result<OwnedFd> {
+    let how = OpenHow::new().flags(flags | OFlag::O_CLOEXEC).resolve(resolve);
     let rel = if rel.is_empty() { "." } else { rel };
     // EAGAIN: a rename anywhere on the system raced with a `..` component, so the kernel could
     // not prove it stayed beneath; it asks the caller to retry.
@@ -102,6 +110,12 @@ pub fn start_writeback(fd: BorrowedFd<'_>) {
     unsafe {
         libc::sync_file_range(fd.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
     }
+}
+
+/// Drop `fd`'s clean pages from the page cache (a hint; dirty pages are unaffected).
+pub fn drop_cache(fd: BorrowedFd<'_>) {
+    // Failure only loses the hint.
+    let _ = nix::fcntl::posix_fadvise(fd, 0, 0, nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED);
 }
 
 /// Non-blocking `flock`; `Ok(false)` when another open file description holds a conflicting one.

@@ -48,6 +48,10 @@ use crate::sha::Sha256;
 use super::Core;
 use super::settle::Token;
 
+/// Versions at least this big have their pages dropped from the cache when they leave the tree
+/// (below it the hint costs more than the memory it frees).
+const DROP_CACHE_MIN: u64 = 64 * 1024;
+
 /// The reference server's write modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -241,6 +245,9 @@ impl Core {
             return Err(Error::io("fsync directory", e).at(at));
         }
         self.tracker.end(token);
+        if current.stat.size >= DROP_CACHE_MIN {
+            disk.drop_cache(&current.file);
+        }
         Ok(Committed {
             path: target.path,
             op: Op::Delete,
@@ -294,7 +301,11 @@ impl Core {
             }
         };
         let attrs = match &current {
-            Some(cur) => disk.attrs(&cur.file).step("read attributes")?,
+            Some(cur) => Attrs {
+                perm: Some(cur.stat.perm),
+                owner: Some((cur.stat.uid, cur.stat.gid)),
+                xattrs: disk.xattrs(&cur.file).step("read extended attributes")?,
+            },
             None => Attrs::default(),
         };
         let staged = stage(disk, &target.parent, source, &attrs)?;
@@ -366,7 +377,12 @@ impl Core {
         }
         // Acknowledged. Settle the previous version.
         match (displaced, &current) {
-            (Some(displaced), Some(cur)) => self.settle(displaced, cur.sha, token),
+            (Some(displaced), Some(cur)) => {
+                self.settle(displaced, cur.sha, token);
+                if cur.stat.size >= DROP_CACHE_MIN {
+                    disk.drop_cache(&cur.file);
+                }
+            }
             _ => self.tracker.end(token),
         }
         Ok(Committed {

@@ -55,7 +55,7 @@ use settle::{OwnerLock, Previous, Token, Tracker};
 use workspace::open_root;
 
 /// How often the settle thread advances the watermark.
-const SETTLE_INTERVAL: Duration = Duration::from_millis(500);
+const SETTLE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// The owner of one workspace.
 pub struct Engine {

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod hooked;
 pub mod recorder;
 
 use std::path::{Path, PathBuf};

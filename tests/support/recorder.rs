@@ -1,5 +1,9 @@
-//! A [`Disk`] that records every change it makes, and a model that rebuilds the disk images a
-//! crash after any prefix of those changes may leave (ALICE-style).
+//! A disk [`Intercept`] that records every change the engine makes, and a model that rebuilds the
+//! disk images a crash after any prefix of those changes may leave (ALICE-style).
+//!
+//! Events are recorded after each call returns. Calls of one thread keep their order; a call on
+//! another thread may be recorded slightly after it happened, which only makes the model treat
+//! it as less durable than it was (more crash states, never fewer).
 //!
 //! Persistence model (the contract `durable/disk.rs` states):
 //! - file data is durable after `sync`/`sync_data` of that inode; unsynced writes to an inode
@@ -13,13 +17,14 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::ffi::OsString;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use rwfs::durable::{Attrs, Dir, Disk, File, FileId, FileKind, OsDisk, Rename, Stat, Temp};
+use rwfs::durable::{File, FileId, Rename};
+
+use super::hooked::{Call, Created, Hooked, Intercept};
 
 /// A model inode number (real inode numbers can be reused during a run).
 pub type Ino = u64;
@@ -155,9 +160,9 @@ impl Image {
     }
 }
 
-/// Records every change made through it, then performs it on the real disk.
+/// Records every change the engine makes (use as `Arc<Hooked<Recorder>>`), and can fail the
+/// n-th change instead of performing it.
 pub struct Recorder {
-    inner: OsDisk,
     state: Mutex<State>,
 }
 
@@ -170,26 +175,20 @@ struct State {
     fail: Option<(usize, i32)>,
 }
 
-impl State {
-    /// Count a change; `Err` when it is the one to fail (it is then not performed).
-    fn gate(&mut self) -> io::Result<()> {
-        let n = self.changes;
-        self.changes += 1;
-        match self.fail {
-            Some((at, errno)) if at == n => Err(io::Error::from_raw_os_error(errno)),
-            _ => Ok(()),
-        }
-    }
-}
-
 impl Recorder {
     /// Start recording on top of a workspace whose durable state was snapshot as `inos`.
-    pub fn new(inos: HashMap<FileId, Ino>) -> Recorder {
+    pub fn new(inos: HashMap<FileId, Ino>) -> Arc<Hooked<Recorder>> {
         let next_ino = inos.values().copied().max().unwrap_or(0) + 1;
-        Recorder {
-            inner: OsDisk,
-            state: Mutex::new(State { events: Vec::new(), inos, next_ino, changes: 0, fail: None }),
-        }
+        let state = State { events: Vec::new(), inos, next_ino, changes: 0, fail: None };
+        Arc::new(Hooked(Recorder { state: Mutex::new(state) }))
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.state.lock().unwrap().events.clone()
+    }
+
+    pub fn mark(&self, event: Event) {
+        self.state.lock().unwrap().events.push(event);
     }
 
     /// Fail the `n`-th change from now (0-based) with `errno` instead of performing it.
@@ -207,149 +206,60 @@ impl Recorder {
     pub fn changes(&self) -> usize {
         self.state.lock().unwrap().changes
     }
+}
 
-    pub fn events(&self) -> Vec<Event> {
-        self.state.lock().unwrap().events.clone()
+impl State {
+    fn ino(&self, file: &File) -> Ino {
+        *self.inos.get(&file.id()).unwrap_or_else(|| panic!("inode {:?} not known to the model", file.id()))
     }
 
-    pub fn mark(&self, event: Event) {
-        self.state.lock().unwrap().events.push(event);
-    }
-
-    fn ino(state: &State, file: &File) -> Ino {
-        *state.inos.get(&file.id()).unwrap_or_else(|| panic!("inode {:?} not known to the model", file.id()))
-    }
-
-    fn fresh(state: &mut State, file: &File) -> Ino {
-        let ino = state.next_ino;
-        state.next_ino += 1;
-        state.inos.insert(file.id(), ino);
+    fn fresh(&mut self, file: &File) -> Ino {
+        let ino = self.next_ino;
+        self.next_ino += 1;
+        self.inos.insert(file.id(), ino);
         ino
     }
 }
 
-impl Disk for Recorder {
-    fn open_root(&self, path: &Path) -> io::Result<Dir> {
-        self.inner.open_root(path)
-    }
-    fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
-        self.inner.open_dir(base, rel)
-    }
-    fn stat(&self, dir: &Dir, name: &str) -> io::Result<Option<Stat>> {
-        self.inner.stat(dir, name)
-    }
-    fn file_stat(&self, file: &File) -> io::Result<Stat> {
-        self.inner.file_stat(file)
-    }
-    fn open_read(&self, dir: &Dir, name: &str) -> io::Result<File> {
-        self.inner.open_read(dir, name)
-    }
-    fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(file, buf, offset)
-    }
-    fn read_link(&self, dir: &Dir, name: &str) -> io::Result<OsString> {
-        self.inner.read_link(dir, name)
-    }
-    fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>> {
-        self.inner.list(dir)
-    }
-    fn attrs(&self, file: &File) -> io::Result<Attrs> {
-        self.inner.attrs(file)
-    }
-    fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool> {
-        self.inner.try_lock(file, exclusive)
+impl Intercept for Recorder {
+    fn before(&self, call: &Call<'_>) -> io::Result<()> {
+        if !call.is_change() {
+            return Ok(());
+        }
+        let mut state = self.state.lock().unwrap();
+        let n = state.changes;
+        state.changes += 1;
+        match state.fail {
+            Some((at, errno)) if at == n => Err(io::Error::from_raw_os_error(errno)),
+            _ => Ok(()),
+        }
     }
 
-    fn mkdir(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+    fn after(&self, call: &Call<'_>, created: Option<Created<'_>>) {
         let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.mkdir(dir, name, perm)?;
-        state.events.push(Event::Mkdir { dir: dir.rel().into(), name: name.into() });
-        Ok(())
-    }
-    fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        let temp = self.inner.create_temp(dir, perm)?;
-        let ino = Self::fresh(&mut state, &temp.file);
-        state.events.push(Event::Create { ino, dir: dir.rel().into(), name: temp.name.clone() });
-        Ok(temp)
-    }
-    fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        let existed = self.inner.stat(dir, name)?.is_some();
-        let file = self.inner.open_write(dir, name, create, perm)?;
-        if !existed {
-            let ino = Self::fresh(&mut state, &file);
-            state.events.push(Event::Create { ino, dir: dir.rel().into(), name: Some(name.into()) });
-        }
-        Ok(file)
-    }
-    fn write_at(&self, file: &File, data: &[u8], offset: u64) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.write_at(file, data, offset)?;
-        let ino = Self::ino(&state, file);
-        state.events.push(Event::Write { ino, offset, data: data.to_vec() });
-        Ok(())
-    }
-    fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.set_len(file, len)?;
-        let ino = Self::ino(&state, file);
-        state.events.push(Event::SetLen { ino, len });
-        Ok(())
-    }
-    fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
-        self.inner.set_attrs(file, attrs)
-    }
-    fn sync(&self, file: &File) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.sync(file)?;
-        let ino = Self::ino(&state, file);
-        state.events.push(Event::Sync { ino });
-        Ok(())
-    }
-    fn sync_data(&self, file: &File) -> io::Result<()> {
-        self.sync(file)
-    }
-    fn sync_dir(&self, dir: &Dir) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.sync_dir(dir)?;
-        state.events.push(Event::SyncDir { dir: dir.rel().into() });
-        Ok(())
-    }
-    fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.link(file, dir, name)?;
-        let ino = Self::ino(&state, file);
-        state.events.push(Event::Link { ino, dir: dir.rel().into(), name: name.into() });
-        Ok(())
-    }
-    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.rename(from, from_name, to, to_name, how)?;
-        state.events.push(Event::Rename {
-            from: from.rel().into(),
-            from_name: from_name.into(),
-            to: to.rel().into(),
-            to_name: to_name.into(),
-            how,
-        });
-        Ok(())
-    }
-    fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap();
-        state.gate()?;
-        self.inner.unlink(dir, name)?;
-        state.events.push(Event::Unlink { dir: dir.rel().into(), name: name.into() });
-        Ok(())
+        let event = match *call {
+            Call::Stat { .. } => return,
+            Call::Mkdir { dir, name } => Event::Mkdir { dir: dir.rel().into(), name: name.into() },
+            Call::CreateTemp { dir } | Call::OpenWrite { dir, .. } => {
+                let Some(created) = created else { return };
+                let ino = state.fresh(created.file);
+                Event::Create { ino, dir: dir.rel().into(), name: created.name.map(Into::into) }
+            }
+            Call::Write { file, data, offset } => Event::Write { ino: state.ino(file), offset, data: data.to_vec() },
+            Call::SetLen { file, len } => Event::SetLen { ino: state.ino(file), len },
+            Call::Sync { file } => Event::Sync { ino: state.ino(file) },
+            Call::SyncDir { dir } => Event::SyncDir { dir: dir.rel().into() },
+            Call::Link { file, dir, name } => Event::Link { ino: state.ino(file), dir: dir.rel().into(), name: name.into() },
+            Call::Rename { from, from_name, to, to_name, how } => Event::Rename {
+                from: from.rel().into(),
+                from_name: from_name.into(),
+                to: to.rel().into(),
+                to_name: to_name.into(),
+                how,
+            },
+            Call::Unlink { dir, name } => Event::Unlink { dir: dir.rel().into(), name: name.into() },
+        };
+        state.events.push(event);
     }
 }
 

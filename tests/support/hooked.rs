@@ -1,0 +1,159 @@
+//! One delegating [`Disk`] for every test that needs to watch or disturb the engine's disk
+//! calls: [`Hooked`] forwards to [`OsDisk`] and lets an [`Intercept`] act before and after each
+//! call (record it, fail it, swap a symlink in), or replace how temp files are made.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+
+use rwfs::durable::{Attrs, Dir, Disk, File, FileKind, OsDisk, Rename, Stat, Temp};
+
+/// A disk call, as an intercept sees it.
+#[derive(Debug)]
+pub enum Call<'a> {
+    Stat { dir: &'a Dir, name: &'a str },
+    Mkdir { dir: &'a Dir, name: &'a str },
+    CreateTemp { dir: &'a Dir },
+    /// `existed`: whether the name existed before (so the call did not create it).
+    OpenWrite { dir: &'a Dir, name: &'a str, existed: bool },
+    Write { file: &'a File, data: &'a [u8], offset: u64 },
+    SetLen { file: &'a File, len: u64 },
+    Sync { file: &'a File },
+    SyncDir { dir: &'a Dir },
+    Link { file: &'a File, dir: &'a Dir, name: &'a str },
+    Rename { from: &'a Dir, from_name: &'a str, to: &'a Dir, to_name: &'a str, how: Rename },
+    Unlink { dir: &'a Dir, name: &'a str },
+}
+
+impl Call<'_> {
+    /// Does this call change the disk?
+    pub fn is_change(&self) -> bool {
+        !matches!(self, Call::Stat { .. })
+    }
+}
+
+/// A file a call created, and its name (`None`: an anonymous `O_TMPFILE`).
+#[derive(Debug, Clone, Copy)]
+pub struct Created<'a> {
+    pub file: &'a File,
+    pub name: Option<&'a str>,
+}
+
+/// What a test does around disk calls. Every method has a do-nothing default.
+pub trait Intercept: Send + Sync {
+    /// Before the call; an error is returned instead of performing it.
+    fn before(&self, _call: &Call<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// After a successful call; `created` is the file a `CreateTemp` or creating `OpenWrite` made.
+    fn after(&self, _call: &Call<'_>, _created: Option<Created<'_>>) {}
+    /// How temp files are made (default: the real disk's way).
+    fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
+        OsDisk.create_temp(dir, perm)
+    }
+}
+
+/// [`OsDisk`] with an [`Intercept`] around every call that matters.
+pub struct Hooked<I>(pub I);
+
+impl<I> std::ops::Deref for Hooked<I> {
+    type Target = I;
+    fn deref(&self) -> &I {
+        &self.0
+    }
+}
+
+impl<I: Intercept> Hooked<I> {
+    fn around<T>(&self, call: Call<'_>, op: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        self.0.before(&call)?;
+        let out = op()?;
+        self.0.after(&call, None);
+        Ok(out)
+    }
+}
+
+impl<I: Intercept> Disk for Hooked<I> {
+    fn open_root(&self, path: &Path) -> io::Result<Dir> {
+        OsDisk.open_root(path)
+    }
+    fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
+        OsDisk.open_dir(base, rel)
+    }
+    fn stat(&self, dir: &Dir, name: &str) -> io::Result<Option<Stat>> {
+        self.around(Call::Stat { dir, name }, || OsDisk.stat(dir, name))
+    }
+    fn file_stat(&self, file: &File) -> io::Result<Stat> {
+        OsDisk.file_stat(file)
+    }
+    fn open_read(&self, dir: &Dir, name: &str) -> io::Result<File> {
+        OsDisk.open_read(dir, name)
+    }
+    fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        OsDisk.read_at(file, buf, offset)
+    }
+    fn read_link(&self, dir: &Dir, name: &str) -> io::Result<OsString> {
+        OsDisk.read_link(dir, name)
+    }
+    fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>> {
+        OsDisk.list(dir)
+    }
+    fn xattrs(&self, file: &File) -> io::Result<Vec<(OsString, Vec<u8>)>> {
+        OsDisk.xattrs(file)
+    }
+    fn try_lock(&self, file: &File, exclusive: bool) -> io::Result<bool> {
+        OsDisk.try_lock(file, exclusive)
+    }
+
+    fn mkdir(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+        self.around(Call::Mkdir { dir, name }, || OsDisk.mkdir(dir, name, perm))
+    }
+    fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
+        let call = Call::CreateTemp { dir };
+        self.0.before(&call)?;
+        let temp = self.0.create_temp(dir, perm)?;
+        self.0.after(&call, Some(Created { file: &temp.file, name: temp.name.as_deref() }));
+        Ok(temp)
+    }
+    fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File> {
+        let existed = OsDisk.stat(dir, name)?.is_some();
+        let call = Call::OpenWrite { dir, name, existed };
+        self.0.before(&call)?;
+        let file = OsDisk.open_write(dir, name, create, perm)?;
+        self.0.after(&call, (!existed).then_some(Created { file: &file, name: Some(name) }));
+        Ok(file)
+    }
+    fn write_at(&self, file: &File, data: &[u8], offset: u64) -> io::Result<()> {
+        self.around(Call::Write { file, data, offset }, || OsDisk.write_at(file, data, offset))
+    }
+    fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
+        self.around(Call::SetLen { file, len }, || OsDisk.set_len(file, len))
+    }
+    fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
+        OsDisk.set_attrs(file, attrs)
+    }
+    fn sync(&self, file: &File) -> io::Result<()> {
+        self.around(Call::Sync { file }, || OsDisk.sync(file))
+    }
+    fn sync_data(&self, file: &File) -> io::Result<()> {
+        self.around(Call::Sync { file }, || OsDisk.sync_data(file))
+    }
+    fn sync_dir(&self, dir: &Dir) -> io::Result<()> {
+        self.around(Call::SyncDir { dir }, || OsDisk.sync_dir(dir))
+    }
+    fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
+        self.around(Call::Link { file, dir, name }, || OsDisk.link(file, dir, name))
+    }
+    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
+        self.around(Call::Rename { from, from_name, to, to_name, how }, || {
+            OsDisk.rename(from, from_name, to, to_name, how)
+        })
+    }
+    fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        self.around(Call::Unlink { dir, name }, || OsDisk.unlink(dir, name))
+    }
+    fn start_writeback(&self, file: &File) {
+        OsDisk.start_writeback(file)
+    }
+}
