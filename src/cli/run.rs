@@ -219,6 +219,7 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     }
     println!("workspace  {}", status.root.display());
     match status.owner {
+        Some(owner) if owner.pid == 0 => println!("owner      an rwfs process (its lock record is unreadable)"),
         Some(owner) => println!("owner      rwfs pid {}", owner.pid),
         None => println!("owner      none (no rwfs process holds the workspace)"),
     }

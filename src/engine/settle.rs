@@ -148,6 +148,7 @@ pub fn current_owner(disk: &dyn Disk, state: &Dir) -> Result<Option<LockInfo>> {
     if disk.try_lock(&file, false).step("probe workspace lock")? {
         return Ok(None);
     }
+    // Held, but the record is unreadable: pid 0 stands for "unknown".
     Ok(read_info(disk, &file).ok().flatten().or(Some(LockInfo { pid: 0, settled_seq: 0 })))
 }
 
