@@ -162,9 +162,9 @@ impl Engine {
 
     /// Bring back a previous version of `path` as a new, journaled commit.
     pub fn restore(&self, path: &str, to: &RestoreTo, actor: &Actor) -> Result<Restored> {
-        // Refuse `.resilient_write/` by any spelling first, as a write there would be.
-        lookup(self.core.ws.disk(), &self.core.ws.root, path, Scope::Workspace)?;
-        let history = self.core.ws.history(path)?;
+        // Workspace scope: `.resilient_write/` is refused by any spelling, as for a write.
+        let path = lookup(self.core.ws.disk(), &self.core.ws.root, path, Scope::Workspace)?;
+        let history = self.core.ws.history_of(path)?;
         let at = history.path.to_string();
         let sha = pick_version(&history, to).map_err(|e| e.at(&at))?;
         if history.current == Some(sha) {

@@ -101,7 +101,11 @@ impl Workspace {
 
     /// The rows of `input`'s path, oldest first, with where each version can be found.
     pub fn history(&self, input: &str) -> Result<History> {
-        let path = self.lookup(input)?;
+        self.history_of(self.lookup(input)?)
+    }
+
+    /// [`history`](Workspace::history) of an already resolved path.
+    pub(crate) fn history_of(&self, path: WorkspacePath) -> Result<History> {
         let mut rows = Vec::new();
         self.read_journal(|entry| {
             if entry.row.path == path.as_str() {
