@@ -237,7 +237,7 @@ impl Core {
             }
         };
         if let Err(e) = self.objects.adopt(&target.parent, &target.name, current.sha) {
-            return Err(self.abort(token, &target.path, Some(current.sha), Some(current.sha), actor, e));
+            return Err(self.abort(token, &target.path, Some(current.sha), None, actor, e));
         }
         if let Err(e) = disk.sync_dir(&target.parent) {
             // The delete may or may not be durable: leave the row unsettled for recovery.
