@@ -63,6 +63,12 @@ fn check_every_failure_point(name: &str, old: Option<&[u8]>, new: Option<&[u8]>,
             }
             let report = verify(&ws.workspace()).unwrap();
             assert!(report.drift.is_empty(), "{context}: {report:?}");
+            // An abort row undoes the claim of the row before it for the same path.
+            let rows = ws.rows();
+            for (i, abort) in rows.iter().enumerate().filter(|(_, r)| r.op() == rwfs::journal::Op::Abort) {
+                let claimed = rows[..i].iter().rev().find(|r| r.path == abort.path).expect("a claimed row");
+                assert_eq!((abort.prev_sha256, abort.sha256), (claimed.sha256, claimed.prev_sha256), "{context}: {abort:?}");
+            }
             let temps: Vec<_> = tree(ws.path())
                 .into_iter()
                 .filter(|(p, _)| p.rsplit('/').next().is_some_and(rwfs::durable::is_temp_name))
