@@ -326,11 +326,10 @@ impl fmt::Display for Error {
             write!(f, "{step}: ")?;
         }
         write!(f, "{}", self.0.reason)?;
-        if let Some(source) = &self.0.source {
-            if !matches!(self.0.reason, Reason::Io) || self.0.step.is_some() {
+        if let Some(source) = &self.0.source
+            && (!matches!(self.0.reason, Reason::Io) || self.0.step.is_some()) {
                 write!(f, " ({source})")?;
             }
-        }
         Ok(())
     }
 }

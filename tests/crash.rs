@@ -214,11 +214,10 @@ fn check(
     let mut must_keep: Vec<(String, Vec<u8>)> =
         initial.iter().filter_map(|(p, e)| e.clone().map(|b| (p.clone(), b))).collect();
     for (id, intent) in intents.iter().enumerate() {
-        if acked(id) {
-            if let Some(bytes) = &intent.effect {
+        if acked(id)
+            && let Some(bytes) = &intent.effect {
                 must_keep.push((intent.path.clone(), bytes.clone()));
             }
-        }
     }
     for (path, bytes) in must_keep {
         let current = on_disk.get(&path) == Some(&bytes);

@@ -546,12 +546,11 @@ impl SwapDisk {
     }
 
     fn fire_if(&self, now: impl Fn(&At) -> bool) {
-        if now(&self.at) {
-            if let Some(hook) = self.hook.lock().unwrap().take() {
+        if now(&self.at)
+            && let Some(hook) = self.hook.lock().unwrap().take() {
                 hook();
                 *self.fired.lock().unwrap() = true;
             }
-        }
     }
 
     fn fired(&self) -> bool {

@@ -14,3 +14,4 @@ mod hostile_paths;
 mod bad_state;
 mod cli;
 mod layout;
+mod scan;

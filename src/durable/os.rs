@@ -237,8 +237,8 @@ impl Disk for OsDisk {
         let st = self.file_stat(file)?;
         // Owner first: chown clears setuid/setgid bits, which the chmod then restores.
         let mut chowned = false;
-        if let Some((uid, gid)) = attrs.owner {
-            if (st.uid, st.gid) != (uid, gid) {
+        if let Some((uid, gid)) = attrs.owner
+            && (st.uid, st.gid) != (uid, gid) {
                 let owner = Some(nix::unistd::Uid::from_raw(uid));
                 let group = Some(nix::unistd::Gid::from_raw(gid));
                 match nix::unistd::fchown(file, owner, group) {
@@ -246,12 +246,10 @@ impl Disk for OsDisk {
                     Err(e) => skipped.push(format!("owner {uid}:{gid} ({e})")),
                 }
             }
-        }
-        if let Some(perm) = attrs.perm {
-            if chowned || perm != st.perm {
+        if let Some(perm) = attrs.perm
+            && (chowned || perm != st.perm) {
                 nix::sys::stat::fchmod(file, Mode::from_bits_truncate(perm))?;
             }
-        }
         for (name, value) in &attrs.xattrs {
             if let Err(e) = sys::set_xattr(file.as_fd(), name, value) {
                 skipped.push(format!("xattr {} ({e})", name.to_string_lossy()));

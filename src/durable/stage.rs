@@ -212,11 +212,10 @@ pub fn hash_file(disk: &dyn Disk, file: &File) -> io::Result<(Sha256, u64)> {
 }
 
 fn discard(disk: &dyn Disk, dir: &Dir, temp: &Temp) {
-    if let Some(name) = &temp.name {
-        if let Err(e) = disk.unlink(dir, name) {
+    if let Some(name) = &temp.name
+        && let Err(e) = disk.unlink(dir, name) {
             tracing::warn!(dir = dir.rel(), name, error = %e, "could not remove temp file");
         }
-    }
 }
 
 impl Staged {

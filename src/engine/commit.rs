@@ -285,11 +285,10 @@ impl Core {
         let disk = self.disk();
         let current = self.current(target)?;
         let prev = current.as_ref().map(|c| c.sha);
-        if plan.create_only {
-            if let Some(existing) = prev {
+        if plan.create_only
+            && let Some(existing) = prev {
                 return Err(Reason::AlreadyExists { existing }.into());
             }
-        }
         if let Some(expect) = plan.expect {
             expect.check(prev)?;
         }
@@ -309,13 +308,12 @@ impl Core {
             None => Attrs::default(),
         };
         let staged = stage(disk, &target.parent, source, &attrs)?;
-        if let Content::Version { sha, .. } = plan.content {
-            if staged.sha256() != sha {
+        if let Content::Version { sha, .. } = plan.content
+            && staged.sha256() != sha {
                 let actual = staged.sha256();
                 staged.abandon(disk, &target.parent);
                 return Err(Reason::ObjectCorrupt { sha, actual }.into());
             }
-        }
         for skipped in &staged.attrs_skipped {
             tracing::warn!(path = %target.path, attribute = %skipped, "attribute not carried over");
         }
@@ -370,11 +368,10 @@ impl Core {
             return Err(Error::io("fsync directory", e));
         }
 
-        if let Ok(Some(stat)) = disk.stat(&target.parent, &target.name) {
-            if stat.id == new_id {
+        if let Ok(Some(stat)) = disk.stat(&target.parent, &target.name)
+            && stat.id == new_id {
                 self.cache.put(&stat, sha);
             }
-        }
         // Acknowledged. Settle the previous version.
         match (displaced, &current) {
             (Some(displaced), Some(cur)) => {

@@ -39,11 +39,10 @@ impl Claims {
         if row.op().states_content() {
             self.last.insert(row.path.clone(), row.sha256);
         }
-        if let Some(seq) = row.seq {
-            if settled.is_none_or(|w| seq > w) {
+        if let Some(seq) = row.seq
+            && settled.is_none_or(|w| seq > w) {
                 self.unsettled.insert(row.path.clone());
             }
-        }
     }
 }
 

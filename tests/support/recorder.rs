@@ -290,11 +290,10 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
         let mut durable_upto: BTreeMap<&str, usize> = BTreeMap::new();
         let mut durable_events: BTreeSet<usize> = BTreeSet::new();
         for (i, e) in events.iter().enumerate() {
-            if let Event::SyncDir { dir } = e {
-                if let Some(list) = per_dir.get(dir.as_str()) {
+            if let Event::SyncDir { dir } = e
+                && let Some(list) = per_dir.get(dir.as_str()) {
                     durable_events.extend(list.iter().copied().filter(|&j| j < i));
                 }
-            }
         }
         for (dir, list) in &per_dir {
             let cut = list.iter().rposition(|j| durable_events.contains(j)).map_or(0, |p| p + 1);

@@ -1,0 +1,221 @@
+//! Structural validators: does a candidate have the inner structure of the real thing?
+//!
+//! Each is a pure function of the candidate text; they run before entropy and placeholder
+//! filters because a passing checksum is the strongest evidence there is.
+
+use base64::Engine as _;
+
+use super::rule::Check;
+use super::sample::BASE62;
+
+/// Run `check` on a candidate secret.
+pub fn passes(check: Check, secret: &str) -> bool {
+    match check {
+        Check::None => true,
+        Check::Crc32Base62 => crc32_base62_ok(secret),
+        Check::Jwt => jwt_ok(secret),
+        Check::Pem => pem_body(secret).is_some_and(|b| b.len() >= 64),
+        Check::OpenSsh => pem_body(secret).is_some_and(|b| b.starts_with(b"openssh-key-v1\0")),
+        Check::Luhn => card_ok(secret),
+        Check::Iban => iban_ok(secret),
+        Check::Ssn => ssn_ok(secret),
+        Check::UrlPassword => url_password_ok(secret),
+    }
+}
+
+/// GitHub classic and npm tokens: `prefix_` + 30 random + 6 base62 characters of their CRC32.
+pub fn crc32_base62_ok(token: &str) -> bool {
+    let Some((_, body)) = token.rsplit_once('_') else { return false };
+    if body.len() < 7 || !body.is_ascii() {
+        return false;
+    }
+    let (random, sum) = body.split_at(body.len() - 6);
+    super::sample::crc32_base62(random.as_bytes()) == sum && sum.bytes().all(|b| BASE62.as_bytes().contains(&b))
+}
+
+/// The header decodes (base64url) to a JSON object naming an algorithm.
+pub fn jwt_ok(token: &str) -> bool {
+    let Some(header) = token.split('.').next() else { return false };
+    let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header.trim_end_matches('=')) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("alg").map(|a| a.is_string()))
+        .unwrap_or(false)
+}
+
+/// The decoded body of a PEM block (also when its newlines are written as `\n` escapes, as in
+/// JSON); `None` when it is not base64.
+pub fn pem_body(block: &str) -> Option<Vec<u8>> {
+    let text = block.replace("\\r\\n", "\n").replace("\\n", "\n");
+    let mut body = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("-----BEGIN") {
+            inside = true;
+            continue;
+        }
+        if line.starts_with("-----END") {
+            break;
+        }
+        // Headers of legacy encrypted PEM (`Proc-Type:`, `DEK-Info:`) and PGP armor (`Version:`,
+        // `=crc`) are not body.
+        if !inside || line.is_empty() || line.contains(':') || line.starts_with('=') {
+            continue;
+        }
+        body.push_str(line);
+    }
+    base64::engine::general_purpose::STANDARD.decode(body.as_bytes()).ok()
+}
+
+pub fn luhn(digits: &str) -> bool {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    let sum: u32 = digits
+        .bytes()
+        .rev()
+        .enumerate()
+        .map(|(i, b)| {
+            let d = (b - b'0') as u32;
+            if i % 2 == 1 {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+/// Well-known test card numbers that are not personal data.
+const TEST_CARDS: &[&str] = &[
+    "4111111111111111", "4242424242424242", "4012888888881881", "4000056655665556",
+    "5555555555554444", "5105105105105100", "5200828282828210", "378282246310005",
+    "371449635398431", "6011111111111117", "6011000990139424", "3530111333300000",
+    "30569309025904", "38520000023237",
+];
+
+/// A plausible payment card number: 13–19 digits (separators allowed), a known issuer prefix,
+/// Luhn, not a documented test number, not one repeated digit.
+pub fn card_ok(candidate: &str) -> bool {
+    let digits: String = candidate.chars().filter(char::is_ascii_digit).collect();
+    let issuer = matches!(digits.as_bytes().first(), Some(b'3' | b'4' | b'5' | b'6' | b'2'));
+    (13..=19).contains(&digits.len())
+        && issuer
+        && luhn(&digits)
+        && !TEST_CARDS.contains(&digits.as_str())
+        && !digits.bytes().all(|b| b == digits.as_bytes()[0])
+}
+
+/// The remainder of an alphanumeric string read as a number with letters A=10 … Z=35.
+pub fn mod97(s: &str) -> u32 {
+    let mut rem: u32 = 0;
+    for c in s.chars() {
+        let v = match c {
+            '0'..='9' => c as u32 - '0' as u32,
+            'A'..='Z' => c as u32 - 'A' as u32 + 10,
+            'a'..='z' => c as u32 - 'a' as u32 + 10,
+            _ => continue,
+        };
+        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+    }
+    rem
+}
+
+/// IBAN lengths of common countries (others: 15 to 34).
+const IBAN_LENGTHS: &[(&str, usize)] = &[
+    ("AT", 20), ("BE", 16), ("CH", 21), ("CZ", 24), ("DE", 22), ("DK", 18), ("ES", 24), ("FI", 18),
+    ("FR", 27), ("GB", 22), ("GR", 27), ("HU", 28), ("IE", 22), ("IT", 27), ("LU", 20), ("NL", 18),
+    ("NO", 15), ("PL", 28), ("PT", 25), ("RO", 24), ("SE", 24), ("SK", 24), ("TR", 26),
+];
+
+pub fn iban_ok(candidate: &str) -> bool {
+    let s: String = candidate.chars().filter(|c| !c.is_whitespace()).collect();
+    let b = s.as_bytes();
+    if b.len() < 15 || b.len() > 34 || !b[..2].iter().all(u8::is_ascii_uppercase) || !b[2..4].iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    if !b.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    if let Some((_, len)) = IBAN_LENGTHS.iter().find(|(cc, _)| cc.as_bytes() == &b[..2])
+        && *len != b.len() {
+            return false;
+        }
+    let rearranged = format!("{}{}", &s[4..], &s[..4]);
+    mod97(&rearranged) == 1
+}
+
+/// SSNs never issued or published as examples.
+const FAKE_SSNS: &[&str] = &["078051120", "219099999", "123456789", "111111111", "987654320"];
+
+/// `ddd-dd-dddd` (one separator kind) following the issuance rules.
+pub fn ssn_ok(candidate: &str) -> bool {
+    let b = candidate.as_bytes();
+    let (area, group, serial) = match b.len() {
+        11 if b[3] == b[6] && matches!(b[3], b'-' | b' ') => (&candidate[0..3], &candidate[4..6], &candidate[7..11]),
+        _ => return false,
+    };
+    let all_digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+    if !(all_digits(area) && all_digits(group) && all_digits(serial)) {
+        return false;
+    }
+    let joined = format!("{area}{group}{serial}");
+    let never_issued = area == "000" || area == "666" || area.starts_with('9') || group == "00" || serial == "0000";
+    let published = FAKE_SSNS.contains(&joined.as_str()) || joined.bytes().all(|c| c == joined.as_bytes()[0]);
+    !never_issued && !published
+}
+
+/// The password part of `scheme://user:password@host` is not a placeholder.
+pub fn url_password_ok(url: &str) -> bool {
+    let Some(rest) = url.split_once("://").map(|(_, r)| r) else { return false };
+    let Some(userinfo) = rest.split('@').next().filter(|_| rest.contains('@')) else { return false };
+    let Some((user, password)) = userinfo.split_once(':') else { return false };
+    /// Passwords of examples and local development setups.
+    const TRIVIAL: &[&str] = &["password", "pass", "passwd", "pwd", "secret", "admin", "root", "user", "test", "guest", "postgres", "mysql", "redis"];
+    password.len() >= 3
+        && password != user
+        && !TRIVIAL.contains(&password.to_ascii_lowercase().as_str())
+        && !super::filter::is_placeholder(password)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_numbers() {
+        assert!(card_ok("4532 0151 1283 0366"));
+        assert!(!card_ok("4532 0151 1283 0367"), "bad check digit");
+        assert!(!card_ok("4111 1111 1111 1111"), "documented test number");
+        assert!(!card_ok("1234 5678 9012 3456"), "no issuer");
+    }
+
+    #[test]
+    fn ibans() {
+        assert!(iban_ok("GB82 WEST 1234 5698 7654 32"));
+        assert!(iban_ok("DE89370400440532013000"));
+        assert!(!iban_ok("DE89370400440532013001"));
+        assert!(!iban_ok("GB82WEST123456987654"), "wrong length for GB");
+    }
+
+    #[test]
+    fn ssns() {
+        assert!(ssn_ok("536-22-1234"));
+        for bad in ["000-22-1234", "666-22-1234", "912-22-1234", "536-00-1234", "536-22-0000", "078-05-1120", "536-22 1234", "123-45-6789"] {
+            assert!(!ssn_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn url_passwords() {
+        assert!(url_password_ok("postgres://app:Zx81kq0Pa9@db:5432/app"));
+        assert!(!url_password_ok("postgres://app:${DB_PASSWORD}@db/app"));
+        assert!(!url_password_ok("postgres://app:password@db/app"));
+        assert!(!url_password_ok("https://example.com/path"));
+    }
+}

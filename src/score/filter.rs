@@ -1,0 +1,99 @@
+//! Is a candidate a placeholder, a reference or boilerplate rather than a secret?
+//!
+//! Applied after the structural checks: templated values (`${VAR}`, `{{ x }}`, `<your-key>`,
+//! `%VAR%`, `$VAR`), redactions (`{REDACTED}`, `xxxx`, `****`), documented examples
+//! (`EXAMPLE`, `AKIAIOSFODNN7EXAMPLE`), runs of one character and sequences (`abcdef`,
+//! `123456`); and the entropy measure used by rules with a minimum.
+
+/// Shannon entropy of `s` in bits per byte.
+pub fn entropy(s: &[u8]) -> f32 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for &b in s {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f32;
+    counts.iter().filter(|&&c| c > 0).map(|&c| {
+        let p = c as f32 / n;
+        -p * p.log2()
+    }).sum()
+}
+
+/// Substrings that mark a value as an example, a template or a redaction (checked lowercase).
+const MARKERS: &[&str] = &[
+    "example", "redacted", "xxxx", "****", "....", "<your", "your_", "your-", "yourkey", "changeme",
+    "change_me", "placeholder", "dummy", "fake", "sample", "insert", "replace", "todo", "fixme",
+    "${", "{{", "}}", "<%", "%>", "env(", "getenv", "environ", "process.env", "secrets.",
+];
+
+/// Is `value` a placeholder rather than a secret?
+pub fn is_placeholder(value: &str) -> bool {
+    let v = value.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+    if v.is_empty() {
+        return true;
+    }
+    let lower = v.to_ascii_lowercase();
+    if MARKERS.iter().any(|m| lower.contains(m)) {
+        return true;
+    }
+    let b = v.as_bytes();
+    // <name>, %NAME%, $NAME, @NAME@
+    let wrapped = |open: u8, close: u8| b.len() > 2 && b[0] == open && b[b.len() - 1] == close;
+    if wrapped(b'<', b'>') || wrapped(b'%', b'%') || wrapped(b'@', b'@') || wrapped(b'[', b']') {
+        return true;
+    }
+    if b[0] == b'$' && b[1..].iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        return true;
+    }
+    is_run(b) || is_sequence(b)
+}
+
+/// A run dominated by one repeated character (`aaaaaaaa`, `00000000`, `=====`).
+fn is_run(b: &[u8]) -> bool {
+    if b.len() < 6 {
+        return false;
+    }
+    let mut best = 0;
+    let mut current = 0;
+    for (i, &c) in b.iter().enumerate() {
+        current = if i > 0 && b[i - 1] == c { current + 1 } else { 1 };
+        best = best.max(current);
+    }
+    best * 2 >= b.len() || best >= 8
+}
+
+/// An ascending or descending sequence over most of the value (`abcdefgh`, `12345678`).
+fn is_sequence(b: &[u8]) -> bool {
+    if b.len() < 6 {
+        return false;
+    }
+    let steps = b.windows(2).filter(|w| w[1] as i16 - w[0] as i16 == 1 || w[0] as i16 - w[1] as i16 == 1).count();
+    steps * 4 >= (b.len() - 1) * 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders() {
+        for p in [
+            "${STRIPE_KEY}", "{{ api_key }}", "<your-key>", "%API_KEY%", "$TOKEN", "xxxxxxxxxxxxxxxx",
+            "{REDACTED}", "AKIAIOSFODNN7EXAMPLE", "aaaaaaaaaaaa", "abcdefghijklmnop", "1234567890",
+            "changeme", "os.environ['X']", "process.env.X",
+        ] {
+            assert!(is_placeholder(p), "{p}");
+        }
+        for real in ["Q7v2LmP9xR4tK8wZ3nB6", "Zx81kq0Pa9uT", "9f86d081884c7d659a2feaa0c55ad015"] {
+            assert!(!is_placeholder(real), "{real}");
+        }
+    }
+
+    #[test]
+    fn entropy_orders_randomness() {
+        assert!(entropy(b"aaaaaaaa") < 0.1);
+        assert!(entropy(b"9f86d081884c7d659a2feaa0c55ad015") > 3.5);
+    }
+}

@@ -1,0 +1,603 @@
+//! The risk scorer: content and path in, a [`Report`] out. Pure: no I/O, clock or environment.
+//!
+//! ```text
+//!   stage 1  one Aho-Corasick automaton over every rule's anchors (ASCII case-insensitive,
+//!            overlapping) + linear structural passes (digit runs, IBAN starts, base64 runs)
+//!   stage 2  each rule's regex, only on the merged windows around its triggers
+//!   stage 3  structural validators (checksums, JWT header, PEM/OpenSSH body, Luhn, mod-97,
+//!            SSN rules), then placeholder filters, then minimum entropy
+//!   report   leak risk, filter risk, the reference's Eq. 1 score and verdict, findings with a
+//!            salted hash and a replacement in the file's language — never the secret itself
+//! ```
+//!
+//! Linear time by construction: the automaton and the structural passes are single passes, the
+//! regexes (finite automata, no backtracking) run on merged windows whose total size is at most
+//! the input, and findings per rule are capped ([`MAX_FINDINGS_PER_RULE`]; Eq. 1 saturates at
+//! three hits per family anyway). Never one giant `RegexSet`.
+//!
+//! What this module does not do: decide. Whether a finding blocks a write is the policy's
+//! business (`crate::policy`).
+
+mod check;
+mod filter;
+mod generic;
+mod replace;
+mod report;
+mod rule;
+pub mod rules;
+pub mod sample;
+mod scan;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use regex_automata::meta::Regex;
+use regex_automata::util::syntax;
+use regex_automata::Input;
+
+pub use check::passes as check_passes;
+pub use filter::{entropy, is_placeholder};
+pub use replace::Lang;
+pub use report::{DEFAULT_WEIGHTS, Finding, Kind, Level, Report, Risk, SizeHit, Thresholds, Verdict};
+pub use rule::{Check, Confidence, Part, Rule, Severity, Trigger};
+
+use crate::sha::Hasher;
+
+/// Findings kept per rule and scan; a rule that reaches it is listed in `Report::truncated`.
+pub const MAX_FINDINGS_PER_RULE: usize = 200;
+/// The reference's `long_base64_blob` threshold.
+const BASE64_BLOB_MIN: usize = 200;
+
+/// A pattern added by the policy (`extend_patterns`): searched over the whole content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraPattern {
+    pub family: String,
+    pub name: String,
+    pub regex: String,
+}
+
+/// What a [`Scanner`] is built from (the policy's scanning part).
+#[derive(Debug, Clone)]
+#[derive(Default)]
+pub struct ScanConfig {
+    pub disabled_families: BTreeSet<String>,
+    pub extra: Vec<ExtraPattern>,
+    /// Family weights for Eq. 1 over [`DEFAULT_WEIGHTS`].
+    pub weights: BTreeMap<String, f64>,
+    pub thresholds: Thresholds,
+    /// Salt of the findings' hashes.
+    pub salt: [u8; 16],
+}
+
+
+/// An `extend_patterns` regex that does not compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadPattern {
+    pub name: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for BadPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pattern {}: {}", self.name, self.message)
+    }
+}
+
+impl std::error::Error for BadPattern {}
+
+struct Compiled {
+    rule: &'static Rule,
+    regex: Option<Regex>,
+    prefix: Option<Regex>,
+}
+
+/// A compiled set of rules; cheap to share, scans concurrently.
+pub struct Scanner {
+    config: ScanConfig,
+    weights: BTreeMap<String, f64>,
+    rules: Vec<Compiled>,
+    extra: Vec<(ExtraPattern, Regex)>,
+    ac: Option<AhoCorasick>,
+    /// Automaton pattern → rules it triggers.
+    anchor_rules: Vec<Vec<usize>>,
+}
+
+impl std::fmt::Debug for Scanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scanner").field("rules", &self.rules.len()).field("extra", &self.extra.len()).finish()
+    }
+}
+
+fn compile(pattern: &str) -> Result<Regex, String> {
+    Regex::builder()
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .configure(Regex::config().nfa_size_limit(Some(8 << 20)).dfa_size_limit(Some(8 << 20)))
+        .build(pattern)
+        .map_err(|e| e.to_string())
+}
+
+impl Scanner {
+    /// The built-in rules and the default configuration.
+    pub fn builtin() -> Scanner {
+        Scanner::new(ScanConfig::default()).expect("built-in rules compile")
+    }
+
+    pub fn new(config: ScanConfig) -> Result<Scanner, BadPattern> {
+        let mut rules = Vec::new();
+        let mut anchors: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for rule in rules::RULES {
+            if config.disabled_families.contains(rule.family) {
+                continue;
+            }
+            let built = |p: &str| compile(p).map_err(|message| BadPattern { name: rule.id.to_string(), message });
+            let regex = if rule.regex.is_empty() { None } else { Some(built(rule.regex)?) };
+            let prefix = rule.prefix.map(built).transpose()?;
+            let index = rules.len();
+            let words: &[&str] = match rule.trigger {
+                Trigger::Anchors(words) => words,
+                Trigger::Generic => rules::GENERIC_KEYWORDS,
+                Trigger::Digits | Trigger::Iban => &[],
+            };
+            for word in words {
+                anchors.entry(word.to_ascii_lowercase()).or_default().push(index);
+            }
+            rules.push(Compiled { rule, regex, prefix });
+        }
+        let mut extra = Vec::new();
+        for pattern in &config.extra {
+            if config.disabled_families.contains(&pattern.family) {
+                continue;
+            }
+            let regex = compile(&pattern.regex).map_err(|message| BadPattern { name: pattern.name.clone(), message })?;
+            extra.push((pattern.clone(), regex));
+        }
+        let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
+        let ac = if patterns.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(&patterns)
+                    .map_err(|e| BadPattern { name: "anchors".into(), message: e.to_string() })?,
+            )
+        };
+        let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS.iter().map(|(f, w)| (f.to_string(), *w)).collect();
+        weights.extend(config.weights.iter().map(|(f, w)| (f.clone(), *w)));
+        Ok(Scanner { config, weights, rules, extra, ac, anchor_rules })
+    }
+
+    /// Number of rules in use (built-in and extra).
+    pub fn rule_count(&self) -> usize {
+        self.rules.len() + self.extra.len()
+    }
+
+    /// Scan `hay`; `path` (workspace-relative) picks the replacement language.
+    pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
+        let mut out = Collector::new(self, hay, replace::Lang::of(path));
+        self.anchored(hay, &mut out);
+        self.structural(hay, &mut out);
+        self.extra_patterns(hay, &mut out);
+        out.finish(self)
+    }
+
+    /// Stage 1 and 2 for anchored rules (and the generic detector).
+    fn anchored(&self, hay: &[u8], out: &mut Collector<'_>) {
+        let Some(ac) = &self.ac else { return };
+        let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.rules.len()];
+        let mut generic_hits: Vec<(usize, usize)> = Vec::new();
+        for m in ac.find_overlapping_iter(hay) {
+            for &r in &self.anchor_rules[m.pattern().as_usize()] {
+                let rule = self.rules[r].rule;
+                if matches!(rule.trigger, Trigger::Generic) {
+                    generic_hits.push((r, m.start()));
+                    continue;
+                }
+                spans[r].push(m.start().saturating_sub(rule.before)..(m.start() + rule.after).min(hay.len()));
+            }
+        }
+        for (r, rule_spans) in spans.iter().enumerate() {
+            let compiled = &self.rules[r];
+            for span in rule_spans.iter() {
+                if let Some(regex) = &compiled.regex {
+                    for caps in regex.captures_iter(Input::new(hay).range(span.clone())) {
+                        if out.full(r) {
+                            break;
+                        }
+                        let Some(whole) = caps.get_match() else { continue };
+                        let secret = caps.get_group_by_name("secret").unwrap_or(whole.span());
+                        out.candidate(r, compiled.rule, secret.start..secret.end);
+                    }
+                }
+                if let Some(prefix) = &compiled.prefix {
+                    for m in prefix.find_iter(Input::new(hay).range(span.clone())) {
+                        out.prefix(r, compiled.rule, m.start()..m.end());
+                    }
+                }
+            }
+        }
+        for (r, at) in generic_hits {
+            if out.full(r) {
+                continue;
+            }
+            if let Some(assignment) = generic::find(hay, at) {
+                out.candidate(r, self.rules[r].rule, assignment.value);
+            }
+        }
+    }
+
+    /// Rules triggered by the linear structural passes, and `binary_hint`.
+    fn structural(&self, hay: &[u8], out: &mut Collector<'_>) {
+        let wants = |t: fn(&Trigger) -> bool| self.rules.iter().any(|c| t(&c.rule.trigger));
+        if wants(|t| matches!(t, Trigger::Digits)) {
+            let runs = scan::digit_runs(hay);
+            self.on_runs(hay, &runs, |t| matches!(t, Trigger::Digits), out);
+        }
+        if wants(|t| matches!(t, Trigger::Iban)) {
+            let runs = scan::iban_runs(hay);
+            self.on_runs(hay, &runs, |t| matches!(t, Trigger::Iban), out);
+        }
+        if !self.config.disabled_families.contains("binary_hint") {
+            out.blobs = scan::base64_runs(hay, BASE64_BLOB_MIN).len();
+        }
+    }
+
+    /// Run the rules of a structural trigger on each run, anchored to the run.
+    fn on_runs(&self, hay: &[u8], runs: &[Range<usize>], trigger: fn(&Trigger) -> bool, out: &mut Collector<'_>) {
+        for (r, compiled) in self.rules.iter().enumerate() {
+            let (true, Some(regex)) = (trigger(&compiled.rule.trigger), &compiled.regex) else { continue };
+            for run in runs {
+                if out.full(r) {
+                    break;
+                }
+                // Anchored rules (`^…$`) see the run as the whole haystack.
+                if let Some(caps) = regex.captures_iter(Input::new(&hay[run.clone()])).next()
+                    && let Some(whole) = caps.get_match() {
+                        let secret = caps.get_group_by_name("secret").unwrap_or(whole.span());
+                        out.candidate(r, compiled.rule, run.start + secret.start..run.start + secret.end);
+                    }
+            }
+        }
+    }
+
+    /// The policy's `extend_patterns`, over the whole content (they have no anchors).
+    fn extra_patterns(&self, hay: &[u8], out: &mut Collector<'_>) {
+        for (i, (pattern, regex)) in self.extra.iter().enumerate() {
+            for m in regex.find_iter(Input::new(hay)).take(MAX_FINDINGS_PER_RULE) {
+                out.extra(i, pattern, m.start()..m.end());
+            }
+        }
+    }
+}
+
+/// Findings as they are found, before deduplication and the report.
+struct Collector<'a> {
+    hay: &'a [u8],
+    lang: replace::Lang,
+    salt: [u8; 16],
+    raw: Vec<Raw>,
+    per_rule: Vec<usize>,
+    extra_counts: Vec<usize>,
+    blobs: usize,
+}
+
+/// A finding before it has a line and column.
+struct Raw {
+    rule: String,
+    family: String,
+    kind: Kind,
+    confidence: Confidence,
+    severity: Severity,
+    validated: bool,
+    vendor: bool,
+    generic: bool,
+    env: &'static str,
+    span: Range<usize>,
+}
+
+impl<'a> Collector<'a> {
+    fn new(scanner: &Scanner, hay: &'a [u8], lang: replace::Lang) -> Collector<'a> {
+        Collector {
+            hay,
+            lang,
+            salt: scanner.config.salt,
+            raw: Vec::new(),
+            per_rule: vec![0; scanner.rules.len()],
+            extra_counts: vec![0; scanner.extra.len()],
+            blobs: 0,
+        }
+    }
+
+    fn full(&self, r: usize) -> bool {
+        self.per_rule[r] >= MAX_FINDINGS_PER_RULE
+    }
+
+    /// A regex match of rule `r`: a leak if it passes the checks, else nothing (the prefix pass
+    /// reports token-shaped text).
+    fn candidate(&mut self, r: usize, rule: &'static Rule, span: Range<usize>) {
+        let Ok(secret) = std::str::from_utf8(&self.hay[span.clone()]) else { return };
+        if !check::passes(rule.check, secret) || (rule.family != "pem_block" && filter::is_placeholder(secret)) {
+            return;
+        }
+        if rule.check == Check::None && rule.min_entropy > 0.0 && filter::entropy(secret.as_bytes()) < rule.min_entropy {
+            return;
+        }
+        // An address right after `:` or `/` is a URL's userinfo, not an email.
+        if rule.id == "email-address" && (!email_ok(secret) || span.start > 0 && matches!(self.hay[span.start - 1], b':' | b'/')) {
+            return;
+        }
+        self.per_rule[r] += 1;
+        self.raw.push(Raw {
+            rule: rule.id.to_string(),
+            family: rule.family.to_string(),
+            kind: Kind::Leak,
+            confidence: rule.confidence,
+            severity: rule.severity,
+            validated: rule.check != Check::None,
+            vendor: rule.prefix.is_some(),
+            generic: rule.generic,
+            env: rule.env,
+            span,
+        });
+    }
+
+    /// A token-shaped prefix of rule `r` at `span`: filter risk, extended over the token.
+    fn prefix(&mut self, r: usize, rule: &'static Rule, span: Range<usize>) {
+        if self.full(r) {
+            return;
+        }
+        let mut end = span.end;
+        while end < self.hay.len() && end - span.start < 256 && !matches!(self.hay[end], b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' | b'`' | b',' | b';' | b')') {
+            end += 1;
+        }
+        self.per_rule[r] += 1;
+        self.raw.push(Raw {
+            rule: rule.id.to_string(),
+            family: rule.family.to_string(),
+            kind: Kind::Filter,
+            confidence: rule.confidence,
+            severity: rule.severity,
+            validated: false,
+            vendor: true,
+            generic: rule.generic,
+            env: rule.env,
+            span: span.start..end,
+        });
+    }
+
+    fn extra(&mut self, i: usize, pattern: &ExtraPattern, span: Range<usize>) {
+        self.extra_counts[i] += 1;
+        self.raw.push(Raw {
+            rule: pattern.name.clone(),
+            family: pattern.family.clone(),
+            kind: Kind::Leak,
+            confidence: Confidence::Medium,
+            severity: Severity::Credential,
+            validated: false,
+            vendor: false,
+            generic: false,
+            env: "SECRET",
+            span,
+        });
+    }
+
+    fn finish(self, scanner: &Scanner) -> Report {
+        let hay = self.hay;
+        let kept = dedupe(self.raw);
+        let allowed = allowed_lines(hay);
+        let kept: Vec<Raw> = kept.into_iter().filter(|f| !allowed.iter().any(|l| l.contains(&f.span.start))).collect();
+        let (line_count, max_line_len) = line_stats(hay);
+        let mut positions = Positions::new(hay);
+        let mut findings = Vec::with_capacity(kept.len());
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        let mut leak = 0f32;
+        let mut filtered = 0f32;
+        for raw in &kept {
+            *counts.entry(raw.family.clone()).or_default() += 1;
+        }
+        for raw in kept {
+            let (line, column) = positions.at(raw.span.start);
+            let secret = &hay[raw.span.clone()];
+            let (replacement, replace) = replace::suggest(hay, raw.span.clone(), raw.env, &raw.family, &raw.rule, self.lang);
+            let finding = Finding {
+                snippet: snippet(secret, raw.vendor),
+                hash: salted_hash(&self.salt, secret),
+                length: secret.len(),
+                line,
+                column,
+                rule: raw.rule,
+                family: raw.family,
+                kind: raw.kind,
+                confidence: raw.confidence,
+                severity: match raw.severity {
+                    Severity::Credential => "credential",
+                    Severity::Sensitive => "sensitive",
+                },
+                validated: raw.validated,
+                replacement,
+                span: raw.span,
+                replace,
+            };
+            leak = leak.max(report::leak_score(&finding));
+            filtered = filtered.max(report::filter_score(&finding, raw.vendor));
+            findings.push(finding);
+        }
+        // Capped rules: their findings beyond the cap still count in Eq. 1.
+        let mut truncated = Vec::new();
+        for (r, &n) in self.per_rule.iter().enumerate() {
+            if n >= MAX_FINDINGS_PER_RULE {
+                truncated.push(scanner.rules[r].rule.id.to_string());
+            }
+        }
+        if self.blobs > 0 {
+            counts.insert("binary_hint".into(), self.blobs);
+        }
+        let size = report::size_hits(hay.len(), line_count, max_line_len);
+        let (score, verdict) = report::reference_score(&counts, &scanner.weights, &size, &scanner.config.thresholds);
+        Report {
+            bytes: hay.len(),
+            line_count,
+            max_line_len,
+            leak_risk: Risk::of(leak),
+            filter_risk: Risk::of(filtered),
+            score,
+            verdict,
+            findings,
+            truncated,
+            counts,
+            size,
+        }
+    }
+}
+
+/// Keep one finding per overlapping cluster: a vendor-specific rule over a catch-all one (a
+/// token whose shape a vendor rule knows but whose checksum failed is not a generic secret),
+/// then a leak over a filter hit, a credential over personal data, higher confidence, the
+/// longer span.
+fn dedupe(mut raw: Vec<Raw>) -> Vec<Raw> {
+    raw.sort_by_key(|f| (f.span.start, std::cmp::Reverse(f.span.end)));
+    let rank = |f: &Raw| (!f.generic, f.kind == Kind::Leak, f.severity == Severity::Credential, f.confidence, f.span.len());
+    let mut out: Vec<Raw> = Vec::with_capacity(raw.len());
+    for f in raw {
+        match out.last_mut() {
+            Some(last) if f.span.start < last.span.end => {
+                if rank(&f) > rank(last) {
+                    *last = f;
+                }
+            }
+            _ => out.push(f),
+        }
+    }
+    out
+}
+
+/// Email addresses that are not personal data: reserved domains, no-reply and git hosts, and
+/// file names (`logo@2x.png`).
+fn email_ok(email: &str) -> bool {
+    let lower = email.to_ascii_lowercase();
+    let Some((local, domain)) = lower.rsplit_once('@') else { return false };
+    let tld = domain.rsplit('.').next().unwrap_or("");
+    const RESERVED: &[&str] = &["example.com", "example.org", "example.net", "localhost", "email.com", "domain.com", "test.com"];
+    const RESERVED_TLDS: &[&str] = &["test", "invalid", "localhost", "example", "local", "internal"];
+    const FILE_TLDS: &[&str] = &["png", "jpg", "jpeg", "gif", "svg", "webp", "js", "ts", "css", "map", "json", "html", "md", "py", "rs", "go"];
+    const ROBOTS: &[&str] = &["noreply", "no-reply", "donotreply", "git", "notifications", "users.noreply"];
+    !(RESERVED.iter().any(|d| domain == *d || domain.ends_with(&format!(".{d}")))
+        || RESERVED_TLDS.contains(&tld)
+        || FILE_TLDS.contains(&tld)
+        || ROBOTS.iter().any(|r| local == *r || domain.starts_with(r))
+        || filter::is_placeholder(&lower))
+}
+
+/// A short, safe glimpse of a secret: nothing of a vendor token (its prefix is the problem),
+/// else at most its first 4 characters.
+fn snippet(secret: &[u8], vendor: bool) -> String {
+    let shown = if vendor {
+        0
+    } else if secret.len() >= 32 {
+        4
+    } else if secret.len() >= 12 {
+        2
+    } else {
+        0
+    };
+    let head: String = secret.iter().take(shown).map(|&b| if b.is_ascii_graphic() { b as char } else { '?' }).collect();
+    format!("{head}…({} chars)", secret.len())
+}
+
+fn salted_hash(salt: &[u8; 16], secret: &[u8]) -> String {
+    let mut hasher = Hasher::new();
+    hasher.update(salt);
+    hasher.update(secret);
+    hasher.finish().short(12)
+}
+
+/// Lines (newlines, plus one for an unterminated last line; 0 for empty content) and the
+/// longest line in characters, as the reference counts them.
+fn line_stats(hay: &[u8]) -> (usize, usize) {
+    if hay.is_empty() {
+        return (0, 0);
+    }
+    let mut lines = 0;
+    let mut longest = 0;
+    let mut start = 0;
+    let measure = |line: &[u8], longest: &mut usize| {
+        // A line's characters are at most its bytes: count them only when it could win.
+        if line.len() > *longest {
+            *longest = (*longest).max(char_count(line));
+        }
+    };
+    for nl in memchr::memchr_iter(b'\n', hay) {
+        lines += 1;
+        measure(&hay[start..nl], &mut longest);
+        start = nl + 1;
+    }
+    if start < hay.len() {
+        lines += 1;
+        measure(&hay[start..], &mut longest);
+    }
+    (lines, longest)
+}
+
+fn char_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}
+
+/// Line and column (in characters) of increasing offsets, in one forward pass.
+struct Positions<'a> {
+    hay: &'a [u8],
+    offset: usize,
+    line: usize,
+    column: usize,
+}
+
+impl<'a> Positions<'a> {
+    fn new(hay: &'a [u8]) -> Positions<'a> {
+        Positions { hay, offset: 0, line: 1, column: 0 }
+    }
+
+    fn at(&mut self, target: usize) -> (usize, usize) {
+        if target < self.offset {
+            *self = Positions::new(self.hay);
+        }
+        for &b in &self.hay[self.offset..target] {
+            if b == b'\n' {
+                self.line += 1;
+                self.column = 0;
+            } else if b & 0xC0 != 0x80 {
+                self.column += 1;
+            }
+        }
+        self.offset = target;
+        (self.line, self.column + 1)
+    }
+}
+
+/// Byte ranges of the lines that carry an `rw:allow` marker.
+fn allowed_lines(hay: &[u8]) -> Vec<Range<usize>> {
+    memchr::memmem::find_iter(hay, b"rw:allow")
+        .map(|at| {
+            let start = memchr::memrchr(b'\n', &hay[..at]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
+            start..end
+        })
+        .collect()
+}
+
+/// Replace every finding's `replace` range by its replacement (later ranges first).
+pub fn apply_replacements(hay: &[u8], findings: &[Finding]) -> Vec<u8> {
+    let mut ranges: Vec<(&Range<usize>, &str)> = findings.iter().map(|f| (&f.replace, f.replacement.as_str())).collect();
+    ranges.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = hay.to_vec();
+    let mut floor = usize::MAX;
+    for (range, text) in ranges {
+        if range.end > floor {
+            continue;
+        }
+        out.splice(range.clone(), text.bytes());
+        floor = range.start;
+    }
+    out
+}

@@ -1,0 +1,237 @@
+//! The risk scorer: every rule in every syntactic context, the negatives it must leave alone,
+//! the paper's incident, and the substitution round trip. Test tokens are generated from each
+//! rule's sample spec at test time; none is committed.
+
+use rwfs::score::rules::RULES;
+use rwfs::score::sample::{Rng, generate};
+use rwfs::score::{Kind, Level, Report, Rule, Scanner, Trigger, Verdict, apply_replacements};
+
+fn scanner() -> &'static Scanner {
+    static SCANNER: std::sync::OnceLock<Scanner> = std::sync::OnceLock::new();
+    SCANNER.get_or_init(Scanner::builtin)
+}
+
+fn scan(text: &str, path: &str) -> Report {
+    scanner().scan(text.as_bytes(), Some(path))
+}
+
+fn leaks<'a>(report: &'a Report, rule: &str) -> Vec<&'a rwfs::score::Finding> {
+    report.findings.iter().filter(|f| f.rule == rule && f.kind == Kind::Leak).collect()
+}
+
+/// A syntactic context a secret can appear in.
+struct Context {
+    name: &'static str,
+    path: &'static str,
+    /// `(key, secret) -> text`
+    render: fn(&str, &str) -> String,
+    /// Whether the context carries a key name (rules that need one only run in these).
+    keyed: bool,
+    /// Whether the context can hold a multi-line secret verbatim.
+    multiline: bool,
+}
+
+const CONTEXTS: &[Context] = &[
+    Context { name: "bare", path: "notes.txt", render: |_, s| format!("{s}\n"), keyed: false, multiline: true },
+    Context { name: "json", path: "config.json", render: |k, s| format!("{{\n  \"{}\": \"{}\"\n}}\n", k.to_lowercase(), s.replace('\n', "\\n")), keyed: true, multiline: true },
+    Context { name: "yaml", path: "config.yaml", render: |k, s| {
+        if s.contains('\n') { format!("{}: |\n  {}\n", k.to_lowercase(), s.replace('\n', "\n  ")) } else { format!("{}: {s}\n", k.to_lowercase()) }
+    }, keyed: true, multiline: true },
+    Context { name: ".env", path: ".env", render: |k, s| format!("{k}=\"{s}\"\n"), keyed: true, multiline: true },
+    Context { name: "shell export", path: "deploy.sh", render: |k, s| format!("#!/bin/sh\nexport {k}='{s}'\n"), keyed: true, multiline: true },
+    Context { name: "python", path: "settings.py", render: |k, s| {
+        if s.contains('\n') { format!("{k} = \"\"\"{s}\"\"\"\n") } else { format!("{k} = \"{s}\"\n") }
+    }, keyed: true, multiline: true },
+    Context { name: "javascript", path: "src/index.js", render: |k, s| format!("const {} = `{s}`;\n", k.to_lowercase()), keyed: true, multiline: true },
+    Context { name: "rust", path: "src/main.rs", render: |k, s| format!("let {} = r#\"{s}\"#;\n", k.to_lowercase()), keyed: true, multiline: true },
+    Context { name: "go", path: "main.go", render: |k, s| format!("{} := \"{}\"\n", k.to_lowercase(), s.replace('\n', "\\n")), keyed: true, multiline: true },
+    Context { name: "http header", path: "request.http", render: |_, s| format!("GET /v1/me HTTP/1.1\nAuthorization: Bearer {s}\n"), keyed: false, multiline: false },
+    Context { name: "url", path: "links.md", render: |_, s| format!("see https://api.service.net/v1/resource?token={s}&x=1\n"), keyed: false, multiline: false },
+];
+
+/// Rules that are matched on a whole value (a digit run, an address): they only make sense in
+/// contexts that keep the value intact and separated.
+fn fits(rule: &Rule, context: &Context, secret: &str) -> bool {
+    if rule.needs_key && !context.keyed {
+        return false;
+    }
+    if secret.contains('\n') && !context.multiline {
+        return false;
+    }
+    // A URL-valued secret inside a URL query is not how anyone writes it.
+    if context.name == "url" && (secret.contains("://") || secret.contains(' ') || secret.contains('"')) {
+        return false;
+    }
+    // A JSON document is itself JSON-quoted only in JSON-ish contexts.
+    if secret.starts_with('{') && !matches!(context.name, "bare" | "yaml" | "python" | "javascript" | "rust") {
+        return false;
+    }
+    if matches!(rule.trigger, Trigger::Digits | Trigger::Iban) && context.name == "url" {
+        return false;
+    }
+    true
+}
+
+#[test]
+fn every_rule_detects_its_samples_in_every_context() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for (i, rule) in RULES.iter().enumerate() {
+        assert!(!rule.sample.is_empty(), "{} has no sample generator", rule.id);
+        for seed in 0..3u64 {
+            let secret = generate(rule.sample, &mut Rng::new(1000 * i as u64 + seed));
+            for context in CONTEXTS.iter().filter(|c| fits(rule, c, &secret)) {
+                let text = (context.render)(rule.env_or_key(), &secret);
+                let report = scan(&text, context.path);
+                checked += 1;
+                if leaks(&report, rule.id).is_empty() {
+                    let got: Vec<String> = report.findings.iter().map(|f| format!("{}/{:?}", f.rule, f.kind)).collect();
+                    failures.push(format!("{} in {} (seed {seed}): found {got:?}", rule.id, context.name));
+                }
+            }
+        }
+    }
+    println!("{} rules, {checked} rule×context samples detected", RULES.len());
+    assert!(failures.is_empty(), "{} misses:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn every_rule_reports_no_secret_bytes() {
+    for (i, rule) in RULES.iter().enumerate() {
+        let secret = generate(rule.sample, &mut Rng::new(7 + i as u64));
+        let text = (CONTEXTS[5].render)(rule.env_or_key(), &secret);
+        let report = scan(&text, "settings.py");
+        let json = serde_json::to_string(&report).unwrap();
+        // No 8-character window of the secret appears in the report.
+        let bytes = secret.as_bytes();
+        for w in bytes.windows(8).filter(|w| w.iter().all(u8::is_ascii_alphanumeric)) {
+            assert!(!json.contains(std::str::from_utf8(w).unwrap()), "{} leaks its secret into the report: {json}", rule.id);
+        }
+    }
+}
+
+/// Rule extension used by the tests: the key name a context writes before the secret.
+trait KeyName {
+    fn env_or_key(&self) -> &'static str;
+}
+
+impl KeyName for Rule {
+    fn env_or_key(&self) -> &'static str {
+        if self.env.is_empty() { "CONTACT" } else { self.env }
+    }
+}
+
+#[test]
+fn the_papers_incident_string_is_filter_risk_without_leak_risk() {
+    let report = scan("curl -H 'Authorization: Bearer sk-ant-oat01-{REDACTED}' https://api.anthropic.com\n", "run.sh");
+    assert_eq!(report.filter_risk.level, Level::High, "{report:#?}");
+    assert_eq!(report.leak_risk.level, Level::None, "{report:#?}");
+    assert!(report.findings.iter().all(|f| f.kind == Kind::Filter));
+}
+
+#[test]
+fn a_real_format_oauth_token_is_both_risks() {
+    let rule = RULES.iter().find(|r| r.id == "anthropic-oauth-token").unwrap();
+    let token = generate(rule.sample, &mut Rng::new(42));
+    let report = scan(&format!("Authorization: Bearer {token}\n"), "request.http");
+    assert_eq!(report.filter_risk.level, Level::High);
+    assert_eq!(report.leak_risk.level, Level::High);
+    assert_eq!(leaks(&report, "anthropic-oauth-token").len(), 1);
+}
+
+#[test]
+fn substituted_files_rescan_clean() {
+    let mut rng = Rng::new(99);
+    let stripe = generate(RULES.iter().find(|r| r.id == "stripe-secret-key").unwrap().sample, &mut rng);
+    let aws = generate(RULES.iter().find(|r| r.id == "aws-secret-access-key").unwrap().sample, &mut rng);
+    let cases = [
+        ("billing.py", format!("import os\nSTRIPE = \"{stripe}\"\nAWS_SECRET_ACCESS_KEY = \"{aws}\"\n")),
+        ("billing.js", format!("const stripe = require('stripe')('{stripe}');\n")),
+        ("src/main.rs", format!("let key = \"{stripe}\";\n")),
+        (".env", format!("STRIPE_SECRET_KEY={stripe}\nAWS_SECRET_ACCESS_KEY={aws}\n")),
+        ("deploy.sh", format!("export STRIPE_SECRET_KEY=\"{stripe}\"\n")),
+        (".github/workflows/ci.yml", format!("env:\n  STRIPE: {stripe}\n")),
+    ];
+    for (path, text) in cases {
+        let report = scan(&text, path);
+        assert!(!report.findings.is_empty(), "{path}: nothing found in {text}");
+        let fixed = String::from_utf8(apply_replacements(text.as_bytes(), &report.findings)).unwrap();
+        let again = scan(&fixed, path);
+        assert!(again.findings.is_empty(), "{path}: {fixed}\n{:?}", again.findings);
+        assert!(!fixed.contains("sk_live_"), "{path}: the vendor prefix must go: {fixed}");
+        println!("{path}:\n{fixed}");
+    }
+    let py = scan(&format!("key = \"{stripe}\"\n"), "app.py");
+    assert_eq!(py.findings[0].replacement, "os.environ[\"STRIPE_SECRET_KEY\"]");
+}
+
+#[test]
+fn negatives_stay_clean() {
+    let mut rng = Rng::new(5);
+    let hex = |rng: &mut Rng, n| rng.string(rwfs::score::sample::HEX, n);
+    let b64 = |rng: &mut Rng, n| rng.string(rwfs::score::sample::BASE64, n);
+    let cases: Vec<(&str, String)> = vec![
+        ("uuid", format!("id = \"{}-{}-{}-{}-{}\"\n", hex(&mut rng, 8), hex(&mut rng, 4), hex(&mut rng, 4), hex(&mut rng, 4), hex(&mut rng, 12))),
+        ("git sha", format!("commit {}\nMerge: {} {}\n", hex(&mut rng, 40), hex(&mut rng, 7), hex(&mut rng, 7))),
+        ("Cargo.lock", format!("[[package]]\nname = \"serde\"\nchecksum = \"{}\"\n", hex(&mut rng, 64))),
+        ("package-lock", format!("\"integrity\": \"sha512-{}==\"\n", b64(&mut rng, 86))),
+        ("base64 image", format!("<img src=\"data:image/png;base64,iVBORw0KGgo{}\">\n", b64(&mut rng, 600))),
+        ("minified js", format!("!function(e,t){{var n={{}};function r(o){{return n[o]}}r.m=e,r.c=n,r.d=function(e,t,n){{r.o(e,t)||Object.defineProperty(e,t,{{enumerable:!0,get:n}})}}}}({});\n", b64(&mut rng, 300).replace(['+', '/'], "a"))),
+        ("placeholders", "api_key = \"${API_KEY}\"\ntoken: {{ token }}\nSTRIPE_SECRET_KEY=<your-key>\nAWS_SECRET_ACCESS_KEY=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n".into()),
+        ("documented examples", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n".into()),
+        ("env references", "key = os.environ[\"STRIPE_SECRET_KEY\"]\nconst t = process.env.GITHUB_TOKEN;\n".into()),
+        ("prose", "The password policy requires a token. Reset the secret key in settings.\n".into()),
+    ];
+    for (name, text) in cases {
+        let report = scan(&text, "file.txt");
+        let credential_leaks: Vec<_> =
+            report.findings.iter().filter(|f| f.kind == Kind::Leak && f.severity == "credential").collect();
+        assert!(credential_leaks.is_empty(), "{name}: {credential_leaks:?}\n{text}");
+    }
+}
+
+#[test]
+fn rw_allow_suppresses_a_line() {
+    let rule = RULES.iter().find(|r| r.id == "github-pat").unwrap();
+    let token = generate(rule.sample, &mut Rng::new(3));
+    let report = scan(&format!("a = \"{token}\" # rw:allow (test fixture)\nb = \"{token}\"\n"), "x.py");
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(report.findings[0].line, 2);
+}
+
+#[test]
+fn findings_carry_place_hash_and_no_prefix() {
+    let rule = RULES.iter().find(|r| r.id == "github-pat").unwrap();
+    let token = generate(rule.sample, &mut Rng::new(4));
+    let report = scan(&format!("# config\nx = 1\n  token = \"{token}\"\nother = \"{token}\"\n"), "x.py");
+    let f = &report.findings[0];
+    assert_eq!((f.line, f.column, f.length), (3, 12, token.len()));
+    assert!(f.validated, "the CRC32 checksum passed");
+    assert!(!f.snippet.contains("ghp"), "{}", f.snippet);
+    assert_eq!(report.findings[0].hash, report.findings[1].hash, "same secret, same hash");
+}
+
+#[test]
+fn a_broken_checksum_is_filter_risk_only() {
+    let rule = RULES.iter().find(|r| r.id == "github-pat").unwrap();
+    let mut token = generate(rule.sample, &mut Rng::new(5));
+    let last = token.pop().unwrap();
+    token.push(if last == 'A' { 'B' } else { 'A' });
+    let report = scan(&format!("token = \"{token}\"\n"), "x.py");
+    assert_eq!(report.leak_risk.level, Level::None, "{:?}", report.findings);
+    assert_eq!(report.filter_risk.level, Level::High);
+}
+
+#[test]
+fn the_reference_score_and_verdict() {
+    assert_eq!(scan("hello world\n", "a.txt").verdict, Verdict::Safe);
+    let mut rng = Rng::new(8);
+    let pem = rwfs::score::sample::pem_rsa(&mut rng);
+    let akia = generate(RULES.iter().find(|r| r.id == "aws-access-key-id").unwrap().sample, &mut rng);
+    let report = scan(&format!("{pem}\nid = {akia}\n"), "keys.txt");
+    // pem_block .50 + aws_secret .40, clamped.
+    assert_eq!((report.score, report.verdict), (0.9, Verdict::High));
+    assert_eq!(report.detected_patterns().len(), 2);
+    let actions = report.suggested_actions();
+    assert_eq!(actions[0]["action"], "redact");
+}
