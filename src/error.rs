@@ -113,6 +113,8 @@ pub enum Reason {
     WorkspaceLocked { pid: Option<u32> },
     /// A malformed argument (a digest, a time, a mode).
     InvalidArgument { what: &'static str },
+    /// The policy file cannot be used; nothing of it was applied.
+    BadPolicy { line: u64, column: u64, key: String, message: String },
 }
 
 impl Reason {
@@ -123,7 +125,7 @@ impl Reason {
             EmptyPath | AbsolutePath | EscapesWorkspace | NulByte | NameTooLong | PathTooLong
             | NotUtf8 | StateDir | IsDirectory | NotADirectory | NotRegularFile
             | TooManySymlinks | PermissionDenied | ReadOnlyFilesystem | UnsafeRoot
-            | InvalidArgument { .. } => ErrorKind::PolicyViolation,
+            | InvalidArgument { .. } | BadPolicy { .. } => ErrorKind::PolicyViolation,
             AlreadyExists { .. }
             | PreconditionFailed { .. }
             | NotFound
@@ -170,6 +172,7 @@ impl Reason {
             UnsafeRoot => "unsafe_workspace_root",
             WorkspaceLocked { .. } => "workspace_locked",
             InvalidArgument { .. } => "invalid_argument",
+            BadPolicy { .. } => "bad_policy",
         }
     }
 
@@ -252,6 +255,13 @@ impl fmt::Display for Reason {
                 f.write_str("the workspace is owned by another rwfs process")
             }
             InvalidArgument { what } => write!(f, "invalid {what}"),
+            BadPolicy { line, column, key, message } => {
+                write!(f, "policy line {line}, column {column}")?;
+                if !key.is_empty() {
+                    write!(f, ", key `{key}`")?;
+                }
+                write!(f, ": {message}")
+            }
         }
     }
 }

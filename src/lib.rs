@@ -29,6 +29,7 @@ pub mod durable;
 pub mod engine;
 pub mod error;
 pub mod journal;
+pub mod policy;
 pub mod score;
 pub mod sha;
 pub mod store;

@@ -144,3 +144,66 @@ fn unsafe_roots_are_refused_unless_allowed() {
     let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["status", "--workspace", &home]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"), "{home}");
 }
+
+fn rwfs_in(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rwfs"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RW_WORKSPACE")
+        .env_remove("RW_POLICY_FILE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn scan_is_a_pre_commit_hook() {
+    use rwfs::score::rules::RULES;
+    use rwfs::score::sample::{Rng, generate};
+    let ws = Ws::new();
+    let token = generate(RULES.iter().find(|r| r.id == "stripe-secret-key").unwrap().sample, &mut Rng::new(11));
+    ws.put(".gitignore", b"ignored.py\n");
+    ws.put("src/app.py", format!("import os\nKEY = \"{token}\"\n").as_bytes());
+    ws.put("ignored.py", format!("KEY = \"{token}\"\n").as_bytes());
+    ws.put(".env", format!("STRIPE_SECRET_KEY={token}\n").as_bytes());
+    ws.put("docs/contact.md", b"mail jane.doe@acme-corp.io\n");
+    ws.put("logo.bin", b"\x00\x01binary");
+
+    let out = rwfs_in(ws.path(), &["scan"], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines, [".env:1:19 stripe-secret-key block", "docs/contact.md:1:6 email-address warn", "src/app.py:2:8 stripe-secret-key block"], "{text}");
+    assert!(!text.contains(&token), "the report never shows the secret");
+
+    let json = rwfs_in(ws.path(), &["scan", "--json", "src"], b"");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["blocked"], 1);
+    assert_eq!(v["files"][0]["findings"][0]["replacement"], "os.environ[\"STRIPE_SECRET_KEY\"]");
+
+    let sarif = rwfs_in(ws.path(), &["scan", "--sarif"], b"");
+    let v: serde_json::Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["level"], "error");
+    assert_eq!(results[0]["locations"][0]["physicalLocation"]["region"]["startLine"], 1);
+
+    // stdin, and a clean file exits 0.
+    let out = rwfs_in(ws.path(), &["scan", "-"], b"Authorization: Bearer sk-ant-oat01-{REDACTED}\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), "-:1:23 anthropic-oauth-token warn");
+
+    // The workspace policy applies; a broken one is an error naming line and key.
+    ws.put(".resilient_write/policy.yaml", b"rules:\n  - paths: [\"src/**\", \".env\"]\n    action: allow\n");
+    assert_eq!(rwfs_in(ws.path(), &["scan"], b"").status.code(), Some(0));
+    ws.put(".resilient_write/policy.yaml", b"rules:\n  - pathz: [x]\n    action: allow\n");
+    let out = rwfs_in(ws.path(), &["scan"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad_policy") && stderr.contains("line 2") && stderr.contains("pathz"), "{stderr}");
+}

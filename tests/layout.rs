@@ -15,6 +15,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("journal", &["error", "sha", "durable", "journal"]),
     ("store", &["error", "sha", "durable", "store"]),
     ("score", &["error", "sha", "score"]),
+    ("policy", &["error", "sha", "score", "policy"]),
     ("engine", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config"]),
     ("fuse", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "fuse"]),
     ("mcp", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "mcp"]),

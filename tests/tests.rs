@@ -15,3 +15,5 @@ mod bad_state;
 mod cli;
 mod layout;
 mod scan;
+mod policy;
+mod fuzz;

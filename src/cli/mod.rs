@@ -2,9 +2,11 @@
 //!
 //! Conventions: stdout is data, stderr is talk; every command that prints something a script
 //! would parse has `--json`. Exit codes: 0 success, 1 the command ran and the answer is
-//! negative (`verify` found problems), 2 error (the kind and reason are printed on stderr).
+//! negative (`verify` found problems, `scan` found something the policy blocks), 2 error (the
+//! kind and reason are printed on stderr).
 
 mod run;
+mod scan;
 
 use std::path::PathBuf;
 
@@ -35,8 +37,10 @@ deleted version so it can be restored.",
   rwfs history notes.txt                         every version of a file
   rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
   rwfs verify                                    journal chain intact? files as journaled?
+  rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
 
-Exit status: 0 success, 1 negative answer (verify found problems), 2 error."
+Exit status: 0 success, 1 negative answer (verify found problems, scan found something blocked),
+2 error."
 )]
 pub struct Cli {
     /// The workspace root [default: $RW_WORKSPACE, else the current directory].
@@ -67,6 +71,9 @@ pub enum Command {
     Gc(GcArgs),
     /// Show who owns the workspace and what the journal and store hold.
     Status(JsonArg),
+    /// Scan files, trees (respecting .gitignore) or stdin (`-`) for secrets and personal data;
+    /// exit 1 when anything would be blocked (usable as a pre-commit hook).
+    Scan(ScanArgs),
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +140,24 @@ pub struct RestoreArgs {
     pub at: Option<String>,
     #[command(flatten)]
     pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Files or directories to scan, `-` for stdin [default: .].
+    pub paths: Vec<String>,
+    /// Print one JSON document with every file's report.
+    #[arg(long, conflicts_with = "sarif")]
+    pub json: bool,
+    /// Print SARIF 2.1.0 (for code-scanning tools).
+    #[arg(long)]
+    pub sarif: bool,
+    /// Skip files larger than this many bytes.
+    #[arg(long, default_value_t = 10 << 20, value_name = "BYTES")]
+    pub max_size: u64,
+    /// Policy file [default: $RW_POLICY_FILE, else <workspace>/.resilient_write/policy.yaml].
+    #[arg(long, env = "RW_POLICY_FILE", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Verify(args) => verify_cmd(&Workspace::open(&root, &options)?, args.json),
         Command::Gc(args) => gc(&root, &options, args),
         Command::Status(args) => status(&Workspace::open(&root, &options)?, args.json),
+        Command::Scan(args) => super::scan::scan(&root, &options, args),
     }
 }
 

@@ -47,7 +47,7 @@ pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use recovery::Recovery;
 pub use settle::{LOCK_FILE, LockInfo};
 pub use verify::{Drift, Found, Report, verify};
-pub use workspace::{Availability, History, Options, Status, Version, Workspace, is_unsafe_root};
+pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
 
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;

@@ -12,10 +12,14 @@ use std::sync::Arc;
 use crate::durable::{Dir, Disk, FileKind, OsDisk, STATE_DIR, Scope, WorkspacePath, hash_file};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Entry, Op, Row, Scan};
+use crate::policy::Policy;
 use crate::sha::Sha256;
 use crate::store::{OBJECTS_DIR, Objects};
 
 use super::settle::{self, LockInfo};
+
+/// The policy file's name inside the state directory.
+pub const POLICY_FILE: &str = "policy.yaml";
 
 const UNSAFE_ROOTS: &[&str] =
     &["/", "/bin", "/sbin", "/usr", "/etc", "/var", "/tmp", "/proc", "/sys", "/dev", "/boot"];
@@ -165,6 +169,53 @@ impl Workspace {
             objects,
             object_bytes,
         })
+    }
+
+    /// The workspace's policy: the file `file` names (absolute, or relative to the root — the
+    /// value of `RW_POLICY_FILE`, read by the caller), else `.resilient_write/policy.yaml`, else
+    /// the defaults. A broken file is an error, never a silent default.
+    pub fn policy(&self, file: Option<&Path>) -> Result<Policy> {
+        let text = match file {
+            Some(path) if path.is_absolute() => Some(
+                std::fs::read_to_string(path).map_err(|e| Error::io("read policy file", e).at(path.display().to_string()))?,
+            ),
+            Some(path) => {
+                let rel = path.to_str().ok_or(Reason::NotUtf8)?;
+                let target = crate::durable::resolve::resolve(&*self.disk, &self.root, rel, Scope::State, false)?;
+                if target.stat.is_none() {
+                    return Err(Error::from(Reason::NotFound).at(rel));
+                }
+                Some(self.read_small(&target.parent, &target.name).map_err(|e| e.at(rel))?)
+            }
+            None => match &self.state {
+                Some(state) if self.disk.stat(state, POLICY_FILE).step("stat policy")?.is_some() => {
+                    Some(self.read_small(state, POLICY_FILE).map_err(|e| e.at(format!("{STATE_DIR}/{POLICY_FILE}")))?)
+                }
+                _ => None,
+            },
+        };
+        Policy::parse(text.as_deref().unwrap_or(""))
+    }
+
+    /// A small text file (at most 1 MiB), through the disk.
+    fn read_small(&self, dir: &Dir, name: &str) -> Result<String> {
+        const LIMIT: u64 = 1 << 20;
+        let file = self.disk.open_read(dir, name).step("open policy file")?;
+        let size = self.disk.file_stat(&file).step("stat policy file")?.size;
+        if size > LIMIT {
+            return Err(Reason::InvalidArgument { what: "policy file (larger than 1 MiB)" }.into());
+        }
+        let mut buf = vec![0u8; size as usize];
+        let mut got = 0;
+        while got < buf.len() {
+            let n = self.disk.read_at(&file, &mut buf[got..], got as u64).step("read policy file")?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        buf.truncate(got);
+        String::from_utf8(buf).map_err(|_| Reason::NotUtf8.into())
     }
 
     /// The object store, read-only; `None` before the workspace was first written.

@@ -202,6 +202,7 @@ impl Scanner {
         for (r, rule_spans) in spans.iter().enumerate() {
             let compiled = &self.rules[r];
             for span in rule_spans.iter() {
+                out.work += span.len() as u64;
                 if let Some(regex) = &compiled.regex {
                     for caps in regex.captures_iter(Input::new(hay).range(span.clone())) {
                         if out.full(r) {
@@ -253,6 +254,7 @@ impl Scanner {
                 if out.full(r) {
                     break;
                 }
+                out.work += run.len() as u64;
                 // Anchored rules (`^…$`) see the run as the whole haystack.
                 if let Some(caps) = regex.captures_iter(Input::new(&hay[run.clone()])).next()
                     && let Some(whole) = caps.get_match() {
@@ -265,9 +267,10 @@ impl Scanner {
 
     /// The policy's `extend_patterns`, over the whole content (they have no anchors).
     fn extra_patterns(&self, hay: &[u8], out: &mut Collector<'_>) {
-        for (i, (pattern, regex)) in self.extra.iter().enumerate() {
+        for (pattern, regex) in &self.extra {
+            out.work += hay.len() as u64;
             for m in regex.find_iter(Input::new(hay)).take(MAX_FINDINGS_PER_RULE) {
-                out.extra(i, pattern, m.start()..m.end());
+                out.extra(pattern, m.start()..m.end());
             }
         }
     }
@@ -280,8 +283,8 @@ struct Collector<'a> {
     salt: [u8; 16],
     raw: Vec<Raw>,
     per_rule: Vec<usize>,
-    extra_counts: Vec<usize>,
     blobs: usize,
+    work: u64,
 }
 
 /// A finding before it has a line and column.
@@ -306,8 +309,8 @@ impl<'a> Collector<'a> {
             salt: scanner.config.salt,
             raw: Vec::new(),
             per_rule: vec![0; scanner.rules.len()],
-            extra_counts: vec![0; scanner.extra.len()],
             blobs: 0,
+            work: 0,
         }
     }
 
@@ -368,8 +371,7 @@ impl<'a> Collector<'a> {
         });
     }
 
-    fn extra(&mut self, i: usize, pattern: &ExtraPattern, span: Range<usize>) {
-        self.extra_counts[i] += 1;
+    fn extra(&mut self, pattern: &ExtraPattern, span: Range<usize>) {
         self.raw.push(Raw {
             rule: pattern.name.clone(),
             family: pattern.family.clone(),
@@ -449,6 +451,7 @@ impl<'a> Collector<'a> {
             truncated,
             counts,
             size,
+            work: self.work,
         }
     }
 }

@@ -60,7 +60,7 @@ pub struct Finding {
 /// A risk level with its score in [0, 1].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Risk {
-    pub score: f32,
+    pub score: f64,
     pub level: Level,
 }
 
@@ -75,6 +75,7 @@ pub enum Level {
 
 impl Risk {
     pub fn of(score: f32) -> Risk {
+        let score = (score as f64 * 100.0).round() / 100.0;
         let level = if score >= 0.7 {
             Level::High
         } else if score >= 0.4 {
@@ -168,6 +169,10 @@ pub struct Report {
     pub truncated: Vec<String>,
     /// Findings per family (the `n_f` of Eq. 1).
     pub counts: BTreeMap<String, usize>,
+    /// Bytes handed to regex searches (merged windows, structural runs, extra patterns): the
+    /// scan's work beyond its single linear passes. At most the content's length per rule.
+    #[serde(skip)]
+    pub work: u64,
     pub size: Vec<SizeHit>,
 }
 

@@ -1,0 +1,383 @@
+//! The workspace policy: what the scorer looks for and what happens to what it finds.
+//!
+//! Source: `.resilient_write/policy.yaml`, or the file `RW_POLICY_FILE` names (read by the
+//! caller: this module parses text and decides, it does no I/O). The reference server's keys
+//! keep their meaning — `version` (ignored), `extend_patterns`, `disable_families`, `thresholds`,
+//! `retry_budget` — and rwfs adds:
+//!
+//! ```yaml
+//! weights: {api_key: 0.35, pii: 0.05}        # family weights of the reference score (Eq. 1)
+//! rules:                                     # first match wins, per finding
+//!   - paths: ["tests/**"]                    # optional globs on the workspace path
+//!     family: pii                            # optional: rule (id), family, kind (leak|filter)
+//!     action: allow                          # allow | warn | block
+//!   - verdict: high                          # a whole-file rule: the scan's verdict ≥ this
+//!     action: block
+//! allow_paths: ["fixtures/**"]               # findings there are allowed
+//! pass_through: [".git/**", "target/**"]     # the mount writes these in place, unscanned
+//! blocked_errno: EACCES                      # errno of a blocked write through the mount
+//! ```
+//!
+//! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
+//! blocked; token-shaped text (`filter`), personal data and generic assignments are warnings.
+//!
+//! A broken file is one typed error ([`Reason::BadPolicy`]) naming the line, the key and what is
+//! wrong; nothing of it is applied. Unknown keys are errors too (a misspelt key silently doing
+//! nothing is worse), which the reference server would have ignored.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use nix::libc;
+use serde::Deserialize;
+
+use crate::error::{Error, Reason, Result};
+use crate::score::{ExtraPattern, Kind, Report, ScanConfig, Scanner, Thresholds, Verdict};
+
+/// What happens to a write, or to one finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Allow,
+    Warn,
+    Block,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Warn => "warn",
+            Action::Block => "block",
+        }
+    }
+}
+
+/// The mount's defaults for paths written in place (DESIGN §5).
+pub const DEFAULT_PASS_THROUGH: &[&str] =
+    &[".git/**", "target/**", "node_modules/**", ".venv/**", "**/__pycache__/**", "*.log", "*.sqlite*", "*.db"];
+
+/// The reference's default retry budget.
+pub const DEFAULT_RETRY_BUDGET: u32 = 3;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    version: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    extend_patterns: BTreeMap<String, Vec<PatternSpec>>,
+    #[serde(default)]
+    disable_families: Vec<String>,
+    #[serde(default)]
+    thresholds: Option<ThresholdSpec>,
+    #[serde(default)]
+    retry_budget: Option<RetryBudgetSpec>,
+    #[serde(default)]
+    weights: BTreeMap<String, f64>,
+    #[serde(default)]
+    rules: Vec<RuleSpec>,
+    #[serde(default)]
+    allow_paths: Vec<String>,
+    #[serde(default)]
+    pass_through: Option<Vec<String>>,
+    #[serde(default)]
+    blocked_errno: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatternSpec {
+    name: String,
+    regex: String,
+    /// The reference ignores it; rwfs uses it as the family's weight unless `weights` sets one.
+    #[serde(default)]
+    weight: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThresholdSpec {
+    high: Option<f64>,
+    medium: Option<f64>,
+    low: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryBudgetSpec {
+    default: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSpec {
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    rule: Option<String>,
+    #[serde(default)]
+    family: Option<String>,
+    #[serde(default)]
+    kind: Option<KindSpec>,
+    #[serde(default)]
+    verdict: Option<VerdictSpec>,
+    action: Action,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum KindSpec {
+    Leak,
+    Filter,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum VerdictSpec {
+    Safe,
+    Low,
+    Medium,
+    High,
+}
+
+/// One `rules:` entry, compiled.
+#[derive(Debug)]
+struct PathRule {
+    paths: Option<GlobSet>,
+    rule: Option<String>,
+    family: Option<String>,
+    kind: Option<Kind>,
+    verdict: Option<Verdict>,
+    action: Action,
+}
+
+/// A parsed, validated policy.
+#[derive(Debug)]
+pub struct Policy {
+    scan: ScanConfig,
+    retry_budget: u32,
+    rules: Vec<PathRule>,
+    allow_paths: GlobSet,
+    pass_through: GlobSet,
+    pass_through_patterns: Vec<String>,
+    blocked_errno: i32,
+}
+
+/// What the policy says about one scanned piece of content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The strongest action over the findings and the whole-file rules.
+    pub action: Action,
+    /// One action per finding of the report, in order.
+    pub findings: Vec<Action>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::parse("").expect("the empty policy is valid")
+    }
+}
+
+impl Policy {
+    /// Parse and validate a policy file's text.
+    pub fn parse(text: &str) -> Result<Policy> {
+        let file: PolicyFile = if text.trim().is_empty() {
+            PolicyFile::default()
+        } else {
+            let options = serde_saphyr::Options::default();
+            serde_saphyr::from_str_with_options(text, options).map_err(|e| yaml_error(text, &e))?
+        };
+        Policy::build(file, text)
+    }
+
+    fn build(file: PolicyFile, text: &str) -> Result<Policy> {
+        let _ = file.version;
+        let mut thresholds = Thresholds::default();
+        if let Some(t) = &file.thresholds {
+            thresholds.high = t.high.unwrap_or(thresholds.high);
+            thresholds.medium = t.medium.unwrap_or(thresholds.medium);
+            thresholds.low = t.low.unwrap_or(thresholds.low);
+            let ordered = thresholds.high >= thresholds.medium && thresholds.medium >= thresholds.low;
+            let bounded = [thresholds.high, thresholds.medium, thresholds.low].iter().all(|v| (0.0..=1.0).contains(v));
+            if !ordered || !bounded {
+                return Err(semantic(text, "thresholds", "thresholds must lie in [0, 1] with high ≥ medium ≥ low"));
+            }
+        }
+        let retry_budget = match &file.retry_budget {
+            None => DEFAULT_RETRY_BUDGET,
+            Some(r) => u32::try_from(r.default)
+                .map_err(|_| semantic(text, "default", "retry_budget.default must be a whole number ≥ 0"))?,
+        };
+        let mut weights = BTreeMap::new();
+        let mut extra = Vec::new();
+        for (family, patterns) in &file.extend_patterns {
+            for p in patterns {
+                if let Some(w) = p.weight {
+                    weights.entry(family.clone()).or_insert(w);
+                }
+                extra.push(ExtraPattern { family: family.clone(), name: p.name.clone(), regex: p.regex.clone() });
+            }
+        }
+        for (family, &w) in &file.weights {
+            if !(0.0..=10.0).contains(&w) {
+                return Err(semantic(text, family, "a weight must lie in [0, 10]"));
+            }
+            weights.insert(family.clone(), w);
+        }
+        let scan = ScanConfig {
+            disabled_families: file.disable_families.iter().cloned().collect::<BTreeSet<_>>(),
+            extra,
+            weights,
+            thresholds,
+            salt: [0; 16],
+        };
+        // Compile now, so a bad regex is reported here and not at the first write.
+        Scanner::new(scan.clone()).map_err(|e| semantic(text, &e.name, &format!("bad regex: {}", e.message)))?;
+        let mut rules = Vec::new();
+        for spec in &file.rules {
+            let paths = if spec.paths.is_empty() { None } else { Some(globs(&spec.paths, text)?) };
+            rules.push(PathRule {
+                paths,
+                rule: spec.rule.clone(),
+                family: spec.family.clone(),
+                kind: spec.kind.map(|k| match k {
+                    KindSpec::Leak => Kind::Leak,
+                    KindSpec::Filter => Kind::Filter,
+                }),
+                verdict: spec.verdict.map(|v| match v {
+                    VerdictSpec::Safe => Verdict::Safe,
+                    VerdictSpec::Low => Verdict::Low,
+                    VerdictSpec::Medium => Verdict::Medium,
+                    VerdictSpec::High => Verdict::High,
+                }),
+                action: spec.action,
+            });
+        }
+        let pass_through_patterns: Vec<String> = match &file.pass_through {
+            Some(p) => p.clone(),
+            None => DEFAULT_PASS_THROUGH.iter().map(|s| s.to_string()).collect(),
+        };
+        let blocked_errno = match &file.blocked_errno {
+            None => libc::EACCES,
+            Some(name) => errno_named(name).ok_or_else(|| {
+                semantic(text, "blocked_errno", "blocked_errno must be one of EACCES, EPERM, EIO, EROFS, ENOSPC, EDQUOT")
+            })?,
+        };
+        Ok(Policy {
+            scan,
+            retry_budget,
+            rules,
+            allow_paths: globs(&file.allow_paths, text)?,
+            pass_through: globs(&pass_through_patterns, text)?,
+            pass_through_patterns,
+            blocked_errno,
+        })
+    }
+
+    /// A scanner for this policy; `salt` salts the findings' hashes.
+    pub fn scanner(&self, salt: [u8; 16]) -> Scanner {
+        let mut config = self.scan.clone();
+        config.salt = salt;
+        // Validated when the policy was parsed.
+        Scanner::new(config).expect("policy patterns compile")
+    }
+
+    /// The retry budget of a refused write (the reference's `retry_budget.default`).
+    pub fn retry_budget(&self) -> u32 {
+        self.retry_budget
+    }
+
+    /// Is `path` written in place by the mount, without a draft or a scan?
+    pub fn is_pass_through(&self, path: &str) -> bool {
+        self.pass_through.is_match(path)
+    }
+
+    pub fn pass_through_patterns(&self) -> &[String] {
+        &self.pass_through_patterns
+    }
+
+    /// The errno a blocked write gets through the mount.
+    pub fn blocked_errno(&self) -> i32 {
+        self.blocked_errno
+    }
+
+    /// What happens to content at `path` with this report.
+    pub fn decide(&self, report: &Report, path: &str) -> Decision {
+        if self.allow_paths.is_match(path) {
+            return Decision { action: Action::Allow, findings: vec![Action::Allow; report.findings.len()] };
+        }
+        let findings: Vec<Action> = report
+            .findings
+            .iter()
+            .map(|f| {
+                self.rules
+                    .iter()
+                    .filter(|r| r.verdict.is_none())
+                    .find(|r| {
+                        r.paths.as_ref().is_none_or(|g| g.is_match(path))
+                            && r.rule.as_ref().is_none_or(|id| *id == f.rule)
+                            && r.family.as_ref().is_none_or(|fam| *fam == f.family)
+                            && r.kind.is_none_or(|k| k == f.kind)
+                    })
+                    .map_or_else(|| default_action(f), |r| r.action)
+            })
+            .collect();
+        let whole = self
+            .rules
+            .iter()
+            .filter(|r| r.verdict.is_some_and(|v| report.verdict >= v) && r.paths.as_ref().is_none_or(|g| g.is_match(path)))
+            .map(|r| r.action)
+            .max();
+        let action = findings.iter().copied().chain(whole).max().unwrap_or(Action::Allow);
+        Decision { action, findings }
+    }
+}
+
+/// Without a policy rule: block a real-looking credential, warn about everything else.
+fn default_action(f: &crate::score::Finding) -> Action {
+    if f.kind == Kind::Leak && f.severity == "credential" { Action::Block } else { Action::Warn }
+}
+
+fn errno_named(name: &str) -> Option<i32> {
+    Some(match name.trim().to_ascii_uppercase().as_str() {
+        "EACCES" => libc::EACCES,
+        "EPERM" => libc::EPERM,
+        "EIO" => libc::EIO,
+        "EROFS" => libc::EROFS,
+        "ENOSPC" => libc::ENOSPC,
+        "EDQUOT" => libc::EDQUOT,
+        _ => return None,
+    })
+}
+
+fn globs(patterns: &[String], text: &str) -> Result<GlobSet> {
+    let mut builder = GlobSetBuilder::new();
+    for p in patterns {
+        let glob = Glob::new(p).map_err(|e| semantic(text, p, &format!("bad glob: {e}")))?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|e| semantic(text, "paths", &format!("bad glob: {e}")))
+}
+
+/// A YAML or type error, with the key found on the line it points at.
+fn yaml_error(text: &str, e: &serde_saphyr::Error) -> Error {
+    let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+    let message = e.to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+    let message = message.split_once(": ").filter(|(head, _)| head.starts_with("line ")).map_or(message.clone(), |(_, m)| m.to_string());
+    Reason::BadPolicy { line, column, key: key_on_line(text, line), message }.into()
+}
+
+/// A validation error about `key`, located at the first line that mentions it.
+fn semantic(text: &str, key: &str, message: &str) -> Error {
+    let found = text.lines().enumerate().find_map(|(i, l)| l.find(key).map(|c| (i as u64 + 1, c as u64 + 1)));
+    let (line, column) = found.unwrap_or((0, 0));
+    Reason::BadPolicy { line, column, key: key.to_string(), message: message.to_string() }.into()
+}
+
+/// The mapping key written on 1-based `line`, if any (`  high: x` → `high`).
+fn key_on_line(text: &str, line: u64) -> String {
+    let Some(l) = text.lines().nth(line.saturating_sub(1) as usize) else { return String::new() };
+    let l = l.trim_start().trim_start_matches("- ");
+    l.split_once(':').map(|(k, _)| k.trim().trim_matches(|c| c == '"' || c == '\'').to_string()).unwrap_or_default()
+}
