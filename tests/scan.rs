@@ -4,7 +4,7 @@
 
 use rwfs::score::rules::RULES;
 use rwfs::score::sample::{Rng, generate};
-use rwfs::score::{Kind, Level, Report, Rule, Scanner, Trigger, Verdict, apply_replacements};
+use rwfs::score::{Kind, Level, Part, Report, Rule, Scanner, Trigger, Verdict, apply_replacements};
 
 fn scanner() -> &'static Scanner {
     static SCANNER: std::sync::OnceLock<Scanner> = std::sync::OnceLock::new();
@@ -102,8 +102,13 @@ fn every_rule_reports_no_secret_bytes() {
         let text = (CONTEXTS[5].render)(rule.env_or_key(), &secret);
         let report = scan(&text, "settings.py");
         let json = serde_json::to_string(&report).unwrap();
-        // No 8-character window of the secret appears in the report.
-        let bytes = secret.as_bytes();
+        // No 8-character window of the secret appears in the report; the vendor's public prefix
+        // (a leading literal of the sample, e.g. `rubygems_`) may, as part of the rule id.
+        let public = match rule.sample.first() {
+            Some(Part::Lit(l)) => l.len(),
+            _ => 0,
+        };
+        let bytes = &secret.as_bytes()[public..];
         for w in bytes.windows(8).filter(|w| w.iter().all(u8::is_ascii_alphanumeric)) {
             assert!(!json.contains(std::str::from_utf8(w).unwrap()), "{} leaks its secret into the report: {json}", rule.id);
         }
@@ -170,6 +175,7 @@ fn negatives_stay_clean() {
     let mut rng = Rng::new(5);
     let hex = |rng: &mut Rng, n| rng.string(rwfs::score::sample::HEX, n);
     let b64 = |rng: &mut Rng, n| rng.string(rwfs::score::sample::BASE64, n);
+    let uuid = |rng: &mut Rng| rwfs::score::sample::uuid(rng);
     let cases: Vec<(&str, String)> = vec![
         ("uuid", format!("id = \"{}-{}-{}-{}-{}\"\n", hex(&mut rng, 8), hex(&mut rng, 4), hex(&mut rng, 4), hex(&mut rng, 4), hex(&mut rng, 12))),
         ("git sha", format!("commit {}\nMerge: {} {}\n", hex(&mut rng, 40), hex(&mut rng, 7), hex(&mut rng, 7))),
@@ -181,6 +187,71 @@ fn negatives_stay_clean() {
         ("documented examples", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n".into()),
         ("env references", "key = os.environ[\"STRIPE_SECRET_KEY\"]\nconst t = process.env.GITHUB_TOKEN;\n".into()),
         ("prose", "The password policy requires a token. Reset the secret key in settings.\n".into()),
+        ("uuids in keyed places", {
+            let mut t = String::new();
+            for key in [
+                "request_id", "HEROKU_APP_ID", "SNYK_ORG_ID", "CODECOV_FLAG", "trace_id", "KUCOIN_ACCOUNT_ID", "SCW_PROJECT_ID",
+                "postmark_message_id", "hubspot_portal_uuid", "launchdarkly_project", "correlationId",
+            ] {
+                t.push_str(&format!("{key} = \"{}\"\n", uuid(&mut rng)));
+            }
+            t
+        }),
+        ("hex digests", format!(
+            "sha1 = \"{}\"\nsha256: {}\n{}  dist/app.tar.gz\nETag: \"{}\"\nSPOTIFY_CLIENT_ID={}\nDATADOG_TRACE_ID={}\ncloudflare_zone_id = \"{}\"\nPLAID_CLIENT_ID={}\nTWILIO_SERVICE_HASH={}\nlinode_instance_fingerprint: {}\n",
+            hex(&mut rng, 40), hex(&mut rng, 64), hex(&mut rng, 32), hex(&mut rng, 32), hex(&mut rng, 32), hex(&mut rng, 32),
+            hex(&mut rng, 32), hex(&mut rng, 24), hex(&mut rng, 32), hex(&mut rng, 64),
+        )),
+        ("npm integrity hashes", format!(
+            "\"node_modules/left-pad\": {{\n  \"version\": \"1.3.0\",\n  \"resolved\": \"https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz\",\n  \"integrity\": \"sha512-{}==\"\n}},\n\"integrity\": \"sha1-{}=\"\n",
+            b64(&mut rng, 86), b64(&mut rng, 27),
+        )),
+        ("go.sum", {
+            let mut t = String::new();
+            for name in ["github.com/stretchr/testify v1.9.0", "golang.org/x/sys v0.20.0", "google.golang.org/grpc v1.64.0"] {
+                t.push_str(&format!("{name} h1:{}=\n{name}/go.mod h1:{}=\n", b64(&mut rng, 43), b64(&mut rng, 43)));
+            }
+            t
+        }),
+        ("yarn.lock", format!("left-pad@^1.3.0:\n  version \"1.3.0\"\n  resolved \"https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz#{}\"\n  integrity sha512-{}==\n", hex(&mut rng, 40), b64(&mut rng, 86))),
+        ("more base64 images", format!(
+            "background: url(data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD{});\n@font-face {{ src: url(data:font/woff2;base64,d09GMgABAAAAA{}) }}\n<img src=\"data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7\">\n",
+            b64(&mut rng, 900), b64(&mut rng, 700),
+        )),
+        ("more minified js", format!(
+            "var a=\"{}\",b=function(t){{return t.replace(/[A-Z]/g,function(e){{return\"_\"+e.toLowerCase()}})}};module.exports={{k:\"{}\",hf_:b,npm_:a}};\n",
+            rng.string(rwfs::score::sample::ALNUM, 120), rng.string(rwfs::score::sample::ALNUM, 64),
+        )),
+        ("long identifiers", "fn hf_hub_download_with_progress_and_retry() {}\nlet npm_config_registry_url_override = 1;\nsecret_key_base_generator_from_environment();\nrnd_seed_from_entropy_pool_for_testing = 3\npub fn pubkey_from_compressed_bytes_unchecked() {}\nconst SLACK_APP_TOKEN_ENVIRONMENT_VARIABLE_NAME: &str = \"SLACK_APP_TOKEN\";\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n".into()),
+        ("terraform", "variable \"db_password\" {\n  type      = string\n  sensitive = true\n}\n\nresource \"aws_db_instance\" \"main\" {\n  engine         = \"postgres\"\n  username       = \"app\"\n  password       = var.db_password\n}\n\nprovider \"cloudflare\" {\n  api_token = var.cloudflare_api_token\n}\nprovider \"heroku\" {\n  api_key = var.heroku_api_key\n}\n".into()),
+        ("kubernetes", format!(
+            "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: ghcr.io/acme/app@sha256:{}\n          env:\n            - name: DATADOG_API_KEY\n              valueFrom:\n                secretKeyRef:\n                  name: datadog\n                  key: api-key\n            - name: TWILIO_AUTH_TOKEN\n              valueFrom:\n                secretKeyRef: {{ name: twilio, key: auth-token }}\n",
+            hex(&mut rng, 64),
+        )),
+        ("base64 of binary data", {
+            use base64::Engine as _;
+            let mut bytes = rng.bytes(30_000);
+            for (i, b) in bytes.iter_mut().enumerate() {
+                if i % 4 != 0 {
+                    *b = 0;
+                }
+            }
+            let b = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let wrapped: Vec<&str> = b.as_bytes().chunks(76).map(|c| std::str::from_utf8(c).unwrap()).collect();
+            format!("const WASM = \"{b}\";\n{}\n", wrapped.join("\n"))
+        }),
+        ("token-like starts inside base64", {
+            // A base64 line or blob that happens to start like a vendor token and runs on.
+            let mut t = String::new();
+            for prefix in ["AKCp", "ATBB", "LTAI", "AKID", "EZAK", "EZTK", "AQVN", "EAAA", "EAAG", "ABSK", "ATATT3", "cmVmd", "4b1d", "oy2"] {
+                for n in (8..=200).step_by(3) {
+                    let body = rng.string(rwfs::score::sample::ALNUM, n);
+                    t.push_str(&format!("{prefix}{body}/{}\n+{prefix}{body}+{}\n", b64(&mut rng, 12), b64(&mut rng, 12)));
+                }
+            }
+            t
+        }),
+        ("documentation", "Set `HF_TOKEN` to your Hugging Face token (it starts with `hf_`).\nGitHub tokens look like `ghp_` followed by 36 characters.\nexport OPENAI_API_KEY=sk-...\nAuthorization: Basic <base64(user:password)>\nAuthorization: Basic dXNlcm5hbWU6cGFzc3dvcmQ=\njdbc:mysql://localhost:3306/db?user=root&password=${DB_PASSWORD}\nA SAS token looks like sv=2022-11-02&ss=b&srt=sco&sp=rl&sig=<signature>\nTWILIO_AUTH_TOKEN=your_auth_token\nDD_API_KEY=<DATADOG_API_KEY>\nSet SENDGRID_API_KEY to SG.xxxxx.yyyyy\n".into()),
     ];
     for (name, text) in cases {
         let report = scan(&text, "file.txt");
@@ -234,4 +305,83 @@ fn the_reference_score_and_verdict() {
     assert_eq!(report.detected_patterns().len(), 2);
     let actions = report.suggested_actions();
     assert_eq!(actions[0]["action"], "redact");
+}
+
+/// Compile a rule's regex the way the scanner does (ASCII, bytes).
+fn compile(pattern: &str) -> regex_automata::meta::Regex {
+    regex_automata::meta::Regex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
+        .build(pattern)
+        .unwrap_or_else(|e| panic!("{pattern}: {e}"))
+}
+
+/// The vendor prefix of a rule's sample as someone would write it before a redaction: the
+/// longest start of the sample's leading literal that the rule's `prefix` regex accepts followed
+/// by `{`, else the sample up to the end of the `prefix` match.
+fn vendor_prefix(rule: &Rule, sample: &str) -> String {
+    let prefix = compile(rule.prefix.expect("a prefix"));
+    if let Some(Part::Lit(lit)) = rule.sample.first()
+        && let Some(end) = (1..=lit.len()).rev().find(|&end| prefix.is_match(format!("{}{{", &lit[..end]).as_bytes()))
+    {
+        return lit[..end].to_string();
+    }
+    let m = prefix.find(sample.as_bytes()).unwrap_or_else(|| panic!("{}: prefix does not match its own sample", rule.id));
+    sample[..m.end()].to_string()
+}
+
+#[test]
+fn redacted_and_placeholder_forms_of_every_prefix_are_filter_risk_not_leaks() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (i, rule) in RULES.iter().enumerate().filter(|(_, r)| r.prefix.is_some()) {
+        let sample = generate(rule.sample, &mut Rng::new(500 + i as u64));
+        let prefix = vendor_prefix(rule, &sample);
+        for form in ["{REDACTED}", "xxxxxxxxxxxxxxxx", "${VAR}", "<your-token>"] {
+            let value = format!("{prefix}{form}");
+            let key = rule.env_or_key();
+            for (path, text) in [("settings.py", format!("{key} = \"{value}\"\n")), (".env", format!("{key}=\"{value}\"\n"))] {
+                let report = scan(&text, path);
+                checked += 1;
+                let leaks: Vec<&str> = report.findings.iter().filter(|f| f.kind == Kind::Leak).map(|f| f.rule.as_str()).collect();
+                if !leaks.is_empty() {
+                    failures.push(format!("{}: {text:?} is a leak of {leaks:?}", rule.id));
+                }
+                if !report.findings.iter().any(|f| f.kind == Kind::Filter) {
+                    failures.push(format!("{}: {text:?} is not filter risk", rule.id));
+                }
+            }
+        }
+    }
+    println!("{checked} redacted or placeholder forms checked");
+    assert!(checked > 0);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn the_rule_table_is_large_unique_and_well_anchored() {
+    assert!(RULES.len() >= 150, "{} rules", RULES.len());
+    let mut ids = std::collections::BTreeSet::new();
+    for rule in RULES {
+        assert!(ids.insert(rule.id), "duplicate rule id {}", rule.id);
+        assert!(!rule.id.is_empty() && rule.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{}", rule.id);
+        if let Trigger::Anchors(anchors) = rule.trigger {
+            assert!(!anchors.is_empty(), "{} has no anchors", rule.id);
+            for anchor in anchors {
+                // The email rule's `@` is the one structural exception: an address has no longer
+                // fixed literal.
+                if rule.id == "email-address" && *anchor == "@" {
+                    continue;
+                }
+                assert!(anchor.len() >= 3, "{}: anchor {anchor:?} is shorter than 3 characters", rule.id);
+            }
+            // Keyed rules are tested with their env var as the key: it (or the sample itself)
+            // must contain an anchor, or the contexts would not exercise the rule.
+            if rule.needs_key {
+                let text = format!("{} {}", rule.env, generate(rule.sample, &mut Rng::new(1))).to_ascii_lowercase();
+                assert!(anchors.iter().any(|a| text.contains(&a.to_ascii_lowercase())), "{}: no anchor in {}", rule.id, rule.env);
+            }
+        }
+        assert!(rule.regex.is_empty() || rule.regex.contains("(?P<secret>"), "{} marks no secret", rule.id);
+        assert!(rule.family == "pii" || !rule.env.is_empty(), "{} has no env var", rule.id);
+    }
 }

@@ -20,6 +20,8 @@ pub fn passes(check: Check, secret: &str) -> bool {
         Check::Iban => iban_ok(secret),
         Check::Ssn => ssn_ok(secret),
         Check::UrlPassword => url_password_ok(secret),
+        Check::Bech32 => bech32_ok(secret),
+        Check::BasicAuth => basic_auth_ok(secret),
     }
 }
 
@@ -53,11 +55,12 @@ pub fn pem_body(block: &str) -> Option<Vec<u8>> {
     let mut inside = false;
     for line in text.lines() {
         let line = line.trim();
-        if line.starts_with("-----BEGIN") {
+        // RFC 4716 (SSH2) blocks use `---- BEGIN …` with four dashes and a space.
+        if line.starts_with("-----BEGIN") || line.starts_with("---- BEGIN") {
             inside = true;
             continue;
         }
-        if line.starts_with("-----END") {
+        if line.starts_with("-----END") || line.starts_with("---- END") {
             break;
         }
         // Headers of legacy encrypted PEM (`Proc-Type:`, `DEK-Info:`) and PGP armor (`Version:`,
@@ -175,12 +178,54 @@ pub fn url_password_ok(url: &str) -> bool {
     let Some(rest) = url.split_once("://").map(|(_, r)| r) else { return false };
     let Some(userinfo) = rest.split('@').next().filter(|_| rest.contains('@')) else { return false };
     let Some((user, password)) = userinfo.split_once(':') else { return false };
+    password_ok(user, password)
+}
+
+/// A password that is not empty, the user name, a trivial word or a placeholder.
+fn password_ok(user: &str, password: &str) -> bool {
     /// Passwords of examples and local development setups.
     const TRIVIAL: &[&str] = &["password", "pass", "passwd", "pwd", "secret", "admin", "root", "user", "test", "guest", "postgres", "mysql", "redis"];
     password.len() >= 3
         && password != user
         && !TRIVIAL.contains(&password.to_ascii_lowercase().as_str())
         && !super::filter::is_placeholder(password)
+}
+
+/// HTTP Basic credentials: the value decodes (base64) to printable `user:password` with a real
+/// password.
+pub fn basic_auth_ok(value: &str) -> bool {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+    let Ok(bytes) = STANDARD.decode(value).or_else(|_| STANDARD_NO_PAD.decode(value.trim_end_matches('='))) else {
+        return false;
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else { return false };
+    let Some((user, password)) = text.split_once(':') else { return false };
+    /// The examples of RFC 7617 (Basic) and RFC 6749 (OAuth 2.0 client credentials).
+    const DOCUMENTED: &[&str] = &["Aladdin:open sesame", "s6BhdRkqt3:gX1fBat3bV", "s6BhdRkqt3:7Fjfp0ZBr1KtDRbnfVdmIw"];
+    !user.is_empty() && !text.chars().any(char::is_control) && !DOCUMENTED.contains(&text) && password_ok(user, password)
+}
+
+/// A bech32 string (BIP-173): `hrp` `1` data, one case, data in the bech32 alphabet, valid
+/// checksum.
+pub fn bech32_ok(candidate: &str) -> bool {
+    const CHARSET: &[u8] = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l";
+    if candidate.bytes().any(|b| b.is_ascii_lowercase()) && candidate.bytes().any(|b| b.is_ascii_uppercase()) {
+        return false;
+    }
+    let lower = candidate.to_ascii_lowercase();
+    let Some(pos) = lower.rfind('1') else { return false };
+    let (hrp, data) = (&lower[..pos], &lower[pos + 1..]);
+    if hrp.is_empty() || data.len() < 6 || !hrp.bytes().all(|b| (33..=126).contains(&b)) {
+        return false;
+    }
+    let mut values = super::sample::bech32_hrp_expand(hrp);
+    for b in data.bytes() {
+        match CHARSET.iter().position(|&c| c == b) {
+            Some(v) => values.push(v as u8),
+            None => return false,
+        }
+    }
+    super::sample::bech32_polymod(&values) == 1
 }
 
 #[cfg(test)]
@@ -209,6 +254,30 @@ mod tests {
         for bad in ["000-22-1234", "666-22-1234", "912-22-1234", "536-00-1234", "536-22-0000", "078-05-1120", "536-22 1234", "123-45-6789"] {
             assert!(!ssn_ok(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn bech32_checksums() {
+        // BIP-173 test vectors.
+        assert!(bech32_ok("A12UEL5L"));
+        assert!(bech32_ok("abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw"));
+        assert!(!bech32_ok("abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxx"), "bad checksum");
+        assert!(!bech32_ok("A12uEL5L"), "mixed case");
+    }
+
+    #[test]
+    fn basic_auth() {
+        assert!(basic_auth_ok("ZGVwbG95OlF4N3ZMbTJwUjl0Sw==")); // deploy:Qx7vLm2pR9tK
+        assert!(!basic_auth_ok("dXNlcm5hbWU6cGFzc3dvcmQ=")); // username:password
+        assert!(!basic_auth_ok("dXNlcjp1c2Vy")); // user:user
+        assert!(!basic_auth_ok("bm9jb2xvbg==")); // nocolon
+        assert!(!basic_auth_ok("czZCaGRSa3F0MzpnWDFmQmF0M2JW"), "RFC 6749's example");
+    }
+
+    #[test]
+    fn ssh2_blocks_have_a_body() {
+        let block = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"k\"\nP2/56wAAAi4AAAA3aWYtbW9kbntzaWdue3JzYS1wa2NzMS1zaGExfSxlbmNyeXB0e3JzYS1wa2NzMXYyLW9hZXB9fQ==\n---- END SSH2 ENCRYPTED PRIVATE KEY ----";
+        assert!(pem_body(block).is_some_and(|b| b.len() >= 64));
     }
 
     #[test]

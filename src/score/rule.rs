@@ -47,6 +47,10 @@ pub enum Check {
     Ssn,
     /// A URL whose password is not a placeholder.
     UrlPassword,
+    /// A bech32 string (BIP-173 checksum), e.g. an age secret key.
+    Bech32,
+    /// HTTP Basic credentials: base64 of `user:password` whose password is not a placeholder.
+    BasicAuth,
 }
 
 /// How sure a match is a real credential.

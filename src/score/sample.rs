@@ -21,6 +21,14 @@ pub const BASE64: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 pub const BASE64URL: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 /// The base62 alphabet of GitHub/npm checksums.
 pub const BASE62: &str = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+pub const LETTERS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+pub const BASE32_LOWER: &str = "abcdefghijklmnopqrstuvwxyz234567";
+/// Lowercase hex extended to `h` (Flutterwave, Mailgun signing keys).
+pub const HEX_TO_H: &str = "0123456789abcdefgh";
+/// The body alphabet of Azure AD client secrets.
+pub const AZURE_SECRET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.";
+/// The bech32 data alphabet (uppercase, as age writes secret keys).
+pub const BECH32_UPPER: &str = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L";
 
 /// xorshift64*: small, deterministic, good enough for test tokens.
 #[derive(Debug, Clone)]
@@ -230,6 +238,137 @@ pub fn azure_storage_key(rng: &mut Rng) -> String {
     base64::engine::general_purpose::STANDARD.encode(rng.bytes(64))
 }
 
+/// A random (version 4 shaped) UUID, lowercase.
+pub fn uuid(rng: &mut Rng) -> String {
+    format!(
+        "{}-{}-4{}-{}{}-{}",
+        rng.string(HEX, 8),
+        rng.string(HEX, 4),
+        rng.string(HEX, 3),
+        rng.string("89ab", 1),
+        rng.string(HEX, 3),
+        rng.string(HEX, 12)
+    )
+}
+
+/// A random UUID in uppercase (HubSpot legacy keys).
+pub fn uuid_upper(rng: &mut Rng) -> String {
+    uuid(rng).to_ascii_uppercase()
+}
+
+/// BIP-173 checksum polynomial over 5-bit values.
+pub fn bech32_polymod(values: &[u8]) -> u32 {
+    const GEN: [u32; 5] = [0x3b6a_57b2, 0x2650_8e6d, 0x1ea1_19fa, 0x3d42_33dd, 0x2a14_62b3];
+    let mut chk: u32 = 1;
+    for &v in values {
+        let top = chk >> 25;
+        chk = ((chk & 0x01ff_ffff) << 5) ^ v as u32;
+        for (i, g) in GEN.iter().enumerate() {
+            if (top >> i) & 1 == 1 {
+                chk ^= g;
+            }
+        }
+    }
+    chk
+}
+
+/// The human-readable part expanded for the checksum (lowercase).
+pub fn bech32_hrp_expand(hrp: &str) -> Vec<u8> {
+    let b = hrp.as_bytes();
+    let mut out: Vec<u8> = b.iter().map(|c| c >> 5).collect();
+    out.push(0);
+    out.extend(b.iter().map(|c| c & 31));
+    out
+}
+
+/// An age X25519 secret key: bech32 of 32 random bytes under `age-secret-key-`, uppercase.
+pub fn age_secret_key(rng: &mut Rng) -> String {
+    let hrp = "age-secret-key-";
+    // 32 bytes = 256 bits → 52 five-bit groups (the last one padded).
+    let bytes = rng.bytes(32);
+    let mut data = Vec::with_capacity(58);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for b in bytes {
+        acc = (acc << 8) | b as u32;
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            data.push(((acc >> bits) & 31) as u8);
+        }
+    }
+    if bits > 0 {
+        data.push(((acc << (5 - bits)) & 31) as u8);
+    }
+    let mut values = bech32_hrp_expand(hrp);
+    values.extend(&data);
+    values.extend([0u8; 6]);
+    let sum = bech32_polymod(&values) ^ 1;
+    data.extend((0..6).map(|i| ((sum >> (5 * (5 - i))) & 31) as u8));
+    let alphabet = BECH32_UPPER.as_bytes();
+    let body: String = data.iter().map(|&v| alphabet[v as usize] as char).collect();
+    format!("{}1{body}", hrp.to_ascii_uppercase())
+}
+
+/// Base64 lines of `n` random bytes, `width` columns each.
+fn base64_lines(rng: &mut Rng, n: usize, width: usize) -> Vec<String> {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(rng.bytes(n));
+    b64.as_bytes().chunks(width).map(|c| String::from_utf8_lossy(c).into_owned()).collect()
+}
+
+/// A PuTTY (`.ppk`, version 2) private key file with random key material.
+pub fn putty_private_key(rng: &mut Rng) -> String {
+    let public = base64_lines(rng, 279, 64);
+    let private = base64_lines(rng, 660, 64);
+    format!(
+        "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: rsa-key-{}\nPublic-Lines: {}\n{}\nPrivate-Lines: {}\n{}\nPrivate-MAC: {}",
+        rng.string(DIGITS, 8),
+        public.len(),
+        public.join("\n"),
+        private.len(),
+        private.join("\n"),
+        rng.string(HEX, 40)
+    )
+}
+
+/// An SSH2 (RFC 4716 / ssh.com) encrypted private key block.
+pub fn ssh2_encrypted_private_key(rng: &mut Rng) -> String {
+    let lines = base64_lines(rng, 900, 70);
+    format!(
+        "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"rsa-key-{}\"\n{}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----",
+        rng.string(DIGITS, 8),
+        lines.join("\n")
+    )
+}
+
+/// An OpenVPN static key (2048 bits as 16 lines of hex).
+pub fn openvpn_static_key(rng: &mut Rng) -> String {
+    let lines: Vec<String> = (0..16).map(|_| rng.string(HEX, 32)).collect();
+    format!("-----BEGIN OpenVPN Static key V1-----\n{}\n-----END OpenVPN Static key V1-----", lines.join("\n"))
+}
+
+/// A Microsoft Teams incoming-webhook URL.
+pub fn teams_webhook(rng: &mut Rng) -> String {
+    format!(
+        "https://{}.webhook.office.com/webhookb2/{}@{}/IncomingWebhook/{}/{}",
+        rng.string(LOWER, 8),
+        uuid(rng),
+        uuid(rng),
+        rng.string(HEX, 32),
+        uuid(rng)
+    )
+}
+
+/// An HTTP Basic `Authorization` header with random credentials.
+pub fn basic_auth_header(rng: &mut Rng) -> String {
+    let creds = format!("{}:{}", rng.string(LOWER, 8), rng.string(ALNUM, 18));
+    format!("Authorization: Basic {}", base64::engine::general_purpose::STANDARD.encode(creds))
+}
+
+/// A Google OAuth refresh token (`1//0` + base64url).
+pub fn google_refresh_token(rng: &mut Rng) -> String {
+    format!("1//0{}{}", rng.string(UPPER_DIGITS, 1), rng.string(BASE64URL, 98))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +383,9 @@ mod tests {
         assert!(super::super::check::luhn(&card(&mut rng).replace(' ', "")));
         assert!(super::super::check::iban_ok(&iban(&mut rng)));
         assert!(super::super::check::ssn_ok(&ssn(&mut rng)));
+        let age = age_secret_key(&mut rng);
+        assert_eq!(age.len(), "AGE-SECRET-KEY-1".len() + 58, "{age}");
+        assert!(super::super::check::bech32_ok(&age), "{age}");
+        assert!(super::super::check::basic_auth_ok(basic_auth_header(&mut rng).rsplit(' ').next().unwrap()));
     }
 }
