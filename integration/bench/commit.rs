@@ -33,9 +33,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+#[path = "stats.rs"]
+mod stats;
+
 use clap::{Parser, ValueEnum};
 use rwfs::engine::{Engine, Options, WriteMode, WriteRequest};
 use rwfs::journal::{Actor, Via};
+use stats::{median, percentile};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -296,26 +300,6 @@ struct Cell {
     runs: Vec<Run>,
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1] as f64 / 1e6
-}
-
 impl Cell {
     fn rates(&self) -> Vec<f64> {
         self.runs.iter().map(Run::rate).collect()
@@ -329,7 +313,8 @@ impl Cell {
     fn latency(&self) -> (f64, f64) {
         let mut all: Vec<u64> = self.runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
         all.sort_unstable();
-        (percentile(&all, 50.0), percentile(&all, 99.0))
+        let ms = |p| percentile(&all, p).map_or(f64::NAN, |ns: u64| ns as f64 / 1e6);
+        (ms(50.0), ms(99.0))
     }
 }
 

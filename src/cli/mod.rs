@@ -155,7 +155,7 @@ pub struct ScanArgs {
     /// Skip files larger than this many bytes.
     #[arg(long, default_value_t = 10 << 20, value_name = "BYTES")]
     pub max_size: u64,
-    /// Policy file [default: $RW_POLICY_FILE, else <workspace>/.resilient_write/policy.yaml].
+    /// Policy file [default: $RW_POLICY_FILE, else WORKSPACE/.resilient_write/policy.yaml].
     #[arg(long, env = "RW_POLICY_FILE", value_name = "FILE")]
     pub policy: Option<PathBuf>,
 }

@@ -2,7 +2,7 @@
 //!
 //! One row per change (see [`Row`] for the fields), written by one writer thread that makes
 //! each batch durable with a single `fdatasync` before releasing its callers ([`Journal`]).
-//! Reading is tolerant ([`scan`]): torn and unreadable lines are reported and skipped, the hash
+//! Reading is tolerant (`scan`): torn and unreadable lines are reported and skipped, the hash
 //! chain is checked on the way, and rows written by the reference server parse unchanged.
 //!
 //! The journal records; it does not decide. When a row is written relative to the change it

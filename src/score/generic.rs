@@ -34,8 +34,10 @@ fn is_key_byte(b: u8) -> bool {
 }
 
 /// Parse an assignment around the keyword found at `at`, and keep it only if the value looks
-/// like a secret literal.
-pub fn find(hay: &[u8], at: usize) -> Option<Assignment> {
+/// like a secret literal. `bare` says whether an unquoted value can be a literal: in
+/// configuration (`.env`, YAML, INI) it can; in a programming language an unquoted value is an
+/// identifier, a type (`token: crate::Token`) or a number, never a string.
+pub fn find(hay: &[u8], at: usize, bare: bool) -> Option<Assignment> {
     // The whole key around the keyword.
     let mut ks = at;
     while ks > 0 && is_key_byte(hay[ks - 1]) && at - ks < 64 {
@@ -45,10 +47,6 @@ pub fn find(hay: &[u8], at: usize) -> Option<Assignment> {
     while ke < hay.len() && is_key_byte(hay[ke]) && ke - at < 64 {
         ke += 1;
     }
-    let key = std::str::from_utf8(&hay[ks..ke]).ok()?.to_ascii_lowercase();
-    if NOT_SECRET_KEYS.iter().any(|w| key.contains(w)) {
-        return None;
-    }
     // Optional closing quote of a quoted key, then the operator.
     let mut i = ke;
     if i < hay.len() && matches!(hay[i], b'"' | b'\'' | b'`' | b']') {
@@ -57,7 +55,12 @@ pub fn find(hay: &[u8], at: usize) -> Option<Assignment> {
     i = skip_blanks(hay, i);
     let op_len = operator(&hay[i.min(hay.len())..])?;
     i = skip_blanks(hay, i + op_len);
-    let value = literal(hay, i)?;
+    let value = literal(hay, i, bare)?;
+    // The key's words last: most keyword hits are not assignments at all.
+    let key = std::str::from_utf8(&hay[ks..ke]).ok()?.to_ascii_lowercase();
+    if NOT_SECRET_KEYS.iter().any(|w| key.contains(w)) {
+        return None;
+    }
     let text = std::str::from_utf8(&hay[value.clone()]).ok()?;
     if looks_secret(text) { Some(Assignment { key: ks..ke, value }) } else { None }
 }
@@ -82,7 +85,7 @@ fn operator(s: &[u8]) -> Option<usize> {
 }
 
 /// The value: the inside of a quoted string on one line, or a bare word up to a delimiter.
-fn literal(hay: &[u8], mut i: usize) -> Option<Range<usize>> {
+fn literal(hay: &[u8], mut i: usize, bare: bool) -> Option<Range<usize>> {
     // Rust raw strings: r"…", r#"…"#.
     if hay.get(i) == Some(&b'r') && matches!(hay.get(i + 1), Some(b'"' | b'#')) {
         i += 1;
@@ -95,6 +98,8 @@ fn literal(hay: &[u8], mut i: usize) -> Option<Range<usize>> {
         let start = i + 1;
         let len = hay[start..].iter().take(512).position(|&b| b == quote || b == b'\n')?;
         (hay.get(start + len) == Some(&quote)).then_some(start..start + len)
+    } else if !bare {
+        None
     } else {
         let len = hay[i..].iter().take(512).position(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';' | b')' | b'}' | b']' | b'#')).unwrap_or(hay.len() - i);
         let value = i..i + len;
@@ -138,8 +143,12 @@ mod tests {
     use super::*;
 
     fn check(line: &str) -> Option<&str> {
+        check_in(line, true)
+    }
+
+    fn check_in(line: &str, bare: bool) -> Option<&str> {
         let at = super::super::rules::GENERIC_KEYWORDS.iter().filter_map(|k| line.to_ascii_lowercase().find(k)).min()?;
-        find(line.as_bytes(), at).map(|a| &line[a.value])
+        find(line.as_bytes(), at, bare).map(|a| &line[a.value])
     }
 
     #[test]
@@ -168,5 +177,13 @@ mod tests {
         ] {
             assert_eq!(check(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn code_takes_only_quoted_values() {
+        assert_eq!(check_in("    pub const BPKI_CT_SETPWD_REQ: crate::ObjectIdentifier =", false), None);
+        assert_eq!(check_in("fn f(api_key: ApiKeyV2x9) {}", false), None);
+        assert_eq!(check_in("API_TOKEN=9f86d081884c7d659a2feaa0c55ad015", false), None);
+        assert_eq!(check_in(r#"let api_token = "9f86d081884c7d659a2feaa0c55ad015";"#, false), Some("9f86d081884c7d659a2feaa0c55ad015"));
     }
 }

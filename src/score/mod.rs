@@ -31,7 +31,6 @@ mod scan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
 use regex_automata::Input;
@@ -98,7 +97,7 @@ pub struct Scanner {
     weights: BTreeMap<String, f64>,
     rules: Vec<Compiled>,
     extra: Vec<(ExtraPattern, Regex)>,
-    ac: Option<AhoCorasick>,
+    anchors: Option<scan::Anchors>,
     /// Automaton pattern → rules it triggers.
     anchor_rules: Vec<Vec<usize>>,
 }
@@ -137,7 +136,7 @@ impl Scanner {
             let words: &[&str] = match rule.trigger {
                 Trigger::Anchors(words) => words,
                 Trigger::Generic => rules::GENERIC_KEYWORDS,
-                Trigger::Digits | Trigger::Iban => &[],
+                Trigger::Digits | Trigger::Iban | Trigger::Run { .. } => &[],
             };
             for word in words {
                 anchors.entry(word.to_ascii_lowercase()).or_default().push(index);
@@ -153,21 +152,14 @@ impl Scanner {
             extra.push((pattern.clone(), regex));
         }
         let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
-        let ac = if patterns.is_empty() {
+        let anchors = if patterns.is_empty() {
             None
         } else {
-            Some(
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .build(&patterns)
-                    .map_err(|e| BadPattern { name: "anchors".into(), message: e.to_string() })?,
-            )
+            Some(scan::Anchors::new(&patterns).map_err(|message| BadPattern { name: "anchors".into(), message })?)
         };
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS.iter().map(|(f, w)| (f.to_string(), *w)).collect();
         weights.extend(config.weights.iter().map(|(f, w)| (f.clone(), *w)));
-        Ok(Scanner { config, weights, rules, extra, ac, anchor_rules })
+        Ok(Scanner { config, weights, rules, extra, anchors, anchor_rules })
     }
 
     /// Number of rules in use (built-in and extra).
@@ -178,25 +170,32 @@ impl Scanner {
     /// Scan `hay`; `path` (workspace-relative) picks the replacement language.
     pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
         let mut out = Collector::new(self, hay, replace::Lang::of(path));
+        let classes = scan::Classes::of(hay);
         self.anchored(hay, &mut out);
-        self.structural(hay, &mut out);
+        self.structural(hay, &classes, &mut out);
         self.extra_patterns(hay, &mut out);
-        out.finish(self)
+        out.finish(self, &classes)
     }
 
     /// Stage 1 and 2 for anchored rules (and the generic detector).
     fn anchored(&self, hay: &[u8], out: &mut Collector<'_>) {
-        let Some(ac) = &self.ac else { return };
         let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.rules.len()];
         let mut generic_hits: Vec<(usize, usize)> = Vec::new();
-        for m in ac.find_overlapping_iter(hay) {
-            for &r in &self.anchor_rules[m.pattern().as_usize()] {
+        for hit in self.anchors.iter().flat_map(|anchors| anchors.find(hay)) {
+            for &r in &self.anchor_rules[hit.anchor] {
                 let rule = self.rules[r].rule;
                 if matches!(rule.trigger, Trigger::Generic) {
-                    generic_hits.push((r, m.start()));
+                    generic_hits.push((r, hit.start));
                     continue;
                 }
-                spans[r].push(m.start().saturating_sub(rule.before)..(m.start() + rule.after).min(hay.len()));
+                spans[r].push(hit.start.saturating_sub(rule.before)..(hit.start + rule.after).min(hay.len()));
+            }
+        }
+        for (r, compiled) in self.rules.iter().enumerate() {
+            if let Trigger::Run { byte, min } = compiled.rule.trigger {
+                for run in scan::byte_runs(hay, byte, min) {
+                    spans[r].push(run.end.saturating_sub(compiled.rule.before)..(run.end + compiled.rule.after).min(hay.len()));
+                }
             }
         }
         for (r, rule_spans) in spans.iter().enumerate() {
@@ -224,21 +223,21 @@ impl Scanner {
             if out.full(r) {
                 continue;
             }
-            if let Some(assignment) = generic::find(hay, at) {
+            if let Some(assignment) = generic::find(hay, at, out.lang.has_bare_strings()) {
                 out.candidate(r, self.rules[r].rule, assignment.value);
             }
         }
     }
 
     /// Rules triggered by the linear structural passes, and `binary_hint`.
-    fn structural(&self, hay: &[u8], out: &mut Collector<'_>) {
+    fn structural(&self, hay: &[u8], classes: &scan::Classes, out: &mut Collector<'_>) {
         let wants = |t: fn(&Trigger) -> bool| self.rules.iter().any(|c| t(&c.rule.trigger));
         if wants(|t| matches!(t, Trigger::Digits)) {
-            let runs = scan::digit_runs(hay);
+            let runs = scan::digit_runs_of(hay, classes);
             self.on_runs(hay, &runs, |t| matches!(t, Trigger::Digits), out);
         }
         if wants(|t| matches!(t, Trigger::Iban)) {
-            let runs = scan::iban_runs(hay);
+            let runs = scan::iban_runs_of(hay, classes);
             self.on_runs(hay, &runs, |t| matches!(t, Trigger::Iban), out);
         }
         if !self.config.disabled_families.contains("binary_hint") {
@@ -386,12 +385,12 @@ impl<'a> Collector<'a> {
         });
     }
 
-    fn finish(self, scanner: &Scanner) -> Report {
+    fn finish(self, scanner: &Scanner, classes: &scan::Classes) -> Report {
         let hay = self.hay;
         let kept = dedupe(self.raw);
         let allowed = allowed_lines(hay);
         let kept: Vec<Raw> = kept.into_iter().filter(|f| !allowed.iter().any(|l| l.contains(&f.span.start))).collect();
-        let (line_count, max_line_len) = line_stats(hay);
+        let (line_count, max_line_len) = line_stats(hay, classes);
         let mut positions = Positions::new(hay);
         let mut findings = Vec::with_capacity(kept.len());
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -518,37 +517,34 @@ fn salted_hash(salt: &[u8; 16], secret: &[u8]) -> String {
 }
 
 /// Lines (newlines, plus one for an unterminated last line; 0 for empty content) and the
-/// longest line in characters, as the reference counts them.
-fn line_stats(hay: &[u8]) -> (usize, usize) {
-    if hay.is_empty() {
-        return (0, 0);
+/// longest line in characters, as the reference counts them. [`scan::Classes`] has them when
+/// the content is ASCII; otherwise lines are measured again, each only when it could win.
+fn line_stats(hay: &[u8], classes: &scan::Classes) -> (usize, usize) {
+    if classes.ascii {
+        return (classes.lines, classes.longest_line);
     }
-    let mut lines = 0;
     let mut longest = 0;
     let mut start = 0;
-    let measure = |line: &[u8], longest: &mut usize| {
-        // A line's characters are at most its bytes: count them only when it could win.
-        if line.len() > *longest {
-            *longest = (*longest).max(char_count(line));
+    let mut measure = |line: &[u8]| {
+        // A line's characters are at most its bytes.
+        if line.len() > longest {
+            longest = longest.max(char_count(line));
         }
     };
     for nl in memchr::memchr_iter(b'\n', hay) {
-        lines += 1;
-        measure(&hay[start..nl], &mut longest);
+        measure(&hay[start..nl]);
         start = nl + 1;
     }
-    if start < hay.len() {
-        lines += 1;
-        measure(&hay[start..], &mut longest);
-    }
-    (lines, longest)
+    measure(&hay[start..]);
+    (classes.lines, longest)
 }
 
 fn char_count(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
 }
 
-/// Line and column (in characters) of increasing offsets, in one forward pass.
+/// Line and column (in characters) of increasing offsets: newlines are counted with `memchr`,
+/// and the column continues from the previous offset when it is on the same line.
 struct Positions<'a> {
     hay: &'a [u8],
     offset: usize,
@@ -565,13 +561,13 @@ impl<'a> Positions<'a> {
         if target < self.offset {
             *self = Positions::new(self.hay);
         }
-        for &b in &self.hay[self.offset..target] {
-            if b == b'\n' {
-                self.line += 1;
-                self.column = 0;
-            } else if b & 0xC0 != 0x80 {
-                self.column += 1;
+        let gap = &self.hay[self.offset..target];
+        match memchr::memrchr(b'\n', gap) {
+            Some(last) => {
+                self.line += memchr::memchr_iter(b'\n', gap).count();
+                self.column = char_count(&gap[last + 1..]);
             }
+            None => self.column += char_count(gap),
         }
         self.offset = target;
         (self.line, self.column + 1)
@@ -603,4 +599,22 @@ pub fn apply_replacements(hay: &[u8], findings: &[Finding]) -> Vec<u8> {
         floor = range.start;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_stats_count_characters_as_the_reference_does() {
+        let mut rng = sample::Rng::new(13);
+        for round in 0..2000 {
+            let parts: &[&str] = if round % 2 == 0 { &["a", "\n", "bc", " "] } else { &["a", "\n", "é", "日本", "x"] };
+            let text: String = (0..rng.below(300)).map(|_| parts[rng.below(parts.len())]).collect();
+            // The reference: `content.splitlines()` (on `\n` here) and `len(line)` in characters.
+            let lines: Vec<&str> = if text.is_empty() { vec![] } else { text.strip_suffix('\n').unwrap_or(&text).split('\n').collect() };
+            let want = (lines.len(), lines.iter().map(|l| l.chars().count()).max().unwrap_or(0));
+            assert_eq!(line_stats(text.as_bytes(), &scan::Classes::of(text.as_bytes())), want, "{text:?}");
+        }
+    }
 }

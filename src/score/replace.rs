@@ -44,6 +44,11 @@ impl Lang {
         }
     }
 
+    /// Whether an unquoted value is a string (configuration, shell), not code.
+    pub fn has_bare_strings(self) -> bool {
+        matches!(self, Lang::Template | Lang::GithubActions)
+    }
+
     /// An expression that reads `var` from the environment.
     pub fn env_reference(self, var: &str) -> String {
         match self {

@@ -6,7 +6,7 @@
 //!
 //! 1. **trigger**: an anchor literal ([`Trigger::Anchors`], found by one Aho-Corasick automaton
 //!    over every rule's anchors, ASCII case-insensitively) or a structural scanner
-//!    ([`Trigger::Digits`], [`Trigger::Iban`], [`Trigger::Generic`]);
+//!    ([`Trigger::Digits`], [`Trigger::Iban`], [`Trigger::Run`], [`Trigger::Generic`]);
 //! 2. **regex**: run only on a bounded window around each anchor hit (`before`/`after` bytes),
 //!    ASCII semantics; the capture group named `secret` (else the whole match) is the secret;
 //! 3. **checks**: a structural validator ([`Check`]), then placeholder filters, then the minimum
@@ -25,6 +25,10 @@ pub enum Trigger {
     Iban,
     /// `key = value` assignments whose key names a secret (the generic detector).
     Generic,
+    /// A run of at least `min` copies of `byte` (case-sensitive), for tokens that start with
+    /// padding (Twitter's `AAAA…`); the window is taken around the run's end. An anchor made of
+    /// one repeated letter would hit at every byte of such a run.
+    Run { byte: u8, min: usize },
 }
 
 /// A structural validator applied to the secret before entropy.

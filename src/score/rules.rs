@@ -3,7 +3,7 @@
 //! Token formats are public facts (prefix, alphabet, length, checksum). Several rules' data —
 //! anchors, token shapes and entropy thresholds — were adapted from gitleaks'
 //! `config/gitleaks.toml`, Copyright (c) 2019 Zachary Rice, MIT License
-//! (https://github.com/gitleaks/gitleaks/blob/master/LICENSE); the regexes here are our own
+//! (<https://github.com/gitleaks/gitleaks/blob/master/LICENSE>); the regexes here are our own
 //! rewrites for a windowed, ASCII, linear-time engine. Anthropic `oat01`/`ort01`/`sid01`
 //! formats, which no public rule set covers, are rwfs's own.
 //!
@@ -3092,10 +3092,10 @@ pub static RULES: &[Rule] = &[
         // The token starts with the base64 of leading zero bytes; the secret is the rest (a run
         // of `A`s would read as a placeholder). Not inside a base64 blob: the byte before the run
         // is not base64.
-        trigger: Trigger::Anchors(&["aaaaaaaaaaaaaaaaaaaa"]),
+        trigger: Trigger::Run { byte: b'A', min: 20 },
         regex: r"(?:^|[^A-Za-z0-9%+/])A{20,24}(?P<secret>[B-Za-z0-9%][A-Za-z0-9%]{79,130})(?:[^A-Za-z0-9%+/=_\-]|$)",
-        before: 1,
-        after: 160,
+        before: 26,
+        after: 140,
         min_entropy: 4.0,
         env: "TWITTER_BEARER_TOKEN",
         sample: &[Part::Lit("AAAAAAAAAAAAAAAAAAAAAM"), Part::Rand(ALNUM, 20), Part::Lit("%2B"), Part::Rand(ALNUM, 60), Part::Lit("%3D")],

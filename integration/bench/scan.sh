@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The scan benchmark: MB/s, findings per MB and latency of the risk scorer
+# (rwfs::score::Scanner::builtin()) on ONE core, side by side with the reference scorer
+# (resilient-write 0.3.0) and detect-secrets 1.5.0, printed as one table.
+#
+#   integration/bench/scan.sh [--no-tools] [--time-limit S] [OPTIONS]
+#
+# Script options:
+#   --no-tools           skip the Python tools (no venv, no reference/detect-secrets columns)
+#   --time-limit S       seconds per tool per 100 KB adversarial input (default 30; the
+#                        reference's email regex is quadratic: a 100 KB line takes ~10 s)
+# Other options go to the benchmark binary (`--help` lists them), e.g.
+#   --passes N           timed passes over the corpus (default 5)
+#   --tool-mb MB         size of the corpus subset the tools scan (default 10)
+#   --latency-scans N    timed 100 KB scans (default 2000)
+#   --corpus DIR         scan DIR's .rs files instead of the cargo registry's
+#
+# What it does: `cargo fetch --locked` (the corpus is the registry's sources), builds the bench
+# binary, creates target/scan-bench-venv (Python >= 3.12, which resilient-write needs) with the
+# two tools, then, every step pinned to CPU 0 with `taskset -c 0`: writes the tool inputs
+# (target/scan-bench/), runs scan_reference.py for each tool, and runs the binary, which prints
+# the table to stdout (progress goes to stderr). About 3 minutes with the defaults, most of it
+# detect-secrets (~0.2 MB/s).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+
+tools=1
+time_limit=30
+pass=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-tools) tools=0 ;;
+        --time-limit) time_limit=$2; shift ;;
+        --time-limit=*) time_limit=${1#*=} ;;
+        -h|--help)
+            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+            exit 0 ;;
+        *) pass+=("$1") ;;
+    esac
+    shift
+done
+
+cpu=0
+command -v taskset >/dev/null || { echo "scan.sh: taskset (util-linux) is needed to pin to one core" >&2; exit 1; }
+
+cargo fetch --locked --quiet
+bin=$(cargo bench --no-run --quiet --bench scan --message-format=json \
+    | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "scan" and m.get("executable"):
+        print(m["executable"])')
+[ -x "$bin" ] || { echo "scan.sh: no bench binary built" >&2; exit 1; }
+
+work=$repo/target/scan-bench
+mkdir -p "$work"
+taskset -c "$cpu" "$bin" --prepare --work "$work" ${pass[@]+"${pass[@]}"}
+
+if [ "$tools" = 1 ]; then
+    venv=$repo/target/scan-bench-venv
+    want="resilient-write==0.3.0 detect-secrets==1.5.0"
+    if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
+        python=
+        for candidate in python3.13 python3.12 python3; do
+            if command -v "$candidate" >/dev/null \
+                && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+                python=$(command -v "$candidate"); break
+            fi
+        done
+        if [ -z "$python" ] && command -v pyenv >/dev/null; then
+            for v in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.(1[2-9]|[2-9][0-9])' | sort -rV); do
+                python=$(pyenv root)/versions/$v/bin/python3; [ -x "$python" ] && break; python=
+            done
+        fi
+        [ -n "$python" ] || { echo "scan.sh: resilient-write 0.3.0 needs Python >= 3.12 (not found; or use --no-tools)" >&2; exit 1; }
+        rm -rf "$venv"
+        "$python" -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check $want
+        echo "$want" > "$venv/.installed"
+    fi
+    for tool in reference detect-secrets; do
+        # Backstop over the driver's own per-case limits.
+        timeout 1800 taskset -c "$cpu" "$venv/bin/python" integration/bench/scan_reference.py \
+            --tool "$tool" --work "$work" --time-limit "$time_limit" \
+            || echo "scan.sh: $tool failed (exit $?); its columns stay empty" >&2
+    done
+fi
+
+taskset -c "$cpu" "$bin" --work "$work" ${pass[@]+"${pass[@]}"}
