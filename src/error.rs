@@ -52,6 +52,21 @@ impl ErrorKind {
     }
 }
 
+impl ErrorKind {
+    /// The kind named by [`ErrorKind::as_str`].
+    pub fn parse(s: &str) -> Option<ErrorKind> {
+        Some(match s {
+            "blocked" => ErrorKind::Blocked,
+            "stale_precondition" => ErrorKind::StalePrecondition,
+            "write_corruption" => ErrorKind::WriteCorruption,
+            "quota_exceeded" => ErrorKind::QuotaExceeded,
+            "policy_violation" => ErrorKind::PolicyViolation,
+            "io" => ErrorKind::Io,
+            _ => return None,
+        })
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -84,9 +99,14 @@ pub enum Reason {
 
     // Preconditions.
     /// Create mode and the file exists.
-    AlreadyExists { existing: Sha256 },
+    AlreadyExists {
+        existing: Sha256,
+    },
     /// `expected_prev_sha256` did not match; `None` means "absent".
-    PreconditionFailed { expected: Option<Sha256>, actual: Option<Sha256> },
+    PreconditionFailed {
+        expected: Option<Sha256>,
+        actual: Option<Sha256>,
+    },
     NotFound,
     /// No journal row names this version of the path.
     VersionNotFound,
@@ -95,11 +115,19 @@ pub enum Reason {
     /// The path did not exist at the requested time.
     AbsentAtTime,
     /// The version is known but its bytes are no longer in `objects/` (retention removed them).
-    ObjectMissing { sha: Sha256 },
+    ObjectMissing {
+        sha: Sha256,
+    },
 
     // Integrity.
-    ReadBackMismatch { expected: Sha256, actual: Sha256 },
-    ObjectCorrupt { sha: Sha256, actual: Sha256 },
+    ReadBackMismatch {
+        expected: Sha256,
+        actual: Sha256,
+    },
+    ObjectCorrupt {
+        sha: Sha256,
+        actual: Sha256,
+    },
 
     // The operating system.
     NoSpace,
@@ -108,13 +136,39 @@ pub enum Reason {
     /// Any other errno; the `io::Error` is the source.
     Io,
 
+    // Policy.
+    /// The content was refused by the workspace policy (secrets); it is quarantined.
+    Blocked(Box<Rejection>),
+    /// The same content was refused at the same path before and its retry budget is spent.
+    RetryBudgetSpent {
+        sha: Sha256,
+    },
+    /// A file whose new content was refused takes no more writes until it is rewritten from
+    /// the start (truncated) or closed.
+    StillBlocked,
+
     // The workspace.
     UnsafeRoot,
-    WorkspaceLocked { pid: Option<u32> },
+    WorkspaceLocked {
+        pid: Option<u32>,
+    },
     /// A malformed argument (a digest, a time, a mode).
-    InvalidArgument { what: &'static str },
+    InvalidArgument {
+        what: &'static str,
+    },
     /// The policy file cannot be used; nothing of it was applied.
-    BadPolicy { line: u64, column: u64, key: String, message: String },
+    BadPolicy {
+        line: u64,
+        column: u64,
+        key: String,
+        message: String,
+    },
+    /// An error the daemon owning the workspace reported (the CLI relays to it).
+    Remote {
+        kind: ErrorKind,
+        code: String,
+        message: String,
+    },
 }
 
 impl Reason {
@@ -122,10 +176,23 @@ impl Reason {
     pub fn kind(&self) -> ErrorKind {
         use Reason::*;
         match self {
-            EmptyPath | AbsolutePath | EscapesWorkspace | NulByte | NameTooLong | PathTooLong
-            | NotUtf8 | StateDir | IsDirectory | NotADirectory | NotRegularFile
-            | TooManySymlinks | PermissionDenied | ReadOnlyFilesystem | UnsafeRoot
-            | InvalidArgument { .. } | BadPolicy { .. } => ErrorKind::PolicyViolation,
+            EmptyPath
+            | AbsolutePath
+            | EscapesWorkspace
+            | NulByte
+            | NameTooLong
+            | PathTooLong
+            | NotUtf8
+            | StateDir
+            | IsDirectory
+            | NotADirectory
+            | NotRegularFile
+            | TooManySymlinks
+            | PermissionDenied
+            | ReadOnlyFilesystem
+            | UnsafeRoot
+            | InvalidArgument { .. }
+            | BadPolicy { .. } => ErrorKind::PolicyViolation,
             AlreadyExists { .. }
             | PreconditionFailed { .. }
             | NotFound
@@ -137,6 +204,8 @@ impl Reason {
             ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
             NoSpace => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
+            Blocked(_) | RetryBudgetSpent { .. } | StillBlocked => ErrorKind::Blocked,
+            Remote { kind, .. } => *kind,
         }
     }
 
@@ -173,6 +242,10 @@ impl Reason {
             WorkspaceLocked { .. } => "workspace_locked",
             InvalidArgument { .. } => "invalid_argument",
             BadPolicy { .. } => "bad_policy",
+            Blocked(_) => "content_blocked",
+            RetryBudgetSpent { .. } => "retry_budget_exhausted",
+            StillBlocked => "content_blocked",
+            Remote { .. } => "remote",
         }
     }
 
@@ -213,33 +286,22 @@ impl fmt::Display for Reason {
             AlreadyExists { existing } => {
                 write!(f, "the file already exists (sha256 {})", existing.short(12))
             }
-            PreconditionFailed { expected, actual } => write!(
-                f,
-                "expected previous version {} but found {}",
-                absent(expected),
-                absent(actual)
-            ),
+            PreconditionFailed { expected, actual } => {
+                write!(f, "expected previous version {} but found {}", absent(expected), absent(actual))
+            }
             NotFound => f.write_str("no such file"),
             VersionNotFound => f.write_str("the journal has no such version of this path"),
             AmbiguousVersion => f.write_str("several versions match; give more digits"),
             AbsentAtTime => f.write_str("the path did not exist at that time"),
-            ObjectMissing { sha } => write!(
-                f,
-                "version {} is no longer in objects/ (removed by retention or lost)",
-                sha.short(12)
-            ),
-            ReadBackMismatch { expected, actual } => write!(
-                f,
-                "bytes read back hash to {} instead of {}",
-                actual.short(12),
-                expected.short(12)
-            ),
-            ObjectCorrupt { sha, actual } => write!(
-                f,
-                "objects/{} holds bytes that hash to {}",
-                sha.short(12),
-                actual.short(12)
-            ),
+            ObjectMissing { sha } => {
+                write!(f, "version {} is no longer in objects/ (removed by retention or lost)", sha.short(12))
+            }
+            ReadBackMismatch { expected, actual } => {
+                write!(f, "bytes read back hash to {} instead of {}", actual.short(12), expected.short(12))
+            }
+            ObjectCorrupt { sha, actual } => {
+                write!(f, "objects/{} holds bytes that hash to {}", sha.short(12), actual.short(12))
+            }
             NoSpace => f.write_str("no space left on the device (or quota exceeded)"),
             PermissionDenied => f.write_str("permission denied"),
             ReadOnlyFilesystem => f.write_str("the backing filesystem is read-only"),
@@ -251,10 +313,30 @@ impl fmt::Display for Reason {
             WorkspaceLocked { pid: Some(pid) } => {
                 write!(f, "the workspace is owned by another rwfs process (pid {pid})")
             }
-            WorkspaceLocked { pid: None } => {
-                f.write_str("the workspace is owned by another rwfs process")
-            }
+            WorkspaceLocked { pid: None } => f.write_str("the workspace is owned by another rwfs process"),
             InvalidArgument { what } => write!(f, "invalid {what}"),
+            Blocked(rejection) => {
+                f.write_str("blocked by the workspace policy: ")?;
+                for (i, (rule, line)) in rejection.rules.iter().enumerate() {
+                    write!(f, "{}{rule} (line {line})", if i == 0 { "" } else { ", " })?;
+                }
+                write!(
+                    f,
+                    "; nothing was written, the content is quarantined (see .resilient_write/rejections/{}.json)",
+                    rejection.id
+                )
+            }
+            Remote { message, .. } => f.write_str(message),
+            StillBlocked => f.write_str(
+                "this file's new content was blocked by the workspace policy; rewrite it from the start \
+                 (see .resilient_write/rejections/latest.json)",
+            ),
+            RetryBudgetSpent { sha } => write!(
+                f,
+                "this exact content (sha256 {}) was refused here before and its retry budget is spent: \
+                 change the content or the approach instead of retrying",
+                sha.short(12)
+            ),
             BadPolicy { line, column, key, message } => {
                 write!(f, "policy line {line}, column {column}")?;
                 if !key.is_empty() {
@@ -264,6 +346,19 @@ impl fmt::Display for Reason {
             }
         }
     }
+}
+
+/// A write refused by policy, as the engine recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Name of the envelope file: `.resilient_write/rejections/<id>.json`.
+    pub id: String,
+    /// The blocking rules, each with the line of its first finding.
+    pub rules: Vec<(String, usize)>,
+    /// The refused content, quarantined in `objects/`.
+    pub sha256: Sha256,
+    /// The envelope written to the rejection file, as JSON.
+    pub envelope: String,
 }
 
 /// An engine error: a [`Reason`], the path it concerns, the step that failed and the OS error.
@@ -283,12 +378,7 @@ impl Error {
 
     /// An OS error during `step` (a short verb phrase such as `"fsync temp file"`).
     pub fn io(step: &'static str, source: io::Error) -> Error {
-        Error(Box::new(Inner {
-            reason: Reason::from_io(&source),
-            path: None,
-            step: Some(step),
-            source: Some(source),
-        }))
+        Error(Box::new(Inner { reason: Reason::from_io(&source), path: None, step: Some(step), source: Some(source) }))
     }
 
     /// Attach the workspace path, unless one is already set.
@@ -305,6 +395,14 @@ impl Error {
 
     pub fn reason(&self) -> &Reason {
         &self.0.reason
+    }
+
+    /// The reason's code; for an error relayed from the daemon, the daemon's code.
+    pub fn code(&self) -> &str {
+        match &self.0.reason {
+            Reason::Remote { code, .. } => code,
+            reason => reason.code(),
+        }
     }
 
     pub fn path(&self) -> Option<&str> {
@@ -337,9 +435,10 @@ impl fmt::Display for Error {
         }
         write!(f, "{}", self.0.reason)?;
         if let Some(source) = &self.0.source
-            && (!matches!(self.0.reason, Reason::Io) || self.0.step.is_some()) {
-                write!(f, " ({source})")?;
-            }
+            && (!matches!(self.0.reason, Reason::Io) || self.0.step.is_some())
+        {
+            write!(f, " ({source})")?;
+        }
         Ok(())
     }
 }

@@ -24,10 +24,13 @@
 //! `store` and `durable` never import `fuser`, `rmcp`, `tokio` or `clap`; `fuse` and `mcp` never
 //! import each other; `score` does no I/O.
 
+pub mod app;
 pub mod cli;
 pub mod durable;
 pub mod engine;
+pub mod envelope;
 pub mod error;
+pub mod fuse;
 pub mod journal;
 pub mod policy;
 pub mod score;

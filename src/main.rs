@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     match rwfs::cli::run(cli) {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {
-            eprintln!("rwfs: {}/{}: {e}", e.kind(), e.reason().code());
+            eprintln!("rwfs: {}/{}: {e}", e.kind(), e.code());
             ExitCode::from(Exit::Error as u8)
         }
     }

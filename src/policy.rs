@@ -261,7 +261,11 @@ impl Policy {
         let blocked_errno = match &file.blocked_errno {
             None => libc::EACCES,
             Some(name) => errno_named(name).ok_or_else(|| {
-                semantic(text, "blocked_errno", "blocked_errno must be one of EACCES, EPERM, EIO, EROFS, ENOSPC, EDQUOT")
+                semantic(
+                    text,
+                    "blocked_errno",
+                    "blocked_errno must be one of EACCES, EPERM, EIO, EROFS, ENOSPC, EDQUOT",
+                )
             })?,
         };
         Ok(Policy {
@@ -326,7 +330,9 @@ impl Policy {
         let whole = self
             .rules
             .iter()
-            .filter(|r| r.verdict.is_some_and(|v| report.verdict >= v) && r.paths.as_ref().is_none_or(|g| g.is_match(path)))
+            .filter(|r| {
+                r.verdict.is_some_and(|v| report.verdict >= v) && r.paths.as_ref().is_none_or(|g| g.is_match(path))
+            })
             .map(|r| r.action)
             .max();
         let action = findings.iter().copied().chain(whole).max().unwrap_or(Action::Allow);
@@ -339,7 +345,8 @@ fn default_action(f: &crate::score::Finding) -> Action {
     if f.kind == Kind::Leak && f.severity == "credential" { Action::Block } else { Action::Warn }
 }
 
-fn errno_named(name: &str) -> Option<i32> {
+/// The errno a `blocked_errno` name stands for.
+pub fn errno_named(name: &str) -> Option<i32> {
     Some(match name.trim().to_ascii_uppercase().as_str() {
         "EACCES" => libc::EACCES,
         "EPERM" => libc::EPERM,
@@ -364,7 +371,10 @@ fn globs(patterns: &[String], text: &str) -> Result<GlobSet> {
 fn yaml_error(text: &str, e: &serde_saphyr::Error) -> Error {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
     let message = e.to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-    let message = message.split_once(": ").filter(|(head, _)| head.starts_with("line ")).map_or(message.clone(), |(_, m)| m.to_string());
+    let message = message
+        .split_once(": ")
+        .filter(|(head, _)| head.starts_with("line "))
+        .map_or(message.clone(), |(_, m)| m.to_string());
     Reason::BadPolicy { line, column, key: key_on_line(text, line), message }.into()
 }
 
@@ -377,7 +387,9 @@ fn semantic(text: &str, key: &str, message: &str) -> Error {
 
 /// The mapping key written on 1-based `line`, if any (`  high: x` → `high`).
 fn key_on_line(text: &str, line: u64) -> String {
-    let Some(l) = text.lines().nth(line.saturating_sub(1) as usize) else { return String::new() };
+    let Some(l) = text.lines().nth(line.saturating_sub(1) as usize) else {
+        return String::new();
+    };
     let l = l.trim_start().trim_start_matches("- ");
     l.split_once(':').map(|(k, _)| k.trim().trim_matches(|c| c == '"' || c == '\'').to_string()).unwrap_or_default()
 }

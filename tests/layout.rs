@@ -16,14 +16,19 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("store", &["error", "sha", "durable", "store"]),
     ("score", &["error", "sha", "score"]),
     ("policy", &["error", "sha", "score", "policy"]),
-    ("engine", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config"]),
-    ("fuse", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "fuse"]),
-    ("mcp", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "mcp"]),
+    ("envelope", &["error", "sha", "envelope"]),
+    ("engine", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope"]),
+    (
+        "fuse",
+        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "fuse"],
+    ),
+    ("mcp", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "mcp"]),
 ];
 
 const CORE: &[&str] = &["engine", "score", "journal", "store", "durable"];
 const FRONT_END_CRATES: &[&str] = &["fuser", "rmcp", "tokio", "clap"];
-const IMPURE: &[&str] = &["std::fs", "std::net", "std::process", "std::env", "SystemTime", "Instant::now", "std::thread"];
+const IMPURE: &[&str] =
+    &["std::fs", "std::net", "std::process", "std::env", "SystemTime", "Instant::now", "std::thread"];
 
 #[test]
 fn module_boundaries_hold() {
@@ -127,9 +132,11 @@ fn uses_path(code: &str, name: &str) -> bool {
     let mut start = 0;
     while let Some(i) = code[start..].find(name) {
         let at = start + i;
-        let before_ok = at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_' || bytes[at - 1] == b':');
+        let before_ok =
+            at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_' || bytes[at - 1] == b':');
         let rest = &code[at + name.len()..];
-        let after_ok = rest.starts_with("::") || rest.starts_with(';') || rest.starts_with(" as ") || rest.starts_with(" {");
+        let after_ok =
+            rest.starts_with("::") || rest.starts_with(';') || rest.starts_with(" as ") || rest.starts_with(" {");
         if before_ok && after_ok {
             return true;
         }

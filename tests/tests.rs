@@ -4,16 +4,19 @@
 mod support;
 
 mod commit;
-mod crash;
 mod concurrency;
-mod model;
+mod crash;
 mod faults;
 mod journal;
+mod model;
 
-mod hostile_paths;
 mod bad_state;
 mod cli;
-mod layout;
-mod scan;
-mod policy;
 mod fuzz;
+mod gate;
+mod hostile_paths;
+mod layout;
+mod mount;
+mod mount_helper;
+mod policy;
+mod scan;

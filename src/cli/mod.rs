@@ -5,6 +5,7 @@
 //! negative (`verify` found problems, `scan` found something the policy blocks), 2 error (the
 //! kind and reason are printed on stderr).
 
+mod mount;
 mod run;
 mod scan;
 
@@ -38,6 +39,8 @@ deleted version so it can be restored.",
   rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
   rwfs verify                                    journal chain intact? files as journaled?
   rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
+  rwfs mount --daemon ~/repo                     gate every write to ~/repo (mount over it)
+  rwfs unmount ~/repo                            commit open drafts and unmount
 
 Exit status: 0 success, 1 negative answer (verify found problems, scan found something blocked),
 2 error."
@@ -74,6 +77,46 @@ pub enum Command {
     /// Scan files, trees (respecting .gitignore) or stdin (`-`) for secrets and personal data;
     /// exit 1 when anything would be blocked (usable as a pre-commit hook).
     Scan(ScanArgs),
+    /// Serve WORKSPACE through FUSE (over itself without MOUNTPOINT): every write is scanned,
+    /// committed durably, journaled and kept restorable.
+    Mount(MountArgs),
+    /// Ask the daemon serving PATH to commit its open drafts and unmount (lazy unmount if no
+    /// daemon answers).
+    Unmount(UnmountArgs),
+    /// Print the rules to paste into AGENTS.md / CLAUDE.md / .cursorrules for a mounted workspace.
+    AgentRules,
+}
+
+#[derive(Debug, Args)]
+pub struct MountArgs {
+    /// The workspace [default: --workspace, $RW_WORKSPACE, else the current directory].
+    #[arg(value_name = "WORKSPACE")]
+    pub target: Option<PathBuf>,
+    /// Where to mount [default: over WORKSPACE itself].
+    pub mountpoint: Option<PathBuf>,
+    /// Detach once the mount is ready (exit 0), or exit 2 with the error.
+    #[arg(long)]
+    pub daemon: bool,
+    /// Mount read-only (writes fail with EROFS).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Let other users in (allow_other; permissions are checked by the kernel).
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Errno of a blocked write: EACCES (default), EPERM, EIO, EROFS, ENOSPC or EDQUOT
+    /// [default: the policy's blocked_errno].
+    #[arg(long, value_name = "NAME")]
+    pub blocked_errno: Option<String>,
+    /// Also write paths matching GLOB in place, without draft, scan or journal (repeatable;
+    /// added to the policy's pass_through).
+    #[arg(long = "pass-through", value_name = "GLOB")]
+    pub pass_through: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UnmountArgs {
+    /// The mountpoint (or the workspace of a mount over itself).
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -7,13 +7,12 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
+use super::mount::{mount, mount_statuses, unmount};
 use super::{Cli, Command, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
-use crate::engine::{
-    Committed, Engine, Expect, Found, Options, RestoreTo, Restored, Workspace, WriteMode,
-    WriteRequest, verify,
-};
+use crate::app::control::{self, Request, committed_json};
+use crate::engine::{Engine, Expect, Found, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
 use crate::error::{IoContext, Reason, Result};
-use crate::journal::{Actor, Row, Via};
+use crate::journal::{Actor, Op, Row, Via};
 use crate::sha::Sha256;
 
 const CALLER: &str = "rwfs-cli";
@@ -21,7 +20,11 @@ const CALLER: &str = "rwfs-cli";
 /// Run `cli`; errors are returned for `main` to print.
 pub fn run(cli: Cli) -> Result<Exit> {
     let root = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    let options = Options { allow_unsafe_root: cli.allow_unsafe_root, disk: None };
+    let options = Options {
+        allow_unsafe_root: cli.allow_unsafe_root,
+        disk: None,
+        policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
+    };
     match cli.command {
         Command::Write(args) => write(&root, &options, args),
         Command::Rm(args) => rm(&root, &options, args),
@@ -32,15 +35,35 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Gc(args) => gc(&root, &options, args),
         Command::Status(args) => status(&Workspace::open(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
+        Command::Mount(args) => mount(root, options, args),
+        Command::Unmount(args) => unmount(&args),
+        Command::AgentRules => {
+            print!("{}", AGENT_RULES);
+            Ok(Exit::Ok)
+        }
     }
 }
+
+/// What `rwfs agent-rules` prints.
+const AGENT_RULES: &str = include_str!("agent_rules.md");
 
 fn actor() -> Actor {
     Actor::this_process(Via::Cli, CALLER)
 }
 
-/// Open the engine, run `f`, close the engine (making the watermark durable).
-fn with_engine<T>(root: &Path, options: &Options, f: impl FnOnce(&Engine) -> Result<T>) -> Result<T> {
+/// Run a change on the workspace's engine: the daemon's when the workspace is mounted (its
+/// control socket answers; `relay` builds the request), else one opened here for `f` and
+/// closed after (making the watermark durable).
+fn with_engine(
+    root: &Path,
+    options: &Options,
+    f: impl FnOnce(&Engine) -> Result<serde_json::Value>,
+    relay: impl FnOnce() -> (Request, Vec<u8>),
+) -> Result<serde_json::Value> {
+    if control::answers(root) {
+        let (request, body) = relay();
+        return control::call(root, request, &body);
+    }
     let engine = Engine::open(root, options)?;
     let out = f(&engine)?;
     engine.close()?;
@@ -53,9 +76,23 @@ fn write(root: &Path, options: &Options, args: WriteArgs) -> Result<Exit> {
     let mut content = Vec::new();
     std::io::stdin().read_to_end(&mut content).step("read stdin")?;
     let actor = actor();
-    let committed = with_engine(root, options, |engine| {
-        engine.safe_write(&WriteRequest { path: &args.path, content: &content, mode, expect, actor: &actor })
-    })?;
+    let committed = with_engine(
+        root,
+        options,
+        |engine| {
+            let request = WriteRequest { path: &args.path, content: &content, mode, expect, actor: &actor };
+            engine.safe_write(&request).map(|c| committed_json(&c))
+        },
+        || {
+            let request = Request::Write {
+                path: args.path.clone(),
+                mode: args.mode.clone(),
+                expect: args.expect.clone(),
+                len: content.len() as u64,
+            };
+            (request, content.clone())
+        },
+    )?;
     print_committed(&committed, args.json.json);
     Ok(Exit::Ok)
 }
@@ -63,7 +100,12 @@ fn write(root: &Path, options: &Options, args: WriteArgs) -> Result<Exit> {
 fn rm(root: &Path, options: &Options, args: RmArgs) -> Result<Exit> {
     let expect = args.expect.as_deref().map(Expect::parse).transpose()?;
     let actor = actor();
-    let committed = with_engine(root, options, |engine| engine.delete(&args.path, expect, &actor))?;
+    let committed = with_engine(
+        root,
+        options,
+        |engine| engine.delete(&args.path, expect, &actor).map(|c| committed_json(&c)),
+        || (Request::Rm { path: args.path.clone(), expect: args.expect.clone() }, Vec::new()),
+    )?;
     print_committed(&committed, args.json.json);
     Ok(Exit::Ok)
 }
@@ -72,18 +114,41 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
     let to = match (&args.sha, &args.at) {
         (Some(sha), _) => RestoreTo::Sha(sha.clone()),
         (None, Some(at)) => RestoreTo::At(parse_time(at)?),
-        (None, None) => return Err(Reason::InvalidArgument { what: "version: give --sha or --at" }.into()),
+        (None, None) => {
+            return Err(Reason::InvalidArgument { what: "version: give --sha or --at" }.into());
+        }
     };
     let actor = actor();
-    match with_engine(root, options, |engine| engine.restore(&args.path, &to, &actor))? {
-        Restored::Committed(committed) => print_committed(&committed, args.json.json),
-        Restored::AlreadyCurrent { path, sha256 } => {
-            if args.json.json {
-                println!("{}", json!({"ok": true, "path": path.as_str(), "sha256": sha256, "unchanged": true}));
-            } else {
-                eprintln!("{path} already holds {}; nothing to do", sha256.short(12));
+    let at_unix_ns = match &to {
+        RestoreTo::At(t) => Some(match t.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        }),
+        RestoreTo::Sha(_) => None,
+    };
+    let restored = with_engine(
+        root,
+        options,
+        |engine| match engine.restore(&args.path, &to, &actor)? {
+            Restored::Committed(committed) => Ok(committed_json(&committed)),
+            Restored::AlreadyCurrent { path, sha256 } => {
+                Ok(json!({"ok": true, "path": path.as_str(), "sha256": sha256, "unchanged": true}))
             }
+        },
+        || (Request::Restore { path: args.path.clone(), sha: args.sha.clone(), at_unix_ns }, Vec::new()),
+    )?;
+    if restored["unchanged"] == json!(true) {
+        if args.json.json {
+            println!("{restored}");
+        } else {
+            eprintln!(
+                "{} already holds {}; nothing to do",
+                restored["path"].as_str().unwrap_or(""),
+                short_json(&restored["sha256"])
+            );
         }
+    } else {
+        print_committed(&restored, args.json.json);
     }
     Ok(Exit::Ok)
 }
@@ -91,11 +156,20 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
 fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
     let keep = Duration::from_secs(args.keep_days.saturating_mul(86_400));
     let actor = actor();
-    let gc = with_engine(root, options, |engine| engine.gc(keep, &actor))?;
+    let gc = with_engine(
+        root,
+        options,
+        |engine| {
+            engine
+                .gc(keep, &actor)
+                .map(|gc| json!({"ok": true, "removed": gc.objects, "bytes": gc.bytes, "seq": gc.seq}))
+        },
+        || (Request::Gc { keep_seconds: keep.as_secs() }, Vec::new()),
+    )?;
     if args.json.json {
-        println!("{}", json!({"ok": true, "removed": gc.objects, "bytes": gc.bytes, "seq": gc.seq}));
+        println!("{gc}");
     } else {
-        println!("removed {} versions ({} bytes) older than {} days", gc.objects, gc.bytes, args.keep_days);
+        println!("removed {} versions ({} bytes) older than {} days", gc["removed"], gc["bytes"], args.keep_days);
     }
     Ok(Exit::Ok)
 }
@@ -118,7 +192,11 @@ fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
             let _ = writeln!(out, "{}", row.to_line());
         }
     } else {
-        let _ = writeln!(out, "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
+        let _ = writeln!(
+            out,
+            "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO",
+            "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH"
+        );
         for row in &rows {
             let _ = writeln!(
                 out,
@@ -148,8 +226,10 @@ fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
             .map(|v| {
                 let row = &v.entry.row;
                 json!({
-                    "seq": row.seq, "ts": row.ts, "op": row.op().as_str(), "sha256": row.sha256,
+                    "seq": row.seq, "ts": row.ts, "op": row.op().as_str(), "sha256": v.state,
                     "prev_sha256": row.prev_sha256, "bytes": row.bytes, "where": v.availability.as_str(),
+                    "from": row.from, "to": (row.path != history.path.as_str()).then_some(&row.path),
+                    "refused_sha256": (row.op() == Op::Block).then_some(row.sha256),
                     "via": row.via, "pid": row.pid, "comm": row.comm, "uid": row.uid, "journal_id": row.journal_id,
                 })
             })
@@ -166,7 +246,7 @@ fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
             row.seq.map_or("-".to_string(), |s| s.to_string()),
             row.ts,
             row.op().as_str(),
-            short(row.sha256),
+            short(version.state),
             row.bytes,
             version.availability.as_str(),
             who(row)
@@ -205,6 +285,16 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
 fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     let status = ws.status()?;
     let last = status.last_row.as_ref();
+    let mounts: Vec<serde_json::Value> = mount_statuses()
+        .into_iter()
+        .map(|(m, daemon)| {
+            let daemon = daemon.unwrap_or_else(|| json!({}));
+            json!({
+                "workspace": m.workspace, "mountpoint": m.mountpoint, "pid": daemon["pid"],
+                "drafts_open": daemon["drafts_open"], "last_commit": daemon["last_commit"],
+            })
+        })
+        .collect();
     if as_json {
         println!(
             "{}",
@@ -214,13 +304,16 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
                 "rows": status.rows, "journal_problems": status.journal_problems,
                 "last": last.map(|r| json!({"seq": r.seq, "ts": r.ts, "op": r.op().as_str(), "path": r.path})),
                 "objects": status.objects, "object_bytes": status.object_bytes,
+                "mounts": mounts,
             })
         );
         return Ok(Exit::Ok);
     }
     println!("workspace  {}", status.root.display());
     match status.owner {
-        Some(owner) if owner.pid == 0 => println!("owner      an rwfs process (its lock record is unreadable)"),
+        Some(owner) if owner.pid == 0 => {
+            println!("owner      an rwfs process (its lock record is unreadable)")
+        }
         Some(owner) => println!("owner      rwfs pid {}", owner.pid),
         None => println!("owner      none (no rwfs process holds the workspace)"),
     }
@@ -236,30 +329,42 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
         None => println!("journal    empty"),
     }
     println!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
+    if mounts.is_empty() {
+        println!("mounts     none");
+    }
+    for m in &mounts {
+        let pid = m["pid"].as_u64().map_or_else(|| "no daemon answers".to_string(), |p| format!("pid {p}"));
+        println!(
+            "mount      {} on {} ({pid}, {} drafts open, last commit {})",
+            m["workspace"].as_str().unwrap_or("?"),
+            m["mountpoint"].as_str().unwrap_or("?"),
+            m["drafts_open"].as_u64().unwrap_or(0),
+            m["last_commit"].as_str().unwrap_or("never")
+        );
+    }
     Ok(Exit::Ok)
 }
 
-fn print_committed(c: &Committed, as_json: bool) {
+/// A committed change, as [`committed_json`] describes it (from this process or the daemon).
+fn print_committed(c: &serde_json::Value, as_json: bool) {
     if as_json {
-        println!(
-            "{}",
-            json!({
-                "ok": true, "path": c.path.as_str(), "op": c.op.as_str(), "sha256": c.sha256,
-                "prev_sha256": c.prev_sha256, "bytes": c.bytes, "seq": c.seq,
-                "journal_id": c.journal_id, "wrote_at": c.ts,
-            })
-        );
-    } else {
-        println!(
-            "{} {}: {} bytes, sha256 {} (was {}), seq {}",
-            c.op.as_str(),
-            c.path,
-            c.bytes,
-            short(c.sha256),
-            short(c.prev_sha256),
-            c.seq
-        );
+        println!("{c}");
+        return;
     }
+    println!(
+        "{} {}: {} bytes, sha256 {} (was {}), seq {}",
+        c["op"].as_str().unwrap_or("?"),
+        c["path"].as_str().unwrap_or("?"),
+        c["bytes"],
+        short_json(&c["sha256"]),
+        short_json(&c["prev_sha256"]),
+        c["seq"]
+    );
+}
+
+/// A digest in JSON (or null), abbreviated.
+fn short_json(sha: &serde_json::Value) -> String {
+    sha.as_str().filter(|s| !s.is_empty()).map_or_else(|| "absent".to_string(), |s| s[..12.min(s.len())].to_string())
 }
 
 fn short(sha: Option<Sha256>) -> String {
@@ -296,8 +401,8 @@ fn parse_time(s: &str) -> Result<SystemTime> {
         return Ok(t);
     }
     let ago = s.strip_suffix(" ago").unwrap_or(s);
-    humantime::parse_duration(ago)
-        .ok()
-        .and_then(|d| SystemTime::now().checked_sub(d))
-        .ok_or_else(|| Reason::InvalidArgument { what: "time (RFC 3339, \"YYYY-MM-DD HH:MM:SS\" UTC, or a duration such as 10m)" }.into())
+    humantime::parse_duration(ago).ok().and_then(|d| SystemTime::now().checked_sub(d)).ok_or_else(|| {
+        Reason::InvalidArgument { what: "time (RFC 3339, \"YYYY-MM-DD HH:MM:SS\" UTC, or a duration such as 10m)" }
+            .into()
+    })
 }

@@ -36,8 +36,17 @@ pub enum FileKind {
     File,
     Dir,
     Symlink,
-    /// A fifo, socket or device node.
-    Other,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+impl FileKind {
+    /// A fifo, socket or device node: no content rwfs versions.
+    pub fn is_special(self) -> bool {
+        matches!(self, FileKind::Fifo | FileKind::Socket | FileKind::CharDevice | FileKind::BlockDevice)
+    }
 }
 
 /// The metadata rwfs looks at.
@@ -51,8 +60,36 @@ pub struct Stat {
     pub gid: u32,
     pub size: u64,
     pub nlink: u64,
+    /// Allocated size in 512-byte blocks.
+    pub blocks: u64,
+    /// Device number of a device node.
+    pub rdev: u64,
+    pub atime_ns: i64,
     pub mtime_ns: i64,
     pub ctime_ns: i64,
+}
+
+/// A timestamp to set ([`Disk::set_times`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetTime {
+    /// Leave it as it is.
+    Keep,
+    Now,
+    /// Nanoseconds since the epoch.
+    At(i64),
+}
+
+/// What `statvfs` says about the filesystem holding a directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FsStats {
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub blocks_available: u64,
+    pub files: u64,
+    pub files_free: u64,
+    pub block_size: u32,
+    pub fragment_size: u32,
+    pub name_max: u32,
 }
 
 /// Attributes carried from the version a commit replaces to the new one.
@@ -100,6 +137,12 @@ impl Dir {
 
     pub fn try_clone(&self) -> io::Result<Dir> {
         Ok(Dir { fd: self.fd.try_clone()?, rel: self.rel.clone() })
+    }
+
+    /// A path naming this very directory through its descriptor (`/proc/self/fd/N`): it
+    /// reaches the directory even where its own path is covered by a mount.
+    pub fn fd_path(&self) -> std::path::PathBuf {
+        super::sys::proc_fd_path(self.fd.as_fd())
     }
 }
 
@@ -170,9 +213,8 @@ pub fn temp_name() -> String {
     // getrandom only fails where the OS has no entropy source at all; fall back to the clock
     // mixed with the address of a local, which is still unique within this process.
     if getrandom::fill(&mut bytes).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         let local = &bytes as *const _ as u64;
         bytes = (nanos ^ local.rotate_left(32)).to_le_bytes();
     }
@@ -229,9 +271,62 @@ pub trait Disk: Send + Sync {
     fn sync_dir(&self, dir: &Dir) -> io::Result<()>;
     /// Give an anonymous temp file a name (`linkat`); `EEXIST` if the name is taken.
     fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()>;
-    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename)
-    -> io::Result<()>;
+    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()>;
     fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()>;
+
+    // ---- Namespace and metadata changes made through the mount. The crash model does not
+    // cover them (they carry no content rwfs versions), so the defaults act on the real disk
+    // and a wrapper overrides only what it watches. Every one acts on `name` in `dir` without
+    // following a symlink there.
+
+    /// Create `name` exclusively (`O_CREAT | O_EXCL`) and open it for reading and writing.
+    fn create_new(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<File> {
+        super::meta::create_new(dir, name, perm)
+    }
+    fn symlink(&self, target: &std::ffi::OsStr, dir: &Dir, name: &str) -> io::Result<()> {
+        super::meta::symlink(target, dir, name)
+    }
+    /// A fifo, socket or device node.
+    fn mknod(&self, dir: &Dir, name: &str, kind: FileKind, perm: u32, rdev: u64) -> io::Result<()> {
+        super::meta::mknod(dir, name, kind, perm, rdev)
+    }
+    /// A second name for the inode at `from/from_name` (`linkat` without following).
+    fn hard_link(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str) -> io::Result<()> {
+        super::meta::hard_link(from, from_name, to, to_name)
+    }
+    fn rmdir(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        super::meta::rmdir(dir, name)
+    }
+    /// Permission bits (refused on a symlink).
+    fn set_perm(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+        super::meta::set_perm(dir, name, perm)
+    }
+    fn set_owner(&self, dir: &Dir, name: &str, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+        super::meta::set_owner(dir, name, uid, gid)
+    }
+    fn set_times(&self, dir: &Dir, name: &str, atime: SetTime, mtime: SetTime) -> io::Result<()> {
+        super::meta::set_times(dir, name, atime, mtime)
+    }
+    /// `flags`: 0, `XATTR_CREATE` or `XATTR_REPLACE`.
+    fn set_xattr(&self, dir: &Dir, name: &str, attr: &std::ffi::OsStr, value: &[u8], flags: i32) -> io::Result<()> {
+        super::meta::set_xattr(dir, name, attr, value, flags)
+    }
+    fn remove_xattr(&self, dir: &Dir, name: &str, attr: &std::ffi::OsStr) -> io::Result<()> {
+        super::meta::remove_xattr(dir, name, attr)
+    }
+    fn get_xattr(&self, dir: &Dir, name: &str, attr: &std::ffi::OsStr) -> io::Result<Vec<u8>> {
+        super::meta::get_xattr(dir, name, attr)
+    }
+    fn list_xattrs(&self, dir: &Dir, name: &str) -> io::Result<Vec<OsString>> {
+        super::meta::list_xattrs(dir, name)
+    }
+    fn statfs(&self, dir: &Dir) -> io::Result<FsStats> {
+        super::meta::statfs(dir)
+    }
+    /// Copy the first `len` bytes of `from` to the start of `to` (in the kernel where it can).
+    fn copy_range(&self, from: &File, to: &File, len: u64) -> io::Result<()> {
+        super::meta::copy_range(from, to, len)
+    }
 
     // ---- Hints: no semantics.
 

@@ -18,13 +18,14 @@
 //! displaced versions go: that is the commit protocol in `engine/commit.rs`.
 
 mod disk;
+mod meta;
 mod os;
 pub mod resolve;
 mod stage;
 mod sys;
 
 pub use disk::{
-    Attrs, Dir, Disk, File, FileId, FileKind, Rename, Stat, TEMP_PREFIX, TEMP_SUFFIX, Temp,
+    Attrs, Dir, Disk, File, FileId, FileKind, FsStats, Rename, SetTime, Stat, TEMP_PREFIX, TEMP_SUFFIX, Temp,
     is_temp_name, temp_name,
 };
 pub use os::OsDisk;

@@ -14,7 +14,7 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::libc;
-use nix::sys::stat::{FileStat, Mode, SFlag};
+use nix::sys::stat::{FileStat, Mode};
 
 use super::disk::{Attrs, Dir, Disk, File, FileId, FileKind, Rename, Stat, Temp, temp_name};
 use super::sys;
@@ -24,24 +24,17 @@ use super::sys;
 pub struct OsDisk;
 
 fn to_stat(st: &FileStat) -> Stat {
-    let fmt = SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits());
-    let kind = if fmt == SFlag::S_IFREG {
-        FileKind::File
-    } else if fmt == SFlag::S_IFDIR {
-        FileKind::Dir
-    } else if fmt == SFlag::S_IFLNK {
-        FileKind::Symlink
-    } else {
-        FileKind::Other
-    };
     Stat {
         id: FileId { dev: st.st_dev, ino: st.st_ino },
-        kind,
+        kind: super::meta::kind_of(st.st_mode),
         perm: st.st_mode & 0o7777,
         uid: st.st_uid,
         gid: st.st_gid,
         size: st.st_size as u64,
         nlink: st.st_nlink,
+        blocks: st.st_blocks as u64,
+        rdev: st.st_rdev,
+        atime_ns: st.st_atime * 1_000_000_000 + st.st_atime_nsec,
         mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
         ctime_ns: st.st_ctime * 1_000_000_000 + st.st_ctime_nsec,
     }
@@ -72,11 +65,7 @@ fn is_plain(rel: &str) -> bool {
 
 impl Disk for OsDisk {
     fn open_root(&self, path: &Path) -> io::Result<Dir> {
-        let fd = nix::fcntl::open(
-            path,
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
         Ok(Dir::new(fd, String::new()))
     }
 
@@ -133,12 +122,8 @@ impl Disk for OsDisk {
     }
 
     fn list(&self, dir: &Dir) -> io::Result<Vec<(OsString, FileKind)>> {
-        let mut handle = nix::dir::Dir::openat(
-            dir,
-            ".",
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?;
+        let mut handle =
+            nix::dir::Dir::openat(dir, ".", OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
         let mut out = Vec::new();
         for entry in handle.iter() {
             let entry = entry?;
@@ -151,7 +136,10 @@ impl Disk for OsDisk {
                 Some(nix::dir::Type::File) => FileKind::File,
                 Some(nix::dir::Type::Directory) => FileKind::Dir,
                 Some(nix::dir::Type::Symlink) => FileKind::Symlink,
-                Some(_) => FileKind::Other,
+                Some(nix::dir::Type::Fifo) => FileKind::Fifo,
+                Some(nix::dir::Type::Socket) => FileKind::Socket,
+                Some(nix::dir::Type::CharacterDevice) => FileKind::CharDevice,
+                Some(nix::dir::Type::BlockDevice) => FileKind::BlockDevice,
                 None => match self.stat(dir, &name.to_string_lossy())? {
                     Some(st) => st.kind,
                     None => continue,
@@ -195,7 +183,9 @@ impl Disk for OsDisk {
                 OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
                 Mode::from_bits_truncate(perm),
             ) {
-                Ok(fd) => return Ok(Temp { file: file_from(fd)?, name: Some(name) }),
+                Ok(fd) => {
+                    return Ok(Temp { file: file_from(fd)?, name: Some(name) });
+                }
                 Err(Errno::EEXIST) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -238,18 +228,20 @@ impl Disk for OsDisk {
         // Owner first: chown clears setuid/setgid bits, which the chmod then restores.
         let mut chowned = false;
         if let Some((uid, gid)) = attrs.owner
-            && (st.uid, st.gid) != (uid, gid) {
-                let owner = Some(nix::unistd::Uid::from_raw(uid));
-                let group = Some(nix::unistd::Gid::from_raw(gid));
-                match nix::unistd::fchown(file, owner, group) {
-                    Ok(()) => chowned = true,
-                    Err(e) => skipped.push(format!("owner {uid}:{gid} ({e})")),
-                }
+            && (st.uid, st.gid) != (uid, gid)
+        {
+            let owner = Some(nix::unistd::Uid::from_raw(uid));
+            let group = Some(nix::unistd::Gid::from_raw(gid));
+            match nix::unistd::fchown(file, owner, group) {
+                Ok(()) => chowned = true,
+                Err(e) => skipped.push(format!("owner {uid}:{gid} ({e})")),
             }
+        }
         if let Some(perm) = attrs.perm
-            && (chowned || perm != st.perm) {
-                nix::sys::stat::fchmod(file, Mode::from_bits_truncate(perm))?;
-            }
+            && (chowned || perm != st.perm)
+        {
+            nix::sys::stat::fchmod(file, Mode::from_bits_truncate(perm))?;
+        }
         for (name, value) in &attrs.xattrs {
             if let Err(e) = sys::set_xattr(file.as_fd(), name, value) {
                 skipped.push(format!("xattr {} ({e})", name.to_string_lossy()));
@@ -274,14 +266,7 @@ impl Disk for OsDisk {
         sys::link_fd(file.as_fd(), dir.as_fd(), name)
     }
 
-    fn rename(
-        &self,
-        from: &Dir,
-        from_name: &str,
-        to: &Dir,
-        to_name: &str,
-        how: Rename,
-    ) -> io::Result<()> {
+    fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
         sys::rename(from.as_fd(), from_name, to.as_fd(), to_name, how)
     }
 

@@ -118,32 +118,18 @@ pub fn check_lexical(input: &str) -> Result<()> {
 ///
 /// With `create_parents`, missing directories are created (and made durable: the parent of each
 /// new directory is synced).
-pub fn resolve(
-    disk: &dyn Disk,
-    root: &Dir,
-    input: &str,
-    scope: Scope,
-    create_parents: bool,
-) -> Result<Target> {
+pub fn resolve(disk: &dyn Disk, root: &Dir, input: &str, scope: Scope, create_parents: bool) -> Result<Target> {
     resolve_inner(disk, root, input, scope, create_parents).map_err(|e| e.at(input))
 }
 
-fn resolve_inner(
-    disk: &dyn Disk,
-    root: &Dir,
-    input: &str,
-    scope: Scope,
-    create_parents: bool,
-) -> Result<Target> {
+fn resolve_inner(disk: &dyn Disk, root: &Dir, input: &str, scope: Scope, create_parents: bool) -> Result<Target> {
     check_lexical(input)?;
     let mut rel = input.to_string();
     for _ in 0..=MAX_SYMLINK_HOPS {
         let (parent_rel, name) = split_last(&rel)?;
         // Refuse the obvious spelling before touching the disk (and before creating anything).
         // (Lexical `..` is only a hint here: after a symlink it may differ from the kernel's.)
-        if scope == Scope::Workspace
-            && normalize_lexically(&rel).is_ok_and(|n| first_component(&n) == STATE_DIR)
-        {
+        if scope == Scope::Workspace && normalize_lexically(&rel).is_ok_and(|n| first_component(&n) == STATE_DIR) {
             return Err(Reason::StateDir.into());
         }
         let parent = open_parent(disk, root, parent_rel, scope, create_parents)?;
@@ -158,7 +144,9 @@ fn resolve_inner(
                 return Ok(Target { parent, name, path, stat });
             }
             Some(FileKind::Dir) => return Err(Reason::IsDirectory.into()),
-            Some(FileKind::Other) => return Err(Reason::NotRegularFile.into()),
+            Some(FileKind::Fifo | FileKind::Socket | FileKind::CharDevice | FileKind::BlockDevice) => {
+                return Err(Reason::NotRegularFile.into());
+            }
             Some(FileKind::Symlink) => {
                 let link = disk.read_link(&parent, name).map_err(|e| Error::io("readlink", e))?;
                 let link = link.into_string().map_err(|_| Reason::NotUtf8)?;
@@ -189,14 +177,31 @@ pub fn lookup(disk: &dyn Disk, root: &Dir, input: &str, scope: Scope) -> Result<
     }
 }
 
+/// The entry `input` names, without following a symlink in its last component: its open
+/// directory and its name. `""` names the root itself (`(root, ".")`). Used where the caller
+/// acts on the entry, whatever its kind (the mount: `lstat`, `unlink`, `chmod`, ...).
+pub fn locate(disk: &dyn Disk, root: &Dir, input: &str, scope: Scope) -> Result<(Dir, String)> {
+    if input.is_empty() {
+        return Ok((root.try_clone().map_err(|e| Error::io("dup root", e))?, ".".to_string()));
+    }
+    let located = (|| {
+        check_lexical(input)?;
+        let (parent_rel, name) = split_last(input)?;
+        let normal = normalize_lexically(input)?;
+        if scope == Scope::Workspace && first_component(&normal) == STATE_DIR {
+            return Err(Reason::StateDir.into());
+        }
+        let parent = open_parent(disk, root, parent_rel, scope, false)?;
+        if scope == Scope::Workspace && canonical(&parent.join(name))?.is_state() {
+            return Err(Reason::StateDir.into());
+        }
+        Ok((parent, name.to_string()))
+    })();
+    located.map_err(|e: Error| e.at(input))
+}
+
 /// Open the directory `rel` beneath `root`, creating missing components when asked.
-pub fn open_parent(
-    disk: &dyn Disk,
-    root: &Dir,
-    rel: &str,
-    scope: Scope,
-    create: bool,
-) -> Result<Dir> {
+pub fn open_parent(disk: &dyn Disk, root: &Dir, rel: &str, scope: Scope, create: bool) -> Result<Dir> {
     match disk.open_dir(root, rel) {
         Ok(dir) => check_scope(dir, scope),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => walk_dirs(disk, root, rel, scope, create),
@@ -291,6 +296,14 @@ fn normalize_lexically(input: &str) -> Result<String> {
     Ok(out.join("/"))
 }
 
+/// The workspace path of `name` (one component, not `.` or `..`) in `dir`, whatever it is.
+pub fn path_in(dir: &Dir, name: &str) -> Result<WorkspacePath> {
+    if name.is_empty() || name.contains('/') || matches!(name, "." | "..") {
+        return Err(Reason::InvalidArgument { what: "name" }.into());
+    }
+    canonical(&dir.join(name))
+}
+
 fn canonical(path: &str) -> Result<WorkspacePath> {
     if path.is_empty() {
         return Err(Reason::IsDirectory.into());
@@ -326,10 +339,7 @@ mod tests {
     fn lexical_normalization() {
         assert_eq!(normalize_lexically("a/./b//../c").unwrap(), "a/c");
         assert_eq!(normalize_lexically("./x").unwrap(), "x");
-        assert_eq!(
-            normalize_lexically("a/../../x").unwrap_err().reason(),
-            &Reason::EscapesWorkspace
-        );
+        assert_eq!(normalize_lexically("a/../../x").unwrap_err().reason(), &Reason::EscapesWorkspace);
         assert_eq!(first_component("./.resilient_write/x"), STATE_DIR);
     }
 

@@ -40,9 +40,16 @@ const WRITEBACK_HINT_MIN: u64 = 64 * 1024;
 pub enum Source<'a> {
     Bytes(&'a [u8]),
     /// The first `len` bytes of `base`, then `tail`: an append.
-    Append { base: &'a File, len: u64, tail: &'a [u8] },
+    Append {
+        base: &'a File,
+        len: u64,
+        tail: &'a [u8],
+    },
     /// The first `len` bytes of `file` (a version restored from `objects/`).
-    File { file: &'a File, len: u64 },
+    File {
+        file: &'a File,
+        len: u64,
+    },
 }
 
 /// How [`Staged::install`] treats the name.
@@ -60,6 +67,8 @@ pub enum Install {
 #[derive(Debug)]
 pub struct Staged {
     temp: Temp,
+    /// Where `temp` is named when that is not the target's directory (an adopted draft).
+    home: Option<Dir>,
     sha256: Sha256,
     len: u64,
     /// Attributes that could not be carried over (reported, not fatal).
@@ -77,7 +86,7 @@ pub struct Displaced {
 pub fn stage(disk: &dyn Disk, dir: &Dir, source: Source<'_>, attrs: &Attrs) -> Result<Staged> {
     let temp = disk.create_temp(dir, 0o666).step("create temp file")?;
     match fill(disk, &temp.file, source, attrs) {
-        Ok((sha256, len, attrs_skipped)) => Ok(Staged { temp, sha256, len, attrs_skipped }),
+        Ok((sha256, len, attrs_skipped)) => Ok(Staged { temp, home: None, sha256, len, attrs_skipped }),
         Err(e) => {
             discard(disk, dir, &temp);
             Err(e)
@@ -85,12 +94,7 @@ pub fn stage(disk: &dyn Disk, dir: &Dir, source: Source<'_>, attrs: &Attrs) -> R
     }
 }
 
-fn fill(
-    disk: &dyn Disk,
-    file: &File,
-    source: Source<'_>,
-    attrs: &Attrs,
-) -> Result<(Sha256, u64, Vec<String>)> {
+fn fill(disk: &dyn Disk, file: &File, source: Source<'_>, attrs: &Attrs) -> Result<(Sha256, u64, Vec<String>)> {
     let skipped = disk.set_attrs(file, attrs).step("set attributes")?;
     let segments = source.segments();
     let mut buf = Vec::new();
@@ -161,7 +165,9 @@ impl Source<'_> {
     fn segments(&self) -> Vec<Segment<'_>> {
         match *self {
             Source::Bytes(bytes) => vec![Segment::Mem(bytes)],
-            Source::Append { base, len, tail } => vec![Segment::File { file: base, len }, Segment::Mem(tail)],
+            Source::Append { base, len, tail } => {
+                vec![Segment::File { file: base, len }, Segment::Mem(tail)]
+            }
             Source::File { file, len } => vec![Segment::File { file, len }],
         }
     }
@@ -170,12 +176,7 @@ impl Source<'_> {
 impl Segment<'_> {
     /// Call `f` with the segment's bytes, in chunks of at most [`CHUNK`]; `buf` holds file
     /// chunks. A file shorter than promised is an error (it changed under us).
-    fn for_each_chunk(
-        &self,
-        disk: &dyn Disk,
-        buf: &mut Vec<u8>,
-        mut f: impl FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
+    fn for_each_chunk(&self, disk: &dyn Disk, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         match *self {
             Segment::Mem(bytes) => bytes.chunks(CHUNK).try_for_each(f),
             Segment::File { file, len } => {
@@ -213,12 +214,25 @@ pub fn hash_file(disk: &dyn Disk, file: &File) -> io::Result<(Sha256, u64)> {
 
 fn discard(disk: &dyn Disk, dir: &Dir, temp: &Temp) {
     if let Some(name) = &temp.name
-        && let Err(e) = disk.unlink(dir, name) {
-            tracing::warn!(dir = dir.rel(), name, error = %e, "could not remove temp file");
-        }
+        && let Err(e) = disk.unlink(dir, name)
+    {
+        tracing::warn!(dir = dir.rel(), name, error = %e, "could not remove temp file");
+    }
 }
 
 impl Staged {
+    /// A file already written elsewhere (a draft, `home/name`, on the target's filesystem)
+    /// whose bytes hash to `sha256`: installing it moves it into place, and failing leaves it
+    /// where it is (it is never removed here).
+    pub fn adopt(file: File, home: Dir, name: String, sha256: Sha256, len: u64) -> Staged {
+        Staged { temp: Temp { file, name: Some(name) }, home: Some(home), sha256, len, attrs_skipped: Vec::new() }
+    }
+
+    /// The file, once installed (the adopted draft's descriptor is the live file's).
+    pub fn into_file(self) -> File {
+        self.temp.file
+    }
+
     pub fn sha256(&self) -> Sha256 {
         self.sha256
     }
@@ -240,9 +254,11 @@ impl Staged {
         disk.sync(&self.temp.file).step("fsync temp file")
     }
 
-    /// Remove the staged version without installing it.
-    pub fn abandon(self, disk: &dyn Disk, dir: &Dir) {
-        discard(disk, dir, &self.temp);
+    /// Remove the staged version without installing it (an adopted file is left alone).
+    pub fn abandon(&self, disk: &dyn Disk, dir: &Dir) {
+        if self.home.is_none() {
+            discard(disk, dir, &self.temp);
+        }
     }
 
     /// Make the staged version visible as `dir/name`, atomically. Not yet durable: the caller
@@ -252,7 +268,7 @@ impl Staged {
     /// cannot exchange names (the previous inode is then hard-linked aside first). On error
     /// nothing is visible under `name` that was not there before.
     pub fn install(
-        self,
+        &self,
         disk: &dyn Disk,
         dir: &Dir,
         name: &str,
@@ -260,7 +276,7 @@ impl Staged {
         current: Option<&File>,
     ) -> Result<Option<Displaced>> {
         let result = self.place(disk, dir, name, how, current);
-        if result.is_err() {
+        if result.is_err() && self.home.is_none() {
             discard(disk, dir, &self.temp);
         }
         result
@@ -275,12 +291,11 @@ impl Staged {
         current: Option<&File>,
     ) -> Result<Option<Displaced>> {
         let file = &self.temp.file;
+        let home = self.home.as_ref().unwrap_or(dir);
         if how == Install::Create {
             match &self.temp.name {
                 None => disk.link(file, dir, name).step("link new file")?,
-                Some(tmp) => {
-                    disk.rename(dir, tmp, dir, name, Rename::NoReplace).step("rename new file")?
-                }
+                Some(tmp) => disk.rename(home, tmp, dir, name, Rename::NoReplace).step("rename new file")?,
             }
             return Ok(None);
         }
@@ -288,7 +303,7 @@ impl Staged {
             Some(tmp) => (tmp.clone(), false),
             None => (link_under_temp_name(disk, file, dir)?, true),
         };
-        let result = swap(disk, dir, &tmp, name, how, current);
+        let result = swap(disk, home, &tmp, dir, name, how, current);
         if result.is_err() && linked_here {
             let _ = disk.unlink(dir, &tmp);
         }
@@ -296,27 +311,29 @@ impl Staged {
     }
 }
 
-/// Put the file named `tmp` in place of `name` ([`Install::Exchange`] or [`Install::Replace`]).
+/// Put the file named `home/tmp` in place of `dir/name` ([`Install::Exchange`] or
+/// [`Install::Replace`]). An exchange leaves the previous inode at `home/tmp`.
 fn swap(
     disk: &dyn Disk,
-    dir: &Dir,
+    home: &Dir,
     tmp: &str,
+    dir: &Dir,
     name: &str,
     how: Install,
     current: Option<&File>,
 ) -> Result<Option<Displaced>> {
     if how == Install::Replace {
-        disk.rename(dir, tmp, dir, name, Rename::Replace).step("rename into place")?;
+        disk.rename(home, tmp, dir, name, Rename::Replace).step("rename into place")?;
         return Ok(None);
     }
-    let displaced = |name: String| -> Result<Option<Displaced>> {
-        Ok(Some(Displaced { dir: dir.try_clone().step("dup directory")?, name }))
+    let displaced = |at: &Dir, name: String| -> Result<Option<Displaced>> {
+        Ok(Some(Displaced { dir: at.try_clone().step("dup directory")?, name }))
     };
-    match disk.rename(dir, tmp, dir, name, Rename::Exchange) {
-        Ok(()) => displaced(tmp.to_string()),
+    match disk.rename(home, tmp, dir, name, Rename::Exchange) {
+        Ok(()) => displaced(home, tmp.to_string()),
         // The name vanished under us (another process): nothing to displace.
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-            disk.rename(dir, tmp, dir, name, Rename::NoReplace).step("rename new file")?;
+            disk.rename(home, tmp, dir, name, Rename::NoReplace).step("rename new file")?;
             Ok(None)
         }
         // No RENAME_EXCHANGE on this filesystem: hard-link the current inode aside, then replace.
@@ -325,11 +342,11 @@ fn swap(
                 return Err(Error::io("exchange names", e));
             };
             let aside = link_under_temp_name(disk, current, dir)?;
-            if let Err(e) = disk.rename(dir, tmp, dir, name, Rename::Replace) {
+            if let Err(e) = disk.rename(home, tmp, dir, name, Rename::Replace) {
                 let _ = disk.unlink(dir, &aside);
                 return Err(Error::io("rename into place", e));
             }
-            displaced(aside)
+            displaced(dir, aside)
         }
         Err(e) => Err(Error::io("exchange names", e)),
     }

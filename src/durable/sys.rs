@@ -73,23 +73,11 @@ pub fn open_tmpfile(dir: BorrowedFd<'_>, perm: u32) -> io::Result<Option<OwnedFd
 pub fn link_fd(fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc form works for every user.
     let proc = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    nix::unistd::linkat(
-        nix::fcntl::AT_FDCWD,
-        proc.as_str(),
-        dir,
-        name,
-        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
-    )?;
+    nix::unistd::linkat(nix::fcntl::AT_FDCWD, proc.as_str(), dir, name, nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW)?;
     Ok(())
 }
 
-pub fn rename(
-    from_dir: BorrowedFd<'_>,
-    from: &str,
-    to_dir: BorrowedFd<'_>,
-    to: &str,
-    how: Rename,
-) -> io::Result<()> {
+pub fn rename(from_dir: BorrowedFd<'_>, from: &str, to_dir: BorrowedFd<'_>, to: &str, how: Rename) -> io::Result<()> {
     let flags = match how {
         Rename::Replace => RenameFlags::empty(),
         Rename::NoReplace => RenameFlags::RENAME_NOREPLACE,
@@ -97,6 +85,11 @@ pub fn rename(
     };
     nix::fcntl::renameat2(from_dir, from, to_dir, to, flags)?;
     Ok(())
+}
+
+/// `/proc/self/fd/N`: a name for the open descriptor itself (macOS: `/dev/fd/N`).
+pub fn proc_fd_path(fd: BorrowedFd<'_>) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 /// The absolute path the kernel knows for an open descriptor.
@@ -140,11 +133,7 @@ pub fn list_xattrs(fd: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
         Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    Ok(buf
-        .split(|&b| b == 0)
-        .filter(|n| !n.is_empty())
-        .map(|n| OsString::from_vec(n.to_vec()))
-        .collect())
+    Ok(buf.split(|&b| b == 0).filter(|n| !n.is_empty()).map(|n| OsString::from_vec(n.to_vec())).collect())
 }
 
 pub fn get_xattr(fd: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
@@ -157,9 +146,7 @@ pub fn get_xattr(fd: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
 pub fn set_xattr(fd: BorrowedFd<'_>, name: &OsStr, value: &[u8]) -> io::Result<()> {
     let name = c_name(name)?;
     // SAFETY: valid descriptor, C string and buffer.
-    let rc = unsafe {
-        libc::fsetxattr(fd.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
-    };
+    let rc = unsafe { libc::fsetxattr(fd.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
     if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
@@ -168,7 +155,7 @@ fn c_name(name: &OsStr) -> io::Result<CString> {
 }
 
 /// The size-query-then-fill dance of the xattr calls, retried if the value grows in between.
-fn read_sized(call: impl Fn(*mut u8, usize) -> isize) -> io::Result<Vec<u8>> {
+pub(super) fn read_sized(call: impl Fn(*mut u8, usize) -> isize) -> io::Result<Vec<u8>> {
     for _ in 0..8 {
         let size = call(std::ptr::null_mut(), 0);
         if size < 0 {

@@ -4,6 +4,8 @@
 //!   resolve  the path beneath the root (typed refusal, nothing touched)
 //!   lock     the path (per-path serialisation)
 //!   read     the current version: digest (cached by inode), attributes; check preconditions
+//!   gate     the whole new version scored and judged by the policy; refused content goes to
+//!            objects/, a `block` row and rejections/<id>.json instead (gate.rs) → blocked
 //!   stage    temp file in the target's directory, attributes carried, bytes written and read
 //!            back; the two digests must agree                     → write_corruption
 //!   round 1  ┌ journal row submitted (group commit: one fdatasync per batch)
@@ -31,6 +33,7 @@
 //!   row; a failure after the change is visible but before it is durable leaves the row
 //!   unsettled for recovery, since only the next start can know which way the disk went.
 
+use std::borrow::Cow;
 use std::str::FromStr;
 
 use std::sync::PoisonError;
@@ -38,14 +41,15 @@ use std::sync::PoisonError;
 use nix::libc;
 
 use crate::durable::{
-    Attrs, Disk, Displaced, File, FileKind, Install, Scope, Source, Stat, Target, WorkspacePath,
-    hash_file, resolve::resolve, stage,
+    Attrs, Disk, Displaced, File, FileKind, Install, Scope, Source, Staged, Stat, Target, WorkspacePath, hash_file,
+    resolve::resolve, stage,
 };
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
 use crate::sha::Sha256;
 
 use super::Core;
+use super::gate::{Quarantine, Refusal, SCAN_MAX};
 use super::settle::Token;
 
 /// Versions at least this big have their pages dropped from the cache when they leave the tree
@@ -148,7 +152,10 @@ enum Content<'a> {
     Bytes(&'a [u8]),
     Append(&'a [u8]),
     /// A stored version; its bytes must hash to `sha`.
-    Version { file: &'a File, sha: Sha256 },
+    Version {
+        file: &'a File,
+        sha: Sha256,
+    },
 }
 
 struct Plan<'a> {
@@ -162,10 +169,21 @@ struct Plan<'a> {
 }
 
 /// The version a path holds when a commit starts.
-struct Current {
-    file: File,
-    stat: Stat,
-    sha: Sha256,
+pub(crate) struct Current {
+    pub(crate) file: File,
+    pub(crate) stat: Stat,
+    pub(crate) sha: Sha256,
+}
+
+impl Current {
+    /// The attributes a new version of this file carries over: mode, owner, xattrs.
+    pub(crate) fn attrs(&self, disk: &dyn Disk) -> Result<Attrs> {
+        Ok(Attrs {
+            perm: Some(self.stat.perm),
+            owner: Some((self.stat.uid, self.stat.gid)),
+            xattrs: disk.xattrs(&self.file).step("read extended attributes")?,
+        })
+    }
 }
 
 impl Core {
@@ -213,7 +231,8 @@ impl Core {
         let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
         let at = target.path.to_string();
         let _guard = self.locks.lock(&target.path);
-        let current = self.current(&target).map_err(|e| e.at(&at))?.ok_or_else(|| Error::from(Reason::NotFound).at(&at))?;
+        let current =
+            self.current(&target).map_err(|e| e.at(&at))?.ok_or_else(|| Error::from(Reason::NotFound).at(&at))?;
         if let Some(expect) = expect {
             expect.check(Some(current.sha)).map_err(|e| e.at(&at))?;
         }
@@ -221,6 +240,7 @@ impl Core {
         let change = Change {
             op: Op::Delete,
             path: at.clone(),
+            from: None,
             sha256: None,
             prev_sha256: Some(current.sha),
             bytes: 0,
@@ -286,11 +306,26 @@ impl Core {
         let current = self.current(target)?;
         let prev = current.as_ref().map(|c| c.sha);
         if plan.create_only
-            && let Some(existing) = prev {
-                return Err(Reason::AlreadyExists { existing }.into());
-            }
+            && let Some(existing) = prev
+        {
+            return Err(Reason::AlreadyExists { existing }.into());
+        }
         if let Some(expect) = plan.expect {
             expect.check(prev)?;
+        }
+        if let Some(content) = self.whole_version(&plan.content, current.as_ref())?
+            && let Some(judgement) = self.gate.judge(target.path.as_str(), &content)
+            && judgement.blocks()
+        {
+            return Err(self.refuse(Refusal {
+                path: &target.path,
+                content: Quarantine::Bytes(&content),
+                sha: Sha256::of(&content),
+                bytes: content.len() as u64,
+                prev,
+                judgement,
+                actor: plan.actor,
+            }));
         }
         let source = match (&plan.content, &current) {
             (Content::Bytes(bytes), _) | (Content::Append(bytes), None) => Source::Bytes(bytes),
@@ -300,20 +335,17 @@ impl Core {
             }
         };
         let attrs = match &current {
-            Some(cur) => Attrs {
-                perm: Some(cur.stat.perm),
-                owner: Some((cur.stat.uid, cur.stat.gid)),
-                xattrs: disk.xattrs(&cur.file).step("read extended attributes")?,
-            },
+            Some(cur) => cur.attrs(disk)?,
             None => Attrs::default(),
         };
         let staged = stage(disk, &target.parent, source, &attrs)?;
         if let Content::Version { sha, .. } = plan.content
-            && staged.sha256() != sha {
-                let actual = staged.sha256();
-                staged.abandon(disk, &target.parent);
-                return Err(Reason::ObjectCorrupt { sha, actual }.into());
-            }
+            && staged.sha256() != sha
+        {
+            let actual = staged.sha256();
+            staged.abandon(disk, &target.parent);
+            return Err(Reason::ObjectCorrupt { sha, actual }.into());
+        }
         for skipped in &staged.attrs_skipped {
             tracing::warn!(path = %target.path, attribute = %skipped, "attribute not carried over");
         }
@@ -323,19 +355,38 @@ impl Core {
             (Content::Append(_), Some(_)) => Op::Append,
             _ => Op::Write,
         };
+        self.land(target, &staged, current.as_ref(), op, plan.mode, plan.actor)
+    }
+
+    /// The second half of every commit, once a verified version is staged: round 1 (the row
+    /// and the file's data made durable together), install, round 2 (the directory), settle.
+    /// A failure before the install abandons the staged file (an adopted draft stays where it
+    /// is, for a retry); after the install nothing is removed.
+    pub(crate) fn land(
+        &self,
+        target: &Target,
+        staged: &Staged,
+        current: Option<&Current>,
+        op: Op,
+        mode: &str,
+        actor: &Actor,
+    ) -> Result<Committed> {
+        let disk = self.disk();
+        let prev = current.map(|c| c.sha);
         let (sha, bytes, new_id) = (staged.sha256(), staged.len(), staged.file().id());
         let attrs_skipped = staged.attrs_skipped.clone();
 
-        // Round 1: the row and the temp file's data become durable together.
+        // Round 1: the row and the staged file's data become durable together.
         let token = self.tracker.begin(self.journal.durable_seq());
         let pending = self.journal.submit(Change {
             op,
             path: target.path.to_string(),
+            from: None,
             sha256: Some(sha),
             prev_sha256: prev,
             bytes,
-            mode: plan.mode.to_string(),
-            actor: plan.actor.clone(),
+            mode: mode.to_string(),
+            actor: actor.clone(),
             verdict: None,
             reason: None,
         });
@@ -350,16 +401,16 @@ impl Core {
         };
         if let Err(e) = synced {
             staged.abandon(disk, &target.parent);
-            return Err(self.abort(token, &target.path, prev, Some(sha), plan.actor, e));
+            return Err(self.abort(token, &target.path, prev, Some(sha), actor, e));
         }
 
         // Install, then round 2.
         let how = if current.is_some() { Install::Exchange } else { Install::Create };
-        let displaced = match staged.install(disk, &target.parent, &target.name, how, current.as_ref().map(|c| &c.file)) {
+        let displaced = match staged.install(disk, &target.parent, &target.name, how, current.map(|c| &c.file)) {
             Ok(displaced) => displaced,
             Err(e) => {
                 let e = self.explain_install_error(target, e);
-                return Err(self.abort(token, &target.path, prev, Some(sha), plan.actor, e));
+                return Err(self.abort(token, &target.path, prev, Some(sha), actor, e));
             }
         };
         if let Err(e) = disk.sync_dir(&target.parent) {
@@ -369,11 +420,12 @@ impl Core {
         }
 
         if let Ok(Some(stat)) = disk.stat(&target.parent, &target.name)
-            && stat.id == new_id {
-                self.cache.put(&stat, sha);
-            }
+            && stat.id == new_id
+        {
+            self.cache.put(&stat, sha);
+        }
         // Acknowledged. Settle the previous version.
-        match (displaced, &current) {
+        match (displaced, current) {
             (Some(displaced), Some(cur)) => {
                 self.settle(displaced, cur.sha, token);
                 if cur.stat.size >= DROP_CACHE_MIN {
@@ -393,6 +445,35 @@ impl Core {
             ts: appended.ts,
             attrs_skipped,
         })
+    }
+
+    /// The whole new version in memory, for the gate; `None` when it is larger than the gate
+    /// scans.
+    fn whole_version<'c>(&self, content: &Content<'c>, current: Option<&Current>) -> Result<Option<Cow<'c, [u8]>>> {
+        let (file, len, tail): (Option<&File>, u64, &[u8]) = match (content, current) {
+            (Content::Bytes(bytes), _) | (Content::Append(bytes), None) => (None, 0, bytes),
+            (Content::Append(tail), Some(cur)) => (Some(&cur.file), cur.stat.size, tail),
+            (Content::Version { file, .. }, _) => {
+                (Some(file), self.disk().file_stat(file).step("stat stored version")?.size, &[])
+            }
+        };
+        if len + tail.len() as u64 > SCAN_MAX as u64 {
+            return Ok(None);
+        }
+        let Some(file) = file else {
+            return Ok(Some(Cow::Borrowed(tail)));
+        };
+        let mut whole = vec![0u8; len as usize];
+        let mut got = 0;
+        while got < whole.len() {
+            match self.disk().read_at(file, &mut whole[got..], got as u64).step("read current version")? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        whole.truncate(got);
+        whole.extend_from_slice(tail);
+        Ok(Some(Cow::Owned(whole)))
     }
 
     /// Move a displaced version into `objects/` and end its commit's token. If that fails the
@@ -419,7 +500,7 @@ impl Core {
     }
 
     /// The regular file at the target now, with its digest.
-    fn current(&self, target: &Target) -> Result<Option<Current>> {
+    pub(crate) fn current(&self, target: &Target) -> Result<Option<Current>> {
         let disk = self.disk();
         match disk.stat(&target.parent, &target.name).step("stat target")? {
             None => return Ok(None),
@@ -431,7 +512,9 @@ impl Core {
             Ok(file) => file,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
             // A symlink swapped in after the stat: O_NOFOLLOW refuses it.
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(Reason::NotRegularFile.into()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(Reason::NotRegularFile.into());
+            }
             Err(e) => return Err(Error::io("open current version", e)),
         };
         let stat = disk.file_stat(&file).step("stat current version")?;
@@ -461,7 +544,7 @@ impl Core {
     }
 
     /// Record that the commit whose row is durable did not happen, and return its error.
-    fn abort(
+    pub(crate) fn abort(
         &self,
         token: Token,
         path: &WorkspacePath,
@@ -473,6 +556,7 @@ impl Core {
         let change = Change {
             op: Op::Abort,
             path: path.to_string(),
+            from: None,
             sha256: unchanged,
             prev_sha256: claimed,
             bytes: 0,
@@ -489,7 +573,7 @@ impl Core {
         error
     }
 
-    fn disk(&self) -> &dyn Disk {
+    pub(crate) fn disk(&self) -> &dyn Disk {
         &*self.ws.disk
     }
 }

@@ -21,9 +21,12 @@
 //! This module never imports `fuser`, `rmcp`, `tokio` or `clap`.
 
 mod commit;
+mod draft;
+mod gate;
 mod locks;
 mod recovery;
 mod settle;
+mod tree;
 mod verify;
 mod workspace;
 
@@ -44,11 +47,15 @@ use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
 
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
+pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use recovery::Recovery;
 pub use settle::{LOCK_FILE, LockInfo};
+pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
 pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
 
+use gate::Gate;
+pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, scannable};
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;
 use settle::{OwnerLock, Previous, Token, Tracker};
@@ -72,6 +79,7 @@ pub(crate) struct Core {
     pub(crate) tracker: Tracker,
     pub(crate) locks: PathLocks,
     pub(crate) cache: DigestCache,
+    pub(crate) gate: Gate,
     /// Displaced versions whose move into `objects/` failed, with their commits' tokens.
     pub(crate) unsettled: Mutex<Vec<(Displaced, Sha256, Token)>>,
     /// The watermark last written to the lock file.
@@ -92,7 +100,10 @@ pub enum RestoreTo {
 pub enum Restored {
     Committed(Committed),
     /// The path already holds that version; nothing was written.
-    AlreadyCurrent { path: WorkspacePath, sha256: Sha256 },
+    AlreadyCurrent {
+        path: WorkspacePath,
+        sha256: Sha256,
+    },
 }
 
 /// What retention removed.
@@ -120,19 +131,23 @@ impl Engine {
         let objects = Objects::open(disk.clone(), &state)?;
         let mut claims = Claims::default();
         let (journal, _scan) = journal::open(disk.clone(), &state, |entry| claims.observe(&entry.row, settled))?;
+        let ws = Workspace::from_parts(disk, path, root, state);
+        let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
         let core = Arc::new(Core {
-            ws: Workspace::from_parts(disk, path, root, state),
+            ws,
             journal,
             objects,
             owner,
             tracker: Tracker::default(),
             locks: PathLocks::new(),
             cache: DigestCache::default(),
+            gate,
             unsettled: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
         });
-        let recovery = core.recover(claims)?;
-        if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() {
+        let mut recovery = core.recover(claims)?;
+        recovery.drafts_kept = core.recover_drafts(&journal::Actor::engine())?;
+        if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() || !recovery.drafts_kept.is_empty() {
             tracing::warn!(?recovery, "recovered from an interrupted session");
         }
         core.record_watermark(true)?;
@@ -143,6 +158,14 @@ impl Engine {
     /// The read-only view of this workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.core.ws
+    }
+
+    /// A path to the state directory that reaches it through the engine's own descriptor
+    /// (valid while the engine is open, in this process), even when a mount covers the
+    /// workspace.
+    pub fn state_dir_path(&self) -> Result<std::path::PathBuf> {
+        let state = self.core.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
+        Ok(state.fd_path())
     }
 
     /// What recovery did when this engine opened.
@@ -170,11 +193,8 @@ impl Engine {
         if history.current == Some(sha) {
             return Ok(Restored::AlreadyCurrent { path: history.path, sha256: sha });
         }
-        let file = self
-            .core
-            .objects
-            .open_object(&sha)?
-            .ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(&at))?;
+        let file =
+            self.core.objects.open_object(&sha)?.ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(&at))?;
         self.core.restore_version(&history.path, &file, sha, actor).map(Restored::Committed)
     }
 
@@ -184,6 +204,7 @@ impl Engine {
         let appended = self.core.journal.append(Change {
             op: Op::Gc,
             path: format!("{STATE_DIR}/{}", crate::store::OBJECTS_DIR),
+            from: None,
             sha256: None,
             prev_sha256: None,
             bytes: removed.bytes,
@@ -207,7 +228,9 @@ impl Engine {
 
     fn shutdown(&self) -> Result<()> {
         let settler = self.settler.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let Some((stop, thread)) = settler else { return Ok(()) };
+        let Some((stop, thread)) = settler else {
+            return Ok(());
+        };
         drop(stop);
         let _ = thread.join();
         self.core.journal.close();
@@ -274,7 +297,7 @@ fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
             let known: BTreeSet<Sha256> = history
                 .versions
                 .iter()
-                .flat_map(|v| [v.entry.row.sha256, v.entry.row.prev_sha256])
+                .flat_map(|v| [v.state, v.entry.row.prev_sha256])
                 .flatten()
                 .filter(|sha| sha.to_hex().starts_with(&prefix))
                 .collect();
@@ -289,12 +312,14 @@ fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
             let mut state = history.versions.first().and_then(|v| v.entry.row.prev_sha256);
             for version in &history.versions {
                 let row = &version.entry.row;
-                let Ok(ts) = humantime::parse_rfc3339(&row.ts) else { continue };
+                let Ok(ts) = humantime::parse_rfc3339(&row.ts) else {
+                    continue;
+                };
                 if ts > *when {
                     break;
                 }
                 if row.op().states_content() {
-                    state = row.sha256;
+                    state = version.state;
                 }
             }
             state.ok_or_else(|| Reason::AbsentAtTime.into())

@@ -15,11 +15,11 @@
 //! Nothing is deleted and nothing is rolled forward: an unacknowledged commit may land either
 //! way, and both outcomes keep every byte.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::durable::{FileKind, Scope, is_temp_name};
 use crate::error::{IoContext, Result};
-use crate::journal::{Actor, Change, Op, Row};
+use crate::journal::{Actor, Change, Ledger, Op, Row};
 use crate::sha::Sha256;
 
 use super::Core;
@@ -28,21 +28,21 @@ use super::verify::{Found, found_at};
 /// What recovery learned from the journal while it was read at open.
 #[derive(Default)]
 pub(crate) struct Claims {
-    /// Path → the content the last row stating it gives it.
-    last: BTreeMap<String, Option<Sha256>>,
-    /// Paths of rows above the watermark.
+    /// What the journal says every path holds.
+    ledger: Ledger,
+    /// Paths that rows above the watermark touched.
     unsettled: BTreeSet<String>,
 }
 
 impl Claims {
     pub(crate) fn observe(&mut self, row: &Row, settled: Option<u64>) {
-        if row.op().states_content() {
-            self.last.insert(row.path.clone(), row.sha256);
-        }
+        let mut touched = self.ledger.apply(row);
         if let Some(seq) = row.seq
-            && settled.is_none_or(|w| seq > w) {
-                self.unsettled.insert(row.path.clone());
-            }
+            && settled.is_none_or(|w| seq > w)
+        {
+            touched.push(row.path.clone());
+            self.unsettled.extend(touched);
+        }
     }
 }
 
@@ -55,22 +55,21 @@ pub struct Recovery {
     pub corrected: Vec<String>,
     /// Temp files whose bytes were moved into `objects/`.
     pub temps_kept: Vec<String>,
+    /// Drafts of a mount that died, moved into `objects/`.
+    pub drafts_kept: Vec<String>,
 }
 
 impl Core {
     pub(crate) fn recover(&self, claims: Claims) -> Result<Recovery> {
         let mut report = Recovery::default();
         let actor = Actor::engine();
-        let dirs: BTreeSet<String> = claims
-            .unsettled
-            .iter()
-            .map(|p| p.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string()))
-            .collect();
+        let dirs: BTreeSet<String> =
+            claims.unsettled.iter().map(|p| p.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string())).collect();
         for dir in dirs {
             self.keep_temps(&dir, &actor, &mut report)?;
         }
         for path in &claims.unsettled {
-            let expected = claims.last.get(path).copied().flatten();
+            let expected = claims.ledger.get(path).flatten();
             report.checked += 1;
             let found = found_at(&self.ws, path)?;
             let actual = match found {
@@ -121,8 +120,7 @@ impl Core {
     }
 
     fn size_of(&self, path: &str) -> Option<u64> {
-        let target =
-            crate::durable::resolve::resolve(&*self.ws.disk, &self.ws.root, path, Scope::State, false).ok()?;
+        let target = crate::durable::resolve::resolve(&*self.ws.disk, &self.ws.root, path, Scope::State, false).ok()?;
         target.stat.map(|s| s.size)
     }
 }
@@ -138,6 +136,7 @@ fn recover_row(
     Change {
         op: Op::Recover,
         path: path.to_string(),
+        from: None,
         sha256: now,
         prev_sha256: claimed,
         bytes,

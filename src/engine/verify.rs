@@ -5,11 +5,9 @@
 //! and, for every path, the content against the last row that sets it (`drift`: edits made
 //! outside rwfs, or damage).
 
-use std::collections::BTreeMap;
-
 use crate::durable::{Scope, hash_file, resolve::resolve};
 use crate::error::{IoContext, Reason, Result};
-use crate::journal::Problem;
+use crate::journal::{Ledger, Problem};
 use crate::sha::Sha256;
 
 use super::workspace::Workspace;
@@ -48,14 +46,13 @@ impl Report {
 
 /// Check the journal's integrity and every journaled path's content.
 pub fn verify(ws: &Workspace) -> Result<Report> {
-    let mut last: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
+    let mut ledger = Ledger::default();
     let scan = ws.read_journal(|entry| {
-        if entry.row.op().states_content() {
-            last.insert(entry.row.path, entry.row.sha256);
-        }
+        ledger.apply(&entry.row);
     })?;
-    let mut report = Report { rows: scan.rows, paths: last.len() as u64, problems: scan.problems, drift: Vec::new() };
-    for (path, expected) in last {
+    let mut report = Report { rows: scan.rows, paths: ledger.len() as u64, problems: scan.problems, drift: Vec::new() };
+    for (path, expected) in ledger.iter() {
+        let path = path.to_string();
         let found = found_at(ws, &path)?;
         let agrees = match (&found, expected) {
             (Found::Absent, None) => true,

@@ -21,8 +21,7 @@ use super::settle::{self, LockInfo};
 /// The policy file's name inside the state directory.
 pub const POLICY_FILE: &str = "policy.yaml";
 
-const UNSAFE_ROOTS: &[&str] =
-    &["/", "/bin", "/sbin", "/usr", "/etc", "/var", "/tmp", "/proc", "/sys", "/dev", "/boot"];
+const UNSAFE_ROOTS: &[&str] = &["/", "/bin", "/sbin", "/usr", "/etc", "/var", "/tmp", "/proc", "/sys", "/dev", "/boot"];
 
 /// How to open a workspace.
 #[derive(Clone, Default)]
@@ -31,6 +30,8 @@ pub struct Options {
     pub allow_unsafe_root: bool,
     /// The I/O seam; [`OsDisk`] when `None`.
     pub disk: Option<Arc<dyn Disk>>,
+    /// The policy file (`RW_POLICY_FILE`); else `.resilient_write/policy.yaml`, else defaults.
+    pub policy_file: Option<PathBuf>,
 }
 
 impl Options {
@@ -112,7 +113,7 @@ impl Workspace {
     pub(crate) fn history_of(&self, path: WorkspacePath) -> Result<History> {
         let mut rows = Vec::new();
         self.read_journal(|entry| {
-            if entry.row.path == path.as_str() {
+            if entry.row.path == path.as_str() || entry.row.from.as_deref() == Some(path.as_str()) {
                 rows.push(entry);
             }
         })?;
@@ -121,7 +122,14 @@ impl Workspace {
         let mut versions = Vec::with_capacity(rows.len());
         let mut stored: BTreeMap<Sha256, bool> = BTreeMap::new();
         for entry in rows {
-            let availability = match entry.row.sha256 {
+            let row = &entry.row;
+            let state = match (row.path == path.as_str(), row.op().states_content()) {
+                (true, true) => row.sha256,
+                // A refusal (or another non-stating row) leaves the content as it was.
+                (true, false) => row.prev_sha256,
+                (false, _) => None,
+            };
+            let availability = match state {
                 None => Availability::Absent,
                 Some(sha) if Some(sha) == current => Availability::Current,
                 Some(sha) => {
@@ -139,7 +147,7 @@ impl Workspace {
                     if here { Availability::Stored } else { Availability::Missing }
                 }
             };
-            versions.push(Version { entry, availability });
+            versions.push(Version { entry, state, availability });
         }
         Ok(History { path, current, versions })
     }
@@ -177,7 +185,8 @@ impl Workspace {
     pub fn policy(&self, file: Option<&Path>) -> Result<Policy> {
         let text = match file {
             Some(path) if path.is_absolute() => Some(
-                std::fs::read_to_string(path).map_err(|e| Error::io("read policy file", e).at(path.display().to_string()))?,
+                std::fs::read_to_string(path)
+                    .map_err(|e| Error::io("read policy file", e).at(path.display().to_string()))?,
             ),
             Some(path) => {
                 let rel = path.to_str().ok_or(Reason::NotUtf8)?;
@@ -220,7 +229,9 @@ impl Workspace {
 
     /// The object store, read-only; `None` before the workspace was first written.
     pub(crate) fn objects(&self) -> Result<Option<Objects>> {
-        let Some(state) = &self.state else { return Ok(None) };
+        let Some(state) = &self.state else {
+            return Ok(None);
+        };
         if self.disk.stat(state, OBJECTS_DIR).step("stat objects")?.is_none() {
             return Ok(None);
         }
@@ -255,6 +266,10 @@ impl Availability {
 #[derive(Debug, Clone)]
 pub struct Version {
     pub entry: Entry,
+    /// What the path held after this row: its `sha256`; the unchanged `prev_sha256` for a row
+    /// that states no content (a `block`, whose `sha256` is the refused draft); absent when the
+    /// row renamed the path away.
+    pub state: Option<Sha256>,
     pub availability: Availability,
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crate::durable::{Dir, Disk, File};
 use crate::error::{IoContext, Result};
 
-pub use row::{Op, Row, Via};
+pub use row::{Ledger, Op, Row, Via};
 pub use scan::{Entry, Problem, Scan};
 pub use writer::{Actor, Appended, Change, Journal, Pending, process_name};
 
@@ -26,11 +26,7 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 
 /// Open the journal of `state` for appending (creating it durably), read it through `visit`,
 /// and start the writer.
-pub fn open(
-    disk: Arc<dyn Disk>,
-    state: &Dir,
-    visit: impl FnMut(Entry),
-) -> Result<(Journal, Scan)> {
+pub fn open(disk: Arc<dyn Disk>, state: &Dir, visit: impl FnMut(Entry)) -> Result<(Journal, Scan)> {
     let existed = disk.stat(state, JOURNAL_FILE).step("stat journal")?.is_some();
     let file = disk.open_write(state, JOURNAL_FILE, true, 0o644).step("open journal")?;
     if !existed {

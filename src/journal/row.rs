@@ -7,7 +7,9 @@
 //! `reason` and `chain`. Reference rows, which lack the additions, parse unchanged.
 //!
 //! `sha256` and `prev_sha256` hold the state of the path after and before the change: a digest,
-//! or `""` when the path is absent (after a delete, before a create).
+//! or `""` when the path is absent (after a delete, before a create). A `rename` row also names
+//! the old path in `from`: the old path is absent after it, and everything that was under it
+//! (a directory rename) is now under `path`. [`Ledger`] replays rows into that meaning.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -93,6 +95,9 @@ pub struct Row {
     pub chain: Option<Sha256>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm: Option<String>,
+    /// `rename`: the old path. `recover` of an orphan draft: the file it was being written as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     #[serde(default)]
     pub journal_id: String,
     /// The reference's write mode (`create|overwrite|append|replace`), or the op for other rows.
@@ -143,6 +148,112 @@ impl Row {
     }
 }
 
+/// What the journal says each path holds: rows replayed in order.
+///
+/// A row that states content sets its path; a `rename` moves its `from` path, and every path
+/// below it, to `path` (the old names become absent); other rows change nothing. `verify`
+/// compares the tree with the result, recovery compares the paths the unsettled rows touched.
+#[derive(Debug, Default, Clone)]
+pub struct Ledger {
+    paths: std::collections::BTreeMap<String, Option<Sha256>>,
+}
+
+impl Ledger {
+    /// Apply one row; returns the paths whose state it set.
+    pub fn apply(&mut self, row: &Row) -> Vec<String> {
+        match (row.op(), &row.from) {
+            (Op::Rename, Some(from)) if row.mode == "exchange" => self.exchange(from, &row.path),
+            (Op::Rename, Some(from)) => self.rename(from, &row.path, row.sha256),
+            (op, _) if op.states_content() => {
+                self.paths.insert(row.path.clone(), row.sha256);
+                vec![row.path.clone()]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn rename(&mut self, from: &str, to: &str, sha256: Option<Sha256>) -> Vec<String> {
+        let below = format!("{from}/");
+        let moved: Vec<(String, Option<Sha256>)> = self
+            .paths
+            .range(from.to_string()..)
+            .take_while(|(p, _)| p.as_str() == from || p.starts_with(&below))
+            .map(|(p, sha)| (p.clone(), *sha))
+            .collect();
+        let mut touched = vec![from.to_string(), to.to_string()];
+        for (old, sha) in moved {
+            self.paths.insert(old.clone(), None);
+            if old != from {
+                let new = format!("{to}{}", &old[from.len()..]);
+                self.paths.insert(new.clone(), sha);
+                touched.push(new);
+            }
+            touched.push(old);
+        }
+        // A file rename states the file's content at its new name; a directory has none.
+        match sha256 {
+            Some(_) => {
+                self.paths.insert(to.to_string(), sha256);
+            }
+            None => {
+                self.paths.remove(to);
+            }
+        }
+        touched.sort();
+        touched.dedup();
+        touched
+    }
+
+    /// `RENAME_EXCHANGE`: the two names (and everything below them) trade places.
+    fn exchange(&mut self, a: &str, b: &str) -> Vec<String> {
+        let mut take = |root: &str| {
+            let below = format!("{root}/");
+            let keys: Vec<String> = self
+                .paths
+                .range(root.to_string()..)
+                .take_while(|(p, _)| p.as_str() == root || p.starts_with(&below))
+                .map(|(p, _)| p.clone())
+                .collect();
+            keys.into_iter()
+                .map(|k| {
+                    let sha = self.paths.remove(&k).flatten();
+                    (k[root.len()..].to_string(), sha)
+                })
+                .collect::<Vec<_>>()
+        };
+        let (under_a, under_b) = (take(a), take(b));
+        let mut touched = vec![a.to_string(), b.to_string()];
+        for (root, moved) in [(b, under_a), (a, under_b)] {
+            for (rest, sha) in moved {
+                let path = format!("{root}{rest}");
+                self.paths.insert(path.clone(), sha);
+                touched.push(path);
+            }
+        }
+        touched.sort();
+        touched.dedup();
+        touched
+    }
+
+    /// The content the journal gives `path`: `None` if no row names it, `Some(None)` if absent.
+    pub fn get(&self, path: &str) -> Option<Option<Sha256>> {
+        self.paths.get(path).copied()
+    }
+
+    /// Every path a row has named, with the content the journal gives it.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Sha256>)> {
+        self.paths.iter().map(|(p, sha)| (p.as_str(), *sha))
+    }
+
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+}
+
 /// `Option<Sha256>` as `"<hex>"` or `""` (absent).
 mod version {
     use super::*;
@@ -170,6 +281,7 @@ mod tests {
             caller: "rwfs-cli".into(),
             chain: Some(Sha256::zero()),
             comm: Some("rwfs".into()),
+            from: None,
             journal_id: "wj_0123456789ab00000001".into(),
             mode: "overwrite".into(),
             op_field: Some(Op::Write),
@@ -198,6 +310,37 @@ mod tests {
         assert!(positions.windows(2).all(|w| w[0] < w[1]), "{line}");
         assert!(line.contains("\"prev_sha256\":\"\""), "{line}");
         assert_eq!(serde_json::from_str::<Row>(&line).unwrap(), row());
+    }
+
+    #[test]
+    fn the_ledger_follows_file_and_directory_renames() {
+        let (a, b) = (Sha256::of(b"a"), Sha256::of(b"b"));
+        let rows = [
+            Row { path: "d/x".into(), sha256: Some(a), op_field: Some(Op::Create), ..row() },
+            Row { path: "d/e/y".into(), sha256: Some(b), op_field: Some(Op::Create), ..row() },
+            Row { path: "top".into(), sha256: Some(b), op_field: Some(Op::Create), ..row() },
+            Row { path: "n".into(), from: Some("d".into()), sha256: None, op_field: Some(Op::Rename), ..row() },
+            Row { path: "t2".into(), from: Some("top".into()), sha256: Some(b), op_field: Some(Op::Rename), ..row() },
+            Row { path: "t2".into(), sha256: None, op_field: Some(Op::Block), ..row() },
+        ];
+        let mut ledger = Ledger::default();
+        let touched: Vec<Vec<String>> = rows.iter().map(|r| ledger.apply(r)).collect();
+        assert_eq!(touched[3], ["d", "d/e/y", "d/x", "n", "n/e/y", "n/x"]);
+        assert!(touched[5].is_empty(), "a block row states nothing");
+        let state: Vec<(&str, Option<Sha256>)> = ledger.iter().collect();
+        assert_eq!(
+            state,
+            [("d/e/y", None), ("d/x", None), ("n/e/y", Some(b)), ("n/x", Some(a)), ("t2", Some(b)), ("top", None)]
+        );
+        let swap = Row {
+            path: "n/x".into(),
+            from: Some("t2".into()),
+            mode: "exchange".into(),
+            op_field: Some(Op::Rename),
+            ..row()
+        };
+        ledger.apply(&swap);
+        assert_eq!((ledger.get("n/x"), ledger.get("t2")), (Some(Some(b)), Some(Some(a))));
     }
 
     #[test]

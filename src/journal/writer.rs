@@ -68,6 +68,8 @@ pub fn process_name(pid: u32) -> Option<String> {
 pub struct Change {
     pub op: Op,
     pub path: String,
+    /// See [`Row::from`](super::Row::from).
+    pub from: Option<String>,
     pub sha256: Option<Sha256>,
     pub prev_sha256: Option<Sha256>,
     pub bytes: u64,
@@ -89,7 +91,10 @@ pub struct Appended {
 // `Stop` is sent once per journal: its smaller size is not worth boxing every row for.
 #[allow(clippy::large_enum_variant)]
 enum Request {
-    Append { change: Change, reply: Sender<Result<Appended>> },
+    Append {
+        change: Change,
+        reply: Sender<Result<Appended>>,
+    },
     /// Finish what is queued before this and stop.
     Stop,
 }
@@ -294,6 +299,7 @@ fn to_row(change: &Change, seq: u64, journal_id: &str, ts: &str, chain: Sha256) 
         caller: actor.caller.clone(),
         chain: Some(chain),
         comm: actor.comm.clone(),
+        from: change.from.clone(),
         journal_id: journal_id.to_string(),
         mode: if change.mode.is_empty() { change.op.as_str().to_string() } else { change.mode.clone() },
         op_field: Some(change.op),

@@ -30,10 +30,11 @@ mod scan;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
+use regex_automata::Input;
 use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
-use regex_automata::Input;
 
 pub use check::passes as check_passes;
 pub use filter::{entropy, is_placeholder};
@@ -57,8 +58,7 @@ pub struct ExtraPattern {
 }
 
 /// What a [`Scanner`] is built from (the policy's scanning part).
-#[derive(Debug, Clone)]
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ScanConfig {
     pub disabled_families: BTreeSet<String>,
     pub extra: Vec<ExtraPattern>,
@@ -68,7 +68,6 @@ pub struct ScanConfig {
     /// Salt of the findings' hashes.
     pub salt: [u8; 16],
 }
-
 
 /// An `extend_patterns` regex that does not compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +94,14 @@ struct Compiled {
 pub struct Scanner {
     config: ScanConfig,
     weights: BTreeMap<String, f64>,
-    rules: Vec<Compiled>,
+    /// The built-in rules in use, compiled once per set of disabled families.
+    set: Arc<RuleSet>,
     extra: Vec<(ExtraPattern, Regex)>,
+}
+
+/// The compiled built-in rules minus some families: the expensive part of a scanner.
+struct RuleSet {
+    rules: Vec<Compiled>,
     anchors: Option<scan::Anchors>,
     /// Automaton pattern → rules it triggers.
     anchor_rules: Vec<Vec<usize>>,
@@ -104,7 +109,7 @@ pub struct Scanner {
 
 impl std::fmt::Debug for Scanner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scanner").field("rules", &self.rules.len()).field("extra", &self.extra.len()).finish()
+        f.debug_struct("Scanner").field("rules", &self.set.rules.len()).field("extra", &self.extra.len()).finish()
     }
 }
 
@@ -116,22 +121,27 @@ fn compile(pattern: &str) -> Result<Regex, String> {
         .map_err(|e| e.to_string())
 }
 
-impl Scanner {
-    /// The built-in rules and the default configuration.
-    pub fn builtin() -> Scanner {
-        Scanner::new(ScanConfig::default()).expect("built-in rules compile")
+impl RuleSet {
+    /// Every built-in rule (compiled once per process and shared), or the rules outside
+    /// `disabled` (compiled anew: a policy that disables families is rare).
+    fn get(disabled: &BTreeSet<String>) -> Arc<RuleSet> {
+        static ALL: OnceLock<Arc<RuleSet>> = OnceLock::new();
+        let keep = |rule: &Rule| !disabled.contains(rule.family);
+        if disabled.is_empty() {
+            ALL.get_or_init(|| Arc::new(RuleSet::build(keep))).clone()
+        } else {
+            Arc::new(RuleSet::build(keep))
+        }
     }
 
-    pub fn new(config: ScanConfig) -> Result<Scanner, BadPattern> {
+    fn build(keep: impl Fn(&Rule) -> bool) -> RuleSet {
         let mut rules = Vec::new();
         let mut anchors: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for rule in rules::RULES {
-            if config.disabled_families.contains(rule.family) {
-                continue;
-            }
-            let built = |p: &str| compile(p).map_err(|message| BadPattern { name: rule.id.to_string(), message });
-            let regex = if rule.regex.is_empty() { None } else { Some(built(rule.regex)?) };
-            let prefix = rule.prefix.map(built).transpose()?;
+        // The table's patterns are fixed and compile (`tests/scan.rs` builds every rule).
+        let built = |p: &str| compile(p).expect("built-in pattern compiles");
+        for rule in rules::RULES.iter().filter(|r| keep(r)) {
+            let regex = if rule.regex.is_empty() { None } else { Some(built(rule.regex)) };
+            let prefix = rule.prefix.map(built);
             let index = rules.len();
             let words: &[&str] = match rule.trigger {
                 Trigger::Anchors(words) => words,
@@ -143,28 +153,38 @@ impl Scanner {
             }
             rules.push(Compiled { rule, regex, prefix });
         }
+        let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
+        let anchors = (!patterns.is_empty()).then(|| scan::Anchors::new(&patterns).expect("built-in anchors compile"));
+        RuleSet { rules, anchors, anchor_rules }
+    }
+}
+
+impl Scanner {
+    /// The built-in rules and the default configuration.
+    pub fn builtin() -> Scanner {
+        Scanner::new(ScanConfig::default()).expect("built-in rules compile")
+    }
+
+    /// A scanner for `config`; only the policy's own patterns can fail to compile.
+    pub fn new(config: ScanConfig) -> Result<Scanner, BadPattern> {
         let mut extra = Vec::new();
         for pattern in &config.extra {
             if config.disabled_families.contains(&pattern.family) {
                 continue;
             }
-            let regex = compile(&pattern.regex).map_err(|message| BadPattern { name: pattern.name.clone(), message })?;
+            let regex =
+                compile(&pattern.regex).map_err(|message| BadPattern { name: pattern.name.clone(), message })?;
             extra.push((pattern.clone(), regex));
         }
-        let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
-        let anchors = if patterns.is_empty() {
-            None
-        } else {
-            Some(scan::Anchors::new(&patterns).map_err(|message| BadPattern { name: "anchors".into(), message })?)
-        };
+        let set = RuleSet::get(&config.disabled_families);
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS.iter().map(|(f, w)| (f.to_string(), *w)).collect();
         weights.extend(config.weights.iter().map(|(f, w)| (f.clone(), *w)));
-        Ok(Scanner { config, weights, rules, extra, anchors, anchor_rules })
+        Ok(Scanner { config, weights, set, extra })
     }
 
     /// Number of rules in use (built-in and extra).
     pub fn rule_count(&self) -> usize {
-        self.rules.len() + self.extra.len()
+        self.set.rules.len() + self.extra.len()
     }
 
     /// Scan `hay`; `path` (workspace-relative) picks the replacement language.
@@ -179,11 +199,11 @@ impl Scanner {
 
     /// Stage 1 and 2 for anchored rules (and the generic detector).
     fn anchored(&self, hay: &[u8], out: &mut Collector<'_>) {
-        let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.rules.len()];
+        let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.set.rules.len()];
         let mut generic_hits: Vec<(usize, usize)> = Vec::new();
-        for hit in self.anchors.iter().flat_map(|anchors| anchors.find(hay)) {
-            for &r in &self.anchor_rules[hit.anchor] {
-                let rule = self.rules[r].rule;
+        for hit in self.set.anchors.iter().flat_map(|anchors| anchors.find(hay)) {
+            for &r in &self.set.anchor_rules[hit.anchor] {
+                let rule = self.set.rules[r].rule;
                 if matches!(rule.trigger, Trigger::Generic) {
                     generic_hits.push((r, hit.start));
                     continue;
@@ -191,15 +211,17 @@ impl Scanner {
                 spans[r].push(hit.start.saturating_sub(rule.before)..(hit.start + rule.after).min(hay.len()));
             }
         }
-        for (r, compiled) in self.rules.iter().enumerate() {
+        for (r, compiled) in self.set.rules.iter().enumerate() {
             if let Trigger::Run { byte, min } = compiled.rule.trigger {
                 for run in scan::byte_runs(hay, byte, min) {
-                    spans[r].push(run.end.saturating_sub(compiled.rule.before)..(run.end + compiled.rule.after).min(hay.len()));
+                    spans[r].push(
+                        run.end.saturating_sub(compiled.rule.before)..(run.end + compiled.rule.after).min(hay.len()),
+                    );
                 }
             }
         }
         for (r, rule_spans) in spans.iter().enumerate() {
-            let compiled = &self.rules[r];
+            let compiled = &self.set.rules[r];
             for span in rule_spans.iter() {
                 out.work += span.len() as u64;
                 if let Some(regex) = &compiled.regex {
@@ -207,7 +229,9 @@ impl Scanner {
                         if out.full(r) {
                             break;
                         }
-                        let Some(whole) = caps.get_match() else { continue };
+                        let Some(whole) = caps.get_match() else {
+                            continue;
+                        };
                         let secret = caps.get_group_by_name("secret").unwrap_or(whole.span());
                         out.candidate(r, compiled.rule, secret.start..secret.end);
                     }
@@ -224,14 +248,14 @@ impl Scanner {
                 continue;
             }
             if let Some(assignment) = generic::find(hay, at, out.lang.has_bare_strings()) {
-                out.candidate(r, self.rules[r].rule, assignment.value);
+                out.candidate(r, self.set.rules[r].rule, assignment.value);
             }
         }
     }
 
     /// Rules triggered by the linear structural passes, and `binary_hint`.
     fn structural(&self, hay: &[u8], classes: &scan::Classes, out: &mut Collector<'_>) {
-        let wants = |t: fn(&Trigger) -> bool| self.rules.iter().any(|c| t(&c.rule.trigger));
+        let wants = |t: fn(&Trigger) -> bool| self.set.rules.iter().any(|c| t(&c.rule.trigger));
         if wants(|t| matches!(t, Trigger::Digits)) {
             let runs = scan::digit_runs_of(hay, classes);
             self.on_runs(hay, &runs, |t| matches!(t, Trigger::Digits), out);
@@ -247,8 +271,10 @@ impl Scanner {
 
     /// Run the rules of a structural trigger on each run, anchored to the run.
     fn on_runs(&self, hay: &[u8], runs: &[Range<usize>], trigger: fn(&Trigger) -> bool, out: &mut Collector<'_>) {
-        for (r, compiled) in self.rules.iter().enumerate() {
-            let (true, Some(regex)) = (trigger(&compiled.rule.trigger), &compiled.regex) else { continue };
+        for (r, compiled) in self.set.rules.iter().enumerate() {
+            let (true, Some(regex)) = (trigger(&compiled.rule.trigger), &compiled.regex) else {
+                continue;
+            };
             for run in runs {
                 if out.full(r) {
                     break;
@@ -256,10 +282,11 @@ impl Scanner {
                 out.work += run.len() as u64;
                 // Anchored rules (`^…$`) see the run as the whole haystack.
                 if let Some(caps) = regex.captures_iter(Input::new(&hay[run.clone()])).next()
-                    && let Some(whole) = caps.get_match() {
-                        let secret = caps.get_group_by_name("secret").unwrap_or(whole.span());
-                        out.candidate(r, compiled.rule, run.start + secret.start..run.start + secret.end);
-                    }
+                    && let Some(whole) = caps.get_match()
+                {
+                    let secret = caps.get_group_by_name("secret").unwrap_or(whole.span());
+                    out.candidate(r, compiled.rule, run.start + secret.start..run.start + secret.end);
+                }
             }
         }
     }
@@ -307,7 +334,7 @@ impl<'a> Collector<'a> {
             lang,
             salt: scanner.config.salt,
             raw: Vec::new(),
-            per_rule: vec![0; scanner.rules.len()],
+            per_rule: vec![0; scanner.set.rules.len()],
             blobs: 0,
             work: 0,
         }
@@ -320,15 +347,20 @@ impl<'a> Collector<'a> {
     /// A regex match of rule `r`: a leak if it passes the checks, else nothing (the prefix pass
     /// reports token-shaped text).
     fn candidate(&mut self, r: usize, rule: &'static Rule, span: Range<usize>) {
-        let Ok(secret) = std::str::from_utf8(&self.hay[span.clone()]) else { return };
+        let Ok(secret) = std::str::from_utf8(&self.hay[span.clone()]) else {
+            return;
+        };
         if !check::passes(rule.check, secret) || (rule.family != "pem_block" && filter::is_placeholder(secret)) {
             return;
         }
-        if rule.check == Check::None && rule.min_entropy > 0.0 && filter::entropy(secret.as_bytes()) < rule.min_entropy {
+        if rule.check == Check::None && rule.min_entropy > 0.0 && filter::entropy(secret.as_bytes()) < rule.min_entropy
+        {
             return;
         }
         // An address right after `:` or `/` is a URL's userinfo, not an email.
-        if rule.id == "email-address" && (!email_ok(secret) || span.start > 0 && matches!(self.hay[span.start - 1], b':' | b'/')) {
+        if rule.id == "email-address"
+            && (!email_ok(secret) || span.start > 0 && matches!(self.hay[span.start - 1], b':' | b'/'))
+        {
             return;
         }
         self.per_rule[r] += 1;
@@ -352,7 +384,10 @@ impl<'a> Collector<'a> {
             return;
         }
         let mut end = span.end;
-        while end < self.hay.len() && end - span.start < 256 && !matches!(self.hay[end], b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' | b'`' | b',' | b';' | b')') {
+        while end < self.hay.len()
+            && end - span.start < 256
+            && !matches!(self.hay[end], b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' | b'`' | b',' | b';' | b')')
+        {
             end += 1;
         }
         self.per_rule[r] += 1;
@@ -402,7 +437,8 @@ impl<'a> Collector<'a> {
         for raw in kept {
             let (line, column) = positions.at(raw.span.start);
             let secret = &hay[raw.span.clone()];
-            let (replacement, replace) = replace::suggest(hay, raw.span.clone(), raw.env, &raw.family, &raw.rule, self.lang);
+            let (replacement, replace) =
+                replace::suggest(hay, raw.span.clone(), raw.env, &raw.family, &raw.rule, self.lang);
             let finding = Finding {
                 snippet: snippet(secret, raw.vendor),
                 hash: salted_hash(&self.salt, secret),
@@ -430,7 +466,7 @@ impl<'a> Collector<'a> {
         let mut truncated = Vec::new();
         for (r, &n) in self.per_rule.iter().enumerate() {
             if n >= MAX_FINDINGS_PER_RULE {
-                truncated.push(scanner.rules[r].rule.id.to_string());
+                truncated.push(scanner.set.rules[r].rule.id.to_string());
             }
         }
         if self.blobs > 0 {
@@ -461,7 +497,8 @@ impl<'a> Collector<'a> {
 /// longer span.
 fn dedupe(mut raw: Vec<Raw>) -> Vec<Raw> {
     raw.sort_by_key(|f| (f.span.start, std::cmp::Reverse(f.span.end)));
-    let rank = |f: &Raw| (!f.generic, f.kind == Kind::Leak, f.severity == Severity::Credential, f.confidence, f.span.len());
+    let rank =
+        |f: &Raw| (!f.generic, f.kind == Kind::Leak, f.severity == Severity::Credential, f.confidence, f.span.len());
     let mut out: Vec<Raw> = Vec::with_capacity(raw.len());
     for f in raw {
         match out.last_mut() {
@@ -480,11 +517,15 @@ fn dedupe(mut raw: Vec<Raw>) -> Vec<Raw> {
 /// file names (`logo@2x.png`).
 fn email_ok(email: &str) -> bool {
     let lower = email.to_ascii_lowercase();
-    let Some((local, domain)) = lower.rsplit_once('@') else { return false };
+    let Some((local, domain)) = lower.rsplit_once('@') else {
+        return false;
+    };
     let tld = domain.rsplit('.').next().unwrap_or("");
-    const RESERVED: &[&str] = &["example.com", "example.org", "example.net", "localhost", "email.com", "domain.com", "test.com"];
+    const RESERVED: &[&str] =
+        &["example.com", "example.org", "example.net", "localhost", "email.com", "domain.com", "test.com"];
     const RESERVED_TLDS: &[&str] = &["test", "invalid", "localhost", "example", "local", "internal"];
-    const FILE_TLDS: &[&str] = &["png", "jpg", "jpeg", "gif", "svg", "webp", "js", "ts", "css", "map", "json", "html", "md", "py", "rs", "go"];
+    const FILE_TLDS: &[&str] =
+        &["png", "jpg", "jpeg", "gif", "svg", "webp", "js", "ts", "css", "map", "json", "html", "md", "py", "rs", "go"];
     const ROBOTS: &[&str] = &["noreply", "no-reply", "donotreply", "git", "notifications", "users.noreply"];
     !(RESERVED.iter().any(|d| domain == *d || domain.ends_with(&format!(".{d}")))
         || RESERVED_TLDS.contains(&tld)
@@ -587,7 +628,8 @@ fn allowed_lines(hay: &[u8]) -> Vec<Range<usize>> {
 
 /// Replace every finding's `replace` range by its replacement (later ranges first).
 pub fn apply_replacements(hay: &[u8], findings: &[Finding]) -> Vec<u8> {
-    let mut ranges: Vec<(&Range<usize>, &str)> = findings.iter().map(|f| (&f.replace, f.replacement.as_str())).collect();
+    let mut ranges: Vec<(&Range<usize>, &str)> =
+        findings.iter().map(|f| (&f.replace, f.replacement.as_str())).collect();
     ranges.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
     let mut out = hay.to_vec();
     let mut floor = usize::MAX;
@@ -609,10 +651,12 @@ mod tests {
     fn line_stats_count_characters_as_the_reference_does() {
         let mut rng = sample::Rng::new(13);
         for round in 0..2000 {
-            let parts: &[&str] = if round % 2 == 0 { &["a", "\n", "bc", " "] } else { &["a", "\n", "é", "日本", "x"] };
+            let parts: &[&str] =
+                if round % 2 == 0 { &["a", "\n", "bc", " "] } else { &["a", "\n", "é", "日本", "x"] };
             let text: String = (0..rng.below(300)).map(|_| parts[rng.below(parts.len())]).collect();
             // The reference: `content.splitlines()` (on `\n` here) and `len(line)` in characters.
-            let lines: Vec<&str> = if text.is_empty() { vec![] } else { text.strip_suffix('\n').unwrap_or(&text).split('\n').collect() };
+            let lines: Vec<&str> =
+                if text.is_empty() { vec![] } else { text.strip_suffix('\n').unwrap_or(&text).split('\n').collect() };
             let want = (lines.len(), lines.iter().map(|l| l.chars().count()).max().unwrap_or(0));
             assert_eq!(line_stats(text.as_bytes(), &scan::Classes::of(text.as_bytes())), want, "{text:?}");
         }

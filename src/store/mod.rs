@@ -86,8 +86,17 @@ impl Objects {
     /// Store a copy of `file` as `sha`, durably. The bytes are verified against `sha`.
     pub fn put_file(&self, file: &File, sha: Sha256) -> Result<()> {
         let len = self.disk.file_stat(file).step("stat version")?.size;
+        self.put(Source::File { file, len }, sha)
+    }
+
+    /// Store `bytes` as `sha`, durably. The bytes are verified against `sha`.
+    pub fn put_bytes(&self, bytes: &[u8], sha: Sha256) -> Result<()> {
+        self.put(Source::Bytes(bytes), sha)
+    }
+
+    fn put(&self, source: Source<'_>, sha: Sha256) -> Result<()> {
         let sub = self.subdir(&sha)?;
-        let staged = stage(&*self.disk, &sub, Source::File { file, len }, &Default::default())?;
+        let staged = stage(&*self.disk, &sub, source, &Default::default())?;
         if staged.sha256() != sha {
             let actual = staged.sha256();
             staged.abandon(&*self.disk, &sub);
@@ -98,9 +107,15 @@ impl Objects {
         self.disk.sync_dir(&sub).step("fsync objects directory")
     }
 
-    /// Is `sha` in the store?
+    /// Is `sha` in the store? (A `stat`: it works where the objects may be listed but not
+    /// read, as through the mount.)
     pub fn contains(&self, sha: &Sha256) -> Result<bool> {
-        Ok(self.open_object(sha)?.is_some())
+        let hex = sha.to_hex();
+        match self.disk.open_dir(&self.dir, &hex[..2]) {
+            Ok(sub) => Ok(self.disk.stat(&sub, &hex).step("stat object")?.is_some_and(|s| s.kind == FileKind::File)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(Error::io("open objects directory", e)),
+        }
     }
 
     /// Open an object for reading; `None` when it is not (or no longer) stored.
@@ -135,7 +150,9 @@ impl Objects {
     pub fn list(&self) -> Result<Vec<(Sha256, Stat)>> {
         let mut out = Vec::new();
         for (sub_name, kind) in self.disk.list(&self.dir).step("list objects")? {
-            let Some(sub_name) = sub_name.to_str() else { continue };
+            let Some(sub_name) = sub_name.to_str() else {
+                continue;
+            };
             if kind != FileKind::Dir || sub_name.len() != 2 {
                 continue;
             }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod hooked;
+pub mod mount;
 pub mod recorder;
 
 use std::path::{Path, PathBuf};
@@ -137,4 +138,11 @@ pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     walk(dir, dir, &mut out);
     out
+}
+
+/// A config line holding a realistic AWS secret access key, generated (never committed).
+pub fn aws_secret_line(seed: u64) -> String {
+    let mut rng = rwfs::score::sample::Rng::new(seed);
+    let key = rng.string(rwfs::score::sample::BASE64, 40);
+    format!("AWS_SECRET_ACCESS_KEY = \"{key}\"\n")
 }

@@ -1,0 +1,285 @@
+//! The daemon's Unix socket: how the CLI reaches the engine of a mounted workspace.
+//!
+//! Where: the socket lives in a runtime directory (`/run/rwfs` for root, else
+//! `$XDG_RUNTIME_DIR/rwfs`, else `/tmp/rwfs-<uid>`, mode 0700), named after the workspace, and
+//! `.resilient_write/rwfs.sock` in the workspace is a symlink to it. Clients connect through
+//! the symlink, which works whether or not the workspace is mounted over itself (a socket inside
+//! a FUSE mount could not be connected to; a symlink there resolves to the real one).
+//!
+//! Protocol: one request per connection. The client sends one JSON line
+//! `{"rwfs_control": 1, "op": ..., ...}`, followed for `write` by exactly `len` bytes of content;
+//! the daemon answers one JSON line, `{"ok": true, ...}` or `{"ok": false, "error": kind,
+//! "reason": code, "message": ..., "path": ...}`. The caller's pid and uid come from the socket
+//! (`SO_PEERCRED`) and are what the journal records. The first line's `rwfs_control` key leaves
+//! room for other protocols on the same socket (MCP relay).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::durable::STATE_DIR;
+use crate::engine::{Engine, Expect, RestoreTo, Restored, WriteMode, WriteRequest};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::{Actor, Via, process_name};
+use crate::sha::Sha256;
+
+/// The symlink's name in the state directory.
+pub const SOCKET_LINK: &str = "rwfs.sock";
+/// Largest content a `write` request may carry.
+const MAX_CONTENT: u64 = 1 << 30;
+
+/// A request to the daemon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    Write {
+        path: String,
+        mode: String,
+        expect: Option<String>,
+        len: u64,
+    },
+    Rm {
+        path: String,
+        expect: Option<String>,
+    },
+    Restore {
+        path: String,
+        sha: Option<String>,
+        at_unix_ns: Option<i128>,
+    },
+    Gc {
+        keep_seconds: u64,
+    },
+    Status,
+    /// Settle drafts, unmount and exit.
+    Shutdown,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    rwfs_control: u32,
+    #[serde(flatten)]
+    request: Request,
+}
+
+/// What the daemon serves: the engine, and hooks into the mount.
+pub trait Daemon: Send + Sync {
+    fn engine(&self) -> &Engine;
+    /// The engine changed `path` (the mount must forget its caches).
+    fn changed(&self, path: &str);
+    /// `{pid, workspace, mountpoint, drafts_open, last_commit}`.
+    fn status(&self) -> Value;
+    fn shutdown(&self);
+}
+
+/// The runtime directory of sockets for this user.
+pub fn runtime_dir() -> PathBuf {
+    if nix::unistd::geteuid().is_root() {
+        return PathBuf::from("/run/rwfs");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("rwfs"),
+        None => PathBuf::from(format!("/tmp/rwfs-{}", nix::unistd::geteuid())),
+    }
+}
+
+/// The socket of the workspace at `canonical` (its resolved path).
+pub fn socket_path(canonical: &Path) -> PathBuf {
+    let digest = Sha256::of(canonical.as_os_str().as_encoded_bytes()).to_hex();
+    runtime_dir().join(format!("{}.sock", &digest[..16]))
+}
+
+/// Listen on the workspace's socket and link it from the state directory. `state` is the
+/// state directory's real path, reached without going through a mount over the workspace
+/// (`/proc/self/fd/N` of the engine's descriptor).
+pub fn listen(canonical: &Path, state: &Path) -> Result<UnixListener> {
+    let socket = socket_path(canonical);
+    let dir = socket.parent().expect("socket path has a directory");
+    std::fs::create_dir_all(dir).step("create runtime directory")?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).step("restrict runtime directory")?;
+    }
+    // We own the workspace's lock: a socket left here belongs to a daemon that died.
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket).step("bind control socket")?;
+    let link = state.join(SOCKET_LINK);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&socket, &link).step("link control socket")?;
+    Ok(listener)
+}
+
+/// Remove the socket and its link (at shutdown).
+pub fn unlisten(canonical: &Path, state: &Path) {
+    let _ = std::fs::remove_file(state.join(SOCKET_LINK));
+    let _ = std::fs::remove_file(socket_path(canonical));
+}
+
+/// Serve requests until the listener fails (it is closed at exit).
+pub fn serve(listener: UnixListener, daemon: Arc<dyn Daemon>) {
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let daemon = daemon.clone();
+        let spawned = std::thread::Builder::new().name("rwfs-control".into()).spawn(move || {
+            if let Err(e) = handle(stream, &*daemon) {
+                tracing::warn!(error = %e, "control request failed");
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot serve a control connection");
+        }
+    }
+}
+
+fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(60))).step("socket timeout")?;
+    let creds = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| Error::io("peer credentials", e.into()))?;
+    let pid = u32::try_from(creds.pid()).ok().filter(|p| *p != 0);
+    let actor = Actor {
+        via: Via::Cli,
+        caller: "rwfs-cli".into(),
+        pid,
+        comm: pid.and_then(process_name),
+        uid: Some(creds.uid()),
+    };
+    let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
+    let mut line = String::new();
+    reader.read_line(&mut line).step("read request")?;
+    let answer = match serde_json::from_str::<Envelope>(&line) {
+        Ok(envelope) => match execute(envelope.request, &mut reader, &actor, daemon) {
+            Ok(value) => value,
+            Err(e) => error_json(&e),
+        },
+        Err(e) => {
+            json!({"ok": false, "error": "policy_violation", "reason": "bad_request", "message": e.to_string()})
+        }
+    };
+    let mut stream = stream;
+    writeln!(stream, "{answer}").step("answer request")
+}
+
+fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn Daemon) -> Result<Value> {
+    let engine = daemon.engine();
+    let expect = |e: &Option<String>| e.as_deref().map(Expect::parse).transpose();
+    match request {
+        Request::Write { path, mode, expect: e, len } => {
+            if len > MAX_CONTENT {
+                return Err(Reason::InvalidArgument { what: "content length (at most 1 GiB)" }.into());
+            }
+            let mut content = Vec::with_capacity(len as usize);
+            body.take(len).read_to_end(&mut content).step("read content")?;
+            if content.len() as u64 != len {
+                return Err(Reason::InvalidArgument { what: "content (shorter than announced)" }.into());
+            }
+            let mode: WriteMode = mode.parse()?;
+            let committed = engine.safe_write(&WriteRequest {
+                path: &path,
+                content: &content,
+                mode,
+                expect: expect(&e)?,
+                actor,
+            })?;
+            daemon.changed(committed.path.as_str());
+            Ok(committed_json(&committed))
+        }
+        Request::Rm { path, expect: e } => {
+            let committed = engine.delete(&path, expect(&e)?, actor)?;
+            daemon.changed(committed.path.as_str());
+            Ok(committed_json(&committed))
+        }
+        Request::Restore { path, sha, at_unix_ns } => {
+            let to = match (sha, at_unix_ns) {
+                (Some(sha), _) => RestoreTo::Sha(sha),
+                (None, Some(ns)) => RestoreTo::At(time_of(ns)),
+                (None, None) => {
+                    return Err(Reason::InvalidArgument { what: "version: give --sha or --at" }.into());
+                }
+            };
+            match engine.restore(&path, &to, actor)? {
+                Restored::Committed(committed) => {
+                    daemon.changed(committed.path.as_str());
+                    Ok(committed_json(&committed))
+                }
+                Restored::AlreadyCurrent { path, sha256 } => {
+                    Ok(json!({"ok": true, "path": path.as_str(), "sha256": sha256, "unchanged": true}))
+                }
+            }
+        }
+        Request::Gc { keep_seconds } => {
+            let gc = engine.gc(Duration::from_secs(keep_seconds), actor)?;
+            Ok(json!({"ok": true, "removed": gc.objects, "bytes": gc.bytes, "seq": gc.seq}))
+        }
+        Request::Status => {
+            let mut status = daemon.status();
+            status["ok"] = json!(true);
+            Ok(status)
+        }
+        Request::Shutdown => {
+            daemon.shutdown();
+            Ok(json!({"ok": true}))
+        }
+    }
+}
+
+fn time_of(ns: i128) -> std::time::SystemTime {
+    let epoch = std::time::SystemTime::UNIX_EPOCH;
+    let d = Duration::from_nanos(ns.unsigned_abs() as u64);
+    if ns >= 0 { epoch + d } else { epoch - d }
+}
+
+/// The JSON of a committed change (what `rwfs write --json` prints).
+pub fn committed_json(c: &crate::engine::Committed) -> Value {
+    json!({
+        "ok": true, "path": c.path.as_str(), "op": c.op.as_str(), "sha256": c.sha256,
+        "prev_sha256": c.prev_sha256, "bytes": c.bytes, "seq": c.seq, "journal_id": c.journal_id,
+        "wrote_at": c.ts, "attrs_skipped": c.attrs_skipped,
+    })
+}
+
+fn error_json(e: &Error) -> Value {
+    json!({"ok": false, "error": e.kind().as_str(), "reason": e.reason().code(), "message": e.reason().to_string(), "path": e.path()})
+}
+
+/// Does a daemon listen for the workspace at `root`?
+pub fn answers(root: &Path) -> bool {
+    UnixStream::connect(root.join(STATE_DIR).join(SOCKET_LINK)).is_ok()
+}
+
+/// Send `request` (and `body`) to the daemon of the workspace at `root`; its answer.
+pub fn call(root: &Path, request: Request, body: &[u8]) -> Result<Value> {
+    let link = root.join(STATE_DIR).join(SOCKET_LINK);
+    let mut stream =
+        UnixStream::connect(&link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
+    let line = serde_json::to_string(&Envelope { rwfs_control: 1, request }).expect("request serializes");
+    writeln!(stream, "{line}").step("send request")?;
+    stream.write_all(body).step("send content")?;
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).step("read answer")?;
+    let value: Value = serde_json::from_str(&answer)
+        .map_err(|_| Error::io("read answer", std::io::Error::other("the daemon's answer is not JSON")))?;
+    if value["ok"] == json!(true) {
+        return Ok(value);
+    }
+    Err(remote_error(&value))
+}
+
+/// The daemon's error, as an engine error the CLI prints like its own.
+fn remote_error(value: &Value) -> Error {
+    let message = value["message"].as_str().unwrap_or("the daemon refused the request").to_string();
+    let path = value["path"].as_str().map(str::to_string);
+    let error = Error::from(Reason::Remote {
+        kind: value["error"].as_str().and_then(crate::error::ErrorKind::parse).unwrap_or(crate::error::ErrorKind::Io),
+        code: value["reason"].as_str().unwrap_or("io_error").to_string(),
+        message,
+    });
+    match path {
+        Some(path) => error.at(path),
+        None => error,
+    }
+}

@@ -1,0 +1,257 @@
+//! `rwfs mount`: the daemon that owns a workspace, serves it through FUSE and answers the CLI
+//! on its control socket.
+//!
+//! Order of start (each step only once the one before worked):
+//!
+//! 1. with `--daemon`, fork while still single-threaded; the parent waits on a pipe and exits 0
+//!    once the child says the mount is ready, or prints the child's error and exits 2;
+//! 2. block SIGINT, SIGTERM and SIGHUP in every thread (they are taken by one waiting thread);
+//! 3. open the engine (lock, recovery, orphan drafts) — the workspace descriptor is opened
+//!    before anything is mounted, so mounting over the workspace itself works;
+//! 4. mount; listen on the control socket;
+//! 5. wait for a signal, a `shutdown` request, or the kernel ending the session (`umount`).
+//!
+//! Order of stop: drafts committed (or quarantined), lazy unmount, control socket removed,
+//! engine closed (its watermark made durable).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use nix::sys::signal::{SigSet, Signal};
+use serde_json::{Value, json};
+
+use super::control::{self, Daemon};
+use crate::engine::{Engine, Options};
+use crate::error::{Error, IoContext, Result};
+use crate::fuse::{Mount, MountOptions};
+
+/// What `rwfs mount` was asked for.
+#[derive(Clone)]
+pub struct MountRequest {
+    pub workspace: PathBuf,
+    /// `None`: over the workspace itself.
+    pub mountpoint: Option<PathBuf>,
+    pub daemon: bool,
+    pub read_only: bool,
+    pub allow_other: bool,
+    pub blocked_errno: Option<i32>,
+    pub pass_through: Vec<String>,
+    pub options: Options,
+}
+
+/// How long a stop waits for processes still using the mount.
+const UNMOUNT_WAIT: Duration = Duration::from_secs(5);
+
+/// Run the daemon until it is told to stop.
+pub fn run(request: MountRequest) -> Result<()> {
+    let ready = if request.daemon { Some(daemonize()?) } else { None };
+    let outcome = serve(&request, ready.as_ref());
+    if let (Err(e), Some(ready)) = (&outcome, &ready) {
+        ready.fail(e);
+    }
+    outcome
+}
+
+fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
+    let signals = block_signals()?;
+    let engine = Arc::new(Engine::open(&request.workspace, &request.options)?);
+    let workspace = engine.workspace().path().to_path_buf();
+    let mountpoint = match &request.mountpoint {
+        Some(m) => {
+            std::fs::canonicalize(m).map_err(|e| Error::io("resolve mountpoint", e).at(m.display().to_string()))?
+        }
+        None => workspace.clone(),
+    };
+    // The state directory's real path: /proc/self/fd/N of the engine's descriptor does not go
+    // through the mount, even over the workspace itself.
+    let state = engine.state_dir_path()?;
+    let mount = Mount::start(
+        engine.clone(),
+        MountOptions {
+            mountpoint: mountpoint.clone(),
+            read_only: request.read_only,
+            allow_other: request.allow_other,
+            pass_through: request.pass_through.clone(),
+            blocked_errno: request.blocked_errno,
+        },
+    )?;
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
+    let shared = Arc::new(Shared {
+        engine: engine.clone(),
+        mount: Mutex::new(Some(mount)),
+        workspace: workspace.clone(),
+        mountpoint,
+        stop: stop_tx.clone(),
+    });
+    match control::listen(&workspace, &state) {
+        Ok(listener) => {
+            let daemon: Arc<dyn Daemon> = shared.clone();
+            std::thread::Builder::new()
+                .name("rwfs-control".into())
+                .spawn(move || control::serve(listener, daemon))
+                .step("start control socket")?;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no control socket: CLI commands cannot reach this daemon")
+        }
+    }
+    std::thread::Builder::new()
+        .name("rwfs-signals".into())
+        .spawn(move || {
+            while let Ok(signal) = signals.wait() {
+                let _ = stop_tx.send(signal.as_str());
+            }
+        })
+        .step("start signal thread")?;
+    tracing::info!(workspace = %workspace.display(), mountpoint = %shared.mountpoint.display(), "mounted");
+    if let Some(ready) = ready {
+        ready.ok();
+    }
+    let why = wait_for_stop(&shared, &stop_rx);
+    tracing::info!(why, "stopping");
+    let mount = shared.mount.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let unmounted = mount.map_or(Ok(()), |m| m.unmount(UNMOUNT_WAIT));
+    control::unlisten(&workspace, &state);
+    drop(shared);
+    let engine = Arc::try_unwrap(engine).ok();
+    let closed = engine.map_or(Ok(()), Engine::close);
+    unmounted.and(closed)
+}
+
+/// Block until a signal, a shutdown request, or the end of the session.
+fn wait_for_stop(shared: &Shared, stop: &Receiver<&'static str>) -> &'static str {
+    loop {
+        match stop.recv_timeout(Duration::from_millis(250)) {
+            Ok(why) => return why,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return "channel closed",
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                let finished =
+                    shared.mount.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_none_or(Mount::is_finished);
+                if finished {
+                    return "unmounted";
+                }
+            }
+        }
+    }
+}
+
+/// The daemon's state, shared with the control socket.
+struct Shared {
+    engine: Arc<Engine>,
+    mount: Mutex<Option<Mount>>,
+    workspace: PathBuf,
+    mountpoint: PathBuf,
+    stop: Sender<&'static str>,
+}
+
+impl Daemon for Shared {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn changed(&self, path: &str) {
+        if let Some(mount) = self.mount.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            mount.changed(path);
+        }
+    }
+
+    fn status(&self) -> Value {
+        let (drafts, last) =
+            self.mount.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map_or((0, None), Mount::status);
+        json!({
+            "pid": std::process::id(),
+            "workspace": self.workspace,
+            "mountpoint": self.mountpoint,
+            "drafts_open": drafts,
+            "last_commit": last.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = self.stop.send("shutdown requested");
+    }
+}
+
+/// Block the stop signals in this thread and every thread started after it; the returned set
+/// is waited for by one thread.
+fn block_signals() -> Result<SigSet> {
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set.thread_block().map_err(|e| Error::io("block signals", e.into()))?;
+    Ok(set)
+}
+
+/// The child's end of the pipe to the waiting parent.
+struct Ready(OwnedFd);
+
+impl Ready {
+    fn ok(&self) {
+        let _ = nix::unistd::write(&self.0, b"ok\n");
+    }
+
+    fn fail(&self, e: &Error) {
+        let _ = nix::unistd::write(&self.0, format!("rwfs: {}/{}: {e}\n", e.kind(), e.code()).as_bytes());
+    }
+}
+
+/// Fork; the parent waits for the child's word and exits with it. Must run before any thread
+/// is started.
+fn daemonize() -> Result<Ready> {
+    let (read, write) = nix::unistd::pipe().map_err(|e| Error::io("pipe", e.into()))?;
+    // SAFETY: the process is still single-threaded here (this runs before the engine, the
+    // mount or any other thread is started), so the child is a complete copy.
+    match unsafe { nix::unistd::fork() }.map_err(|e| Error::io("fork", e.into()))? {
+        nix::unistd::ForkResult::Parent { .. } => {
+            drop(write);
+            // One line: "ok", or the error. EOF first means the child died.
+            let mut word = Vec::new();
+            let mut buf = [0u8; 512];
+            while !word.contains(&b'\n') {
+                match nix::unistd::read(&read, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => word.extend_from_slice(&buf[..n]),
+                }
+            }
+            let word = String::from_utf8_lossy(&word);
+            if word.starts_with("ok") {
+                std::process::exit(0);
+            }
+            let message =
+                if word.is_empty() { "rwfs: the daemon exited before the mount was ready\n".into() } else { word };
+            eprint!("{message}");
+            std::process::exit(2);
+        }
+        nix::unistd::ForkResult::Child => {
+            drop(read);
+            nix::unistd::setsid().map_err(|e| Error::io("setsid", e.into()))?;
+            detach_stdio()?;
+            Ok(Ready(write))
+        }
+    }
+}
+
+/// stdin and stdout to /dev/null; stderr (the log) too unless `RWFS_LOG_FILE` names a file.
+fn detach_stdio() -> Result<()> {
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").step("open /dev/null")?;
+    let log = match std::env::var_os("RWFS_LOG_FILE") {
+        Some(path) => std::fs::OpenOptions::new().create(true).append(true).open(path).step("open log file")?,
+        None => null.try_clone().step("dup /dev/null")?,
+    };
+    for (from, to) in [(null.as_raw_fd(), 0), (null.as_raw_fd(), 1), (log.as_raw_fd(), 2)] {
+        // SAFETY: dup2 onto the standard descriptors; both descriptors are valid.
+        if unsafe { nix::libc::dup2(from, to) } < 0 {
+            return Err(Error::io("redirect standard streams", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// The daemon of the workspace at `root`, if one answers.
+pub fn running(root: &Path) -> Option<Value> {
+    control::call(root, control::Request::Status, &[]).ok()
+}

@@ -1,0 +1,119 @@
+//! `rwfs mount`, `rwfs unmount`, and the list of active mounts `rwfs status` shows.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{Exit, MountArgs, UnmountArgs};
+use crate::app::control::{self, Request};
+use crate::app::daemon::{self, MountRequest};
+use crate::engine::Options;
+use crate::error::{Error, Reason, Result};
+
+/// The filesystem type rwfs mounts show in `/proc/self/mountinfo`.
+const FS_TYPE: &str = "fuse.rwfs";
+
+pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
+    let blocked_errno =
+        match &args.blocked_errno {
+            Some(name) => Some(crate::policy::errno_named(name).ok_or(Reason::InvalidArgument {
+                what: "blocked errno (EACCES, EPERM, EIO, EROFS, ENOSPC or EDQUOT)",
+            })?),
+            None => None,
+        };
+    daemon::run(MountRequest {
+        workspace: args.target.unwrap_or(root),
+        mountpoint: args.mountpoint,
+        daemon: args.daemon,
+        read_only: args.read_only,
+        allow_other: args.allow_other,
+        blocked_errno,
+        pass_through: args.pass_through,
+        options,
+    })?;
+    Ok(Exit::Ok)
+}
+
+/// An rwfs mount of this machine.
+#[derive(Debug, Clone)]
+pub struct Mounted {
+    pub workspace: PathBuf,
+    pub mountpoint: PathBuf,
+}
+
+/// Every rwfs mount, from `/proc/self/mountinfo`.
+pub fn mounts() -> Vec<Mounted> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mut right = right.split(' ');
+            if right.next()? != FS_TYPE {
+                return None;
+            }
+            let workspace = PathBuf::from(unescape(right.next()?));
+            let mountpoint = PathBuf::from(unescape(left.split(' ').nth(4)?));
+            Some(Mounted { workspace, mountpoint })
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && let Some(Ok(v)) = field.get(i + 1..i + 4).map(|octal| u8::from_str_radix(octal, 8))
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The daemon's status for each mount (what `rwfs status` lists).
+pub fn mount_statuses() -> Vec<(Mounted, Option<Value>)> {
+    mounts()
+        .into_iter()
+        .map(|m| {
+            let status = daemon::running(&m.workspace);
+            (m, status)
+        })
+        .collect()
+}
+
+pub fn unmount(args: &UnmountArgs) -> Result<Exit> {
+    let path = std::fs::canonicalize(&args.path).unwrap_or_else(|_| args.path.clone());
+    let Some(mounted) = mounts().into_iter().find(|m| m.mountpoint == path || m.workspace == path) else {
+        return Err(Error::from(Reason::NotFound).at(format!("{} (no rwfs mount there)", path.display())));
+    };
+    match control::call(&mounted.workspace, Request::Shutdown, &[]) {
+        Ok(_) => {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline && mounted_at(&mounted.mountpoint) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !mounted_at(&mounted.mountpoint) {
+                return Ok(Exit::Ok);
+            }
+            eprintln!("rwfs: the daemon did not unmount in 30 s; unmounting lazily");
+        }
+        Err(e) => eprintln!("rwfs: no daemon answers ({e}); unmounting lazily"),
+    }
+    nix::mount::umount2(&mounted.mountpoint, nix::mount::MntFlags::MNT_DETACH)
+        .map_err(|e| Error::io("unmount", e.into()).at(mounted.mountpoint.display().to_string()))?;
+    Ok(Exit::Ok)
+}
+
+fn mounted_at(mountpoint: &Path) -> bool {
+    mounts().iter().any(|m| m.mountpoint == mountpoint)
+}

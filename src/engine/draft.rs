@@ -1,0 +1,468 @@
+//! Drafts: the bytes of a file being written through the mount, before they are a version.
+//!
+//! A draft is a file in `.resilient_write/drafts/`, on the tree's filesystem, carrying the mode,
+//! owner and extended attributes the new version will have. The mount keeps one per inode being
+//! written (every handle of the inode writes to it, and reads see it); the tree keeps the last
+//! committed version until [`Engine::commit_draft`]:
+//!
+//! ```text
+//!   start    empty (a new file, or O_TRUNC) or a copy of the current version (copy_file_range)
+//!   write    pwrite into the draft; a running sha256 while writes continue where the last
+//!            ended; the written window (with the bytes just before it) checked by the gate's
+//!            `early`: a certain refusal quarantines the draft at once → blocked
+//!   commit   digest (running, or one read of the draft), the whole draft judged by the gate
+//!            (refused → quarantined, `block` row, envelope), then the commit protocol with the
+//!            draft itself as the staged file: no copy — the draft is renamed into place
+//!            (RENAME_NOREPLACE for a new file, RENAME_EXCHANGE otherwise, the previous
+//!            version then sits in drafts/ until it is moved into objects/)
+//! ```
+//!
+//! Invariants: a draft's bytes reach the tree only through the gate and the commit protocol; a
+//! draft is never deleted with content nobody has: it is committed (it becomes the file),
+//! quarantined (it becomes an object), or discarded by its owner (an unlinked file's last
+//! handle closed). Drafts found at open belonged to a process that died: recovery moves them to
+//! `objects/` and journals a `recover` row naming the file they were for (the `user.rwfs.target`
+//! extended attribute, removed before a draft becomes a file).
+//!
+//! The digest of a committed draft is of the bytes as written (a running hash, or one read of
+//! the draft's pages); the read-back comparison of MCP writes has no counterpart here because
+//! the draft is the very file that is installed.
+
+use std::ffi::OsStr;
+
+use crate::durable::{Attrs, Dir, File, FileKind, Scope, Source, Staged, WorkspacePath, resolve::resolve, stage};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::{Actor, Change, Op};
+use crate::sha::{Hasher, Sha256};
+use crate::store::open_or_create;
+
+use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX};
+use super::{Committed, Core, Engine};
+
+/// The drafts' directory inside the state directory.
+pub const DRAFTS_DIR: &str = "drafts";
+/// Extended attribute naming the file a draft is for (for recovery's row).
+const TARGET_XATTR: &str = "user.rwfs.target";
+/// Bytes before a write that the early check sees with it (a token split across two writes).
+const EARLY_CONTEXT: usize = 1024;
+/// Read size when a draft is hashed or judged.
+const CHUNK: usize = 1 << 20;
+
+/// What a new draft starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraftBase {
+    /// The current version's bytes and attributes.
+    Current,
+    /// No bytes, the current version's attributes (`O_TRUNC`, `truncate(0)`).
+    Truncated,
+    /// A file that does not exist yet.
+    New { perm: u32, uid: u32, gid: u32 },
+}
+
+/// A file being written (see the module documentation).
+pub struct Draft {
+    file: File,
+    name: String,
+    len: u64,
+    /// sha256 of the first `hashed` bytes, while every write so far continued where the
+    /// previous one ended.
+    digest: Option<(Hasher, u64)>,
+    /// The last bytes of that sequential stream, for the early check.
+    tail: Vec<u8>,
+    /// Written or truncated since it was started.
+    dirty: bool,
+    /// Started empty (a new file, or `O_TRUNC`): a version even if nothing is written.
+    fresh: bool,
+}
+
+impl std::fmt::Debug for Draft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Draft").field("name", &self.name).field("len", &self.len).field("dirty", &self.dirty).finish()
+    }
+}
+
+/// A failed commit of a draft: the error, and the draft when it is still there to retry.
+#[derive(Debug)]
+pub struct DraftError {
+    pub error: Error,
+    pub draft: Option<Draft>,
+}
+
+impl Draft {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Written or truncated since it was started.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Differs from the committed version: changed, or started empty (a new file, a
+    /// truncating open) even if nothing was written since.
+    pub fn needs_commit(&self) -> bool {
+        self.dirty || self.fresh
+    }
+
+    /// The draft file (for its attributes).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Its name in `drafts/`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Record bytes written at `offset`.
+    fn wrote(&mut self, offset: u64, data: &[u8]) {
+        self.len = self.len.max(offset + data.len() as u64);
+        self.dirty = true;
+        match &mut self.digest {
+            Some((hasher, hashed)) if *hashed == offset => {
+                hasher.update(data);
+                *hashed += data.len() as u64;
+                let keep = EARLY_CONTEXT.saturating_sub(data.len()).min(self.tail.len());
+                self.tail.drain(..self.tail.len() - keep);
+                self.tail.extend_from_slice(&data[data.len().saturating_sub(EARLY_CONTEXT)..]);
+            }
+            _ => self.digest = None,
+        }
+    }
+
+    /// The digest when the running hash covers the whole draft.
+    fn complete_digest(&mut self) -> Option<Sha256> {
+        match self.digest.take() {
+            Some((hasher, hashed)) if hashed == self.len => Some(hasher.finish()),
+            _ => None,
+        }
+    }
+}
+
+impl Engine {
+    /// Start a draft of `path` (workspace-relative).
+    pub fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
+        self.core.start_draft(path, base).map_err(|e| e.at(path))
+    }
+
+    /// Write `data` at `offset` into the draft of `path`. When the written window alone is
+    /// certainly refused, the draft is quarantined and journaled and `Err(blocked)` returned
+    /// with the draft gone (`*draft` is `None`).
+    pub fn write_draft(
+        &self,
+        draft: &mut Option<Draft>,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+        actor: &Actor,
+    ) -> Result<()> {
+        self.core.write_draft(draft, path, offset, data, actor).map_err(|e| e.at(path))
+    }
+
+    pub fn read_draft(&self, draft: &Draft, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.core.disk().read_at(&draft.file, buf, offset).step("read draft")
+    }
+
+    /// Cut or extend the draft to `len` bytes.
+    pub fn truncate_draft(&self, draft: &mut Draft, len: u64) -> Result<()> {
+        self.core.disk().set_len(&draft.file, len).step("truncate draft")?;
+        if draft.digest.as_ref().is_some_and(|(_, hashed)| *hashed != len) {
+            draft.digest = None;
+        }
+        if len == 0 {
+            draft.digest = Some((Hasher::new(), 0));
+            draft.tail.clear();
+        }
+        draft.len = len;
+        draft.dirty = true;
+        Ok(())
+    }
+
+    /// Make the draft the new version of `path`, durably, or refuse it. On success the returned
+    /// file is the committed version (the draft's own descriptor).
+    pub fn commit_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
+        self.core.commit_draft(draft, path, actor).map_err(|mut e| {
+            e.error = e.error.at(path);
+            e
+        })
+    }
+
+    /// Drop a draft nobody needs (the file it was for is gone).
+    pub fn discard_draft(&self, draft: Draft) {
+        if let Ok(dir) = self.core.drafts_dir()
+            && let Err(e) = self.core.disk().unlink(&dir, &draft.name)
+        {
+            tracing::warn!(draft = draft.name, error = %e, "could not remove a discarded draft");
+        }
+    }
+
+    /// Re-point the draft's recovery note after the file it is for was renamed.
+    pub fn retarget_draft(&self, draft: &Draft, path: &str) {
+        if let Ok(dir) = self.core.drafts_dir() {
+            let _ = self.core.disk().set_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
+        }
+    }
+}
+
+impl Core {
+    pub(crate) fn drafts_dir(&self) -> Result<Dir> {
+        let state = self.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound))?;
+        open_or_create(self.disk(), state, DRAFTS_DIR)
+    }
+
+    fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
+        let disk = self.disk();
+        let dir = self.drafts_dir()?;
+        let (file, name) = loop {
+            let name = crate::durable::temp_name();
+            match disk.create_new(&dir, &name, 0o600) {
+                Ok(file) => break (file, name),
+                Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
+                Err(e) => return Err(Error::io("create draft", e)),
+            }
+        };
+        let started = self.fill_draft(&file, path, base);
+        if let Err(e) = started {
+            let _ = disk.unlink(&dir, &name);
+            return Err(e);
+        }
+        // Best effort: recovery names the file in its row when it can.
+        let _ = disk.set_xattr(&dir, &name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
+        let (len, digest) = started?;
+        let fresh = matches!(base, DraftBase::New { .. } | DraftBase::Truncated);
+        Ok(Draft { file, name, len, digest, tail: Vec::new(), dirty: false, fresh })
+    }
+
+    /// Give a new draft its attributes and bytes; its length and running digest.
+    fn fill_draft(&self, file: &File, path: &str, base: DraftBase) -> Result<(u64, Option<(Hasher, u64)>)> {
+        let disk = self.disk();
+        if let DraftBase::New { perm, uid, gid } = base {
+            let attrs = Attrs { perm: Some(perm), owner: Some((uid, gid)), xattrs: Vec::new() };
+            disk.set_attrs(file, &attrs).step("set draft attributes")?;
+            return Ok((0, Some((Hasher::new(), 0))));
+        }
+        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+        let Some(current) = self.current(&target)? else {
+            return Err(Reason::NotFound.into());
+        };
+        let attrs = current.attrs(disk)?;
+        if base == DraftBase::Truncated {
+            disk.set_attrs(file, &attrs).step("set draft attributes")?;
+            return Ok((0, Some((Hasher::new(), 0))));
+        }
+        disk.copy_range(&current.file, file, current.stat.size).step("copy current version into draft")?;
+        // The owner last but one and the mode last: a read-only mode must not stop the copy
+        // (it goes through the descriptor, opened before), and chown clears setuid bits.
+        disk.set_attrs(file, &attrs).step("set draft attributes")?;
+        Ok((current.stat.size, None))
+    }
+
+    fn write_draft(&self, slot: &mut Option<Draft>, path: &str, offset: u64, data: &[u8], actor: &Actor) -> Result<()> {
+        let disk = self.disk();
+        let draft = slot.as_mut().ok_or_else(|| Error::from(Reason::NotFound))?;
+        let context = match &draft.digest {
+            Some((_, hashed)) if *hashed == offset => draft.tail.clone(),
+            _ => Vec::new(),
+        };
+        disk.write_at(&draft.file, data, offset).step("write draft")?;
+        draft.wrote(offset, data);
+        let mut window = context;
+        window.extend_from_slice(data);
+        if self.gate.early(path, &window).is_none() {
+            return Ok(());
+        }
+        let Some(draft) = slot.take() else { unreachable!("checked above") };
+        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+        let prev = self.current(&target)?.map(|c| c.sha);
+        let (sha, whole) = self.read_draft_whole(&draft)?;
+        // The envelope's lines are the file's: judge the whole draft when it can be held.
+        let judgement = match whole.as_deref().and_then(|w| self.gate.judge(path, w)) {
+            Some(j) if j.blocks() => j,
+            _ => self.gate.early(path, &window).expect("judged above"),
+        };
+        let dir = self.drafts_dir()?;
+        Err(self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor))
+    }
+
+    /// Quarantine the draft's file and journal the refusal.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse_draft(
+        &self,
+        path: &WorkspacePath,
+        dir: &Dir,
+        draft: &Draft,
+        sha: Sha256,
+        prev: Option<Sha256>,
+        judgement: Judgement,
+        actor: &Actor,
+    ) -> Error {
+        self.refuse(Refusal {
+            path,
+            content: Quarantine::File { dir, name: &draft.name },
+            sha,
+            bytes: draft.len,
+            prev,
+            judgement,
+            actor,
+        })
+    }
+
+    /// The draft's digest, and its bytes when it is small enough to judge.
+    fn read_draft_whole(&self, draft: &Draft) -> Result<(Sha256, Option<Vec<u8>>)> {
+        let disk = self.disk();
+        let keep = draft.len <= SCAN_MAX as u64;
+        let mut whole = Vec::with_capacity(if keep { draft.len as usize } else { 0 });
+        let mut hasher = Hasher::new();
+        let mut buf = vec![0u8; CHUNK];
+        let mut offset = 0u64;
+        while offset < draft.len {
+            let want = CHUNK.min((draft.len - offset) as usize);
+            let n = disk.read_at(&draft.file, &mut buf[..want], offset).step("read draft")?;
+            if n == 0 {
+                return Err(Error::io("read draft", std::io::Error::from_raw_os_error(nix::libc::EIO)));
+            }
+            hasher.update(&buf[..n]);
+            if keep {
+                whole.extend_from_slice(&buf[..n]);
+            }
+            offset += n as u64;
+        }
+        Ok((hasher.finish(), keep.then_some(whole)))
+    }
+
+    fn commit_draft(&self, mut draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
+        let fail = |error: Error, draft: Draft| Box::new(DraftError { error, draft: Some(draft) });
+        let disk = self.disk();
+        let target = match resolve(disk, &self.ws.root, path, Scope::Workspace, false) {
+            Ok(target) => target,
+            Err(e) => return Err(fail(e, draft)),
+        };
+        let _guard = self.locks.lock(&target.path);
+        let current = match self.current(&target) {
+            Ok(current) => current,
+            Err(e) => return Err(fail(e, draft)),
+        };
+        let prev = current.as_ref().map(|c| c.sha);
+        // One pass over the draft when it must be judged or hashed; none for a big file
+        // written sequentially.
+        let running = draft.complete_digest();
+        let (sha, whole) = match (running, draft.len <= SCAN_MAX as u64) {
+            (Some(sha), false) => (sha, None),
+            _ => match self.read_draft_whole(&draft) {
+                Ok(read) => read,
+                Err(e) => return Err(fail(e, draft)),
+            },
+        };
+        let dir = match self.drafts_dir() {
+            Ok(dir) => dir,
+            Err(e) => return Err(fail(e, draft)),
+        };
+        if let Some(judgement) = whole.as_deref().and_then(|w| self.gate.judge(target.path.as_str(), w))
+            && judgement.blocks()
+        {
+            let error = self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor);
+            // Quarantined unless the refusal itself failed before moving it.
+            let gone = !matches!(disk.stat(&dir, &draft.name), Ok(Some(_)));
+            return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
+        }
+        let _ = disk.remove_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR));
+        let op = if current.is_some() { Op::Write } else { Op::Create };
+        let mode = if current.is_some() { "overwrite" } else { "create" };
+        let same_fs = match (disk.file_stat(&draft.file), disk.stat(&target.parent, ".")) {
+            (Ok(a), Ok(Some(b))) => a.id.dev == b.id.dev,
+            _ => false,
+        };
+        if !same_fs {
+            // The file's directory is another filesystem (a mount inside the workspace): copy.
+            let staged = match stage(
+                disk,
+                &target.parent,
+                Source::File { file: &draft.file, len: draft.len },
+                &Default::default(),
+            ) {
+                Ok(staged) => staged,
+                Err(e) => return Err(fail(e, draft)),
+            };
+            let carried = disk.xattrs(&draft.file).unwrap_or_default();
+            let stat = disk.file_stat(&draft.file);
+            if let Ok(stat) = stat {
+                let attrs = Attrs { perm: Some(stat.perm), owner: Some((stat.uid, stat.gid)), xattrs: carried };
+                let _ = disk.set_attrs(staged.file(), &attrs);
+            }
+            return match self.land(&target, &staged, current.as_ref(), op, mode, actor) {
+                Ok(committed) => {
+                    let _ = disk.unlink(&dir, &draft.name);
+                    Ok((committed, staged.into_file()))
+                }
+                Err(e) => Err(fail(e, draft)),
+            };
+        }
+        let Draft { file, name, len, tail, .. } = draft;
+        let home = match dir.try_clone() {
+            Ok(home) => home,
+            Err(e) => {
+                let draft = Draft { file, name, len, digest: None, tail, dirty: true, fresh: true };
+                return Err(fail(Error::io("dup drafts directory", e), draft));
+            }
+        };
+        let staged = Staged::adopt(file, home, name.clone(), sha, len);
+        match self.land(&target, &staged, current.as_ref(), op, mode, actor) {
+            Ok(committed) => Ok((committed, staged.into_file())),
+            Err(error) => {
+                // Still in drafts/ unless the failure came after the install.
+                let here = matches!(disk.stat(&dir, &name), Ok(Some(s)) if s.id == staged.file().id());
+                let draft = here.then(|| Draft {
+                    file: staged.into_file(),
+                    name,
+                    len,
+                    digest: None,
+                    tail,
+                    dirty: true,
+                    fresh: true,
+                });
+                Err(Box::new(DraftError { error, draft }))
+            }
+        }
+    }
+
+    /// Move drafts left by a process that died into `objects/`, with a `recover` row each.
+    pub(crate) fn recover_drafts(&self, actor: &Actor) -> Result<Vec<String>> {
+        let disk = self.disk();
+        let dir = self.drafts_dir()?;
+        let mut kept = Vec::new();
+        for (name, kind) in disk.list(&dir).step("list drafts")? {
+            let Some(name) = name.to_str() else { continue };
+            if kind != FileKind::File {
+                continue;
+            }
+            let file = disk.open_read(&dir, name).step("open orphan draft")?;
+            let (sha, bytes) = crate::durable::hash_file(disk, &file).step("read orphan draft")?;
+            let target =
+                disk.get_xattr(&dir, name, OsStr::new(TARGET_XATTR)).ok().and_then(|t| String::from_utf8(t).ok());
+            self.objects.adopt(&dir, name, sha)?;
+            let path = dir.join(name);
+            tracing::warn!(path, target, sha = %sha.short(12), "kept an orphan draft in objects/");
+            self.journal.append(Change {
+                op: Op::Recover,
+                path: path.clone(),
+                from: target,
+                sha256: None,
+                prev_sha256: Some(sha),
+                bytes,
+                mode: String::new(),
+                actor: actor.clone(),
+                verdict: None,
+                reason: Some("orphan_draft_kept_in_objects".into()),
+            })?;
+            kept.push(path);
+        }
+        if !kept.is_empty() {
+            self.objects.sync()?;
+        }
+        Ok(kept)
+    }
+}

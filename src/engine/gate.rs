@@ -1,0 +1,260 @@
+//! The gate: every new version is scored and judged by the workspace policy before it can reach
+//! the tree, whatever front end it comes from; a refused version is quarantined, explained and
+//! journaled.
+//!
+//! ```text
+//!   judge    scan (binary content and content above SCAN_MAX are not scanned) → policy decision
+//!   refuse   retry budget of (path, content) → content into objects/ (durably) → `block` row
+//!            → rejections/<id>.json and rejections/latest.json (the envelope) → Reason::Blocked
+//! ```
+//!
+//! `early` is the mount's per-write check: it refuses at `write()` only what is certain from the
+//! written window alone (a high-confidence leak the policy blocks); the whole version is judged
+//! again at commit, which catches secrets that span writes.
+//!
+//! Invariants: refused content never reaches the tree and is in `objects/` before its row is
+//! written; the row and the envelope name the same digest; an identical retry (same path, same
+//! content) after a refusal spends the retry budget, and once it is spent the attempt is refused
+//! as `retry_budget_exhausted` with nothing new stored or journaled.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::json;
+
+use crate::durable::{Dir, Install, STATE_DIR, Source, WorkspacePath, stage};
+use crate::envelope::Envelope;
+use crate::error::{Error, ErrorKind, IoContext, Reason, Rejection, Result};
+use crate::journal::{Actor, Change, Op, Via};
+use crate::policy::{Action, Decision, Policy};
+use crate::score::{Confidence, Kind, Report, Scanner};
+use crate::sha::Sha256;
+use crate::store::open_or_create;
+
+use super::Core;
+
+/// Content larger than this is not scanned as a whole (the mount's per-write checks still see
+/// every byte): scanning needs it in memory.
+pub const SCAN_MAX: usize = 16 << 20;
+/// Content with a NUL byte in its first this many bytes is binary and not scanned (as git does).
+const BINARY_PROBE: usize = 8000;
+/// The state directory's rejection envelopes.
+pub const REJECTIONS_DIR: &str = "rejections";
+/// The copy of the newest envelope.
+pub const LATEST: &str = "latest.json";
+
+/// The workspace policy, its scanner and the retry budgets of refused content.
+pub(crate) struct Gate {
+    policy: Policy,
+    scanner: Scanner,
+    /// (path, content) of refused writes → retries left.
+    budgets: Mutex<HashMap<(String, Sha256), u32>>,
+}
+
+/// What the policy says about one version.
+#[derive(Debug)]
+pub struct Judgement {
+    pub report: Report,
+    pub decision: Decision,
+}
+
+impl Judgement {
+    pub fn blocks(&self) -> bool {
+        self.decision.action == Action::Block
+    }
+}
+
+/// Where refused content is taken from.
+pub(crate) enum Quarantine<'a> {
+    Bytes(&'a [u8]),
+    /// A file that becomes the object (moved, not copied).
+    File {
+        dir: &'a Dir,
+        name: &'a str,
+    },
+}
+
+/// A refusal before anything is written.
+pub(crate) struct Refusal<'a> {
+    pub path: &'a WorkspacePath,
+    pub content: Quarantine<'a>,
+    pub sha: Sha256,
+    pub bytes: u64,
+    pub prev: Option<Sha256>,
+    pub judgement: Judgement,
+    pub actor: &'a Actor,
+}
+
+/// Is this content worth scanning as text?
+pub fn scannable(content: &[u8]) -> bool {
+    content.len() <= SCAN_MAX && !content[..content.len().min(BINARY_PROBE)].contains(&0)
+}
+
+impl Gate {
+    pub(crate) fn new(policy: Policy) -> Gate {
+        let mut salt = [0u8; 16];
+        // Without entropy the hashes are merely unsalted; nothing else depends on it.
+        let _ = getrandom::fill(&mut salt);
+        let scanner = policy.scanner(salt);
+        Gate { policy, scanner, budgets: Mutex::default() }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Score `content` as the new version of `path`; `None` when it is not scanned (binary, or
+    /// larger than [`SCAN_MAX`]).
+    pub fn judge(&self, path: &str, content: &[u8]) -> Option<Judgement> {
+        if !scannable(content) {
+            return None;
+        }
+        let report = self.scanner.scan(content, Some(path));
+        let decision = self.policy.decide(&report, path);
+        Some(Judgement { report, decision })
+    }
+
+    /// The mount's check of one written window: a judgement only when the window alone is
+    /// certainly refused (every blocking finding a high-confidence leak).
+    pub fn early(&self, path: &str, window: &[u8]) -> Option<Judgement> {
+        let judgement = self.judge(path, window)?;
+        let certain = judgement.blocks()
+            && judgement.report.findings.iter().zip(&judgement.decision.findings).all(|(f, action)| {
+                *action != Action::Block || (f.kind == Kind::Leak && f.confidence == Confidence::High)
+            })
+            && judgement.decision.findings.contains(&Action::Block);
+        certain.then_some(judgement)
+    }
+
+    /// Count a refusal of `(path, sha)`: the budget left, or `None` when it was already spent.
+    fn spend(&self, path: &str, sha: Sha256) -> Option<u32> {
+        let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
+        let left = budgets.entry((path.to_string(), sha)).or_insert(self.policy.retry_budget() + 1);
+        if *left == 0 {
+            return None;
+        }
+        *left -= 1;
+        Some(*left)
+    }
+}
+
+/// The front end, as the envelope's `context.tool` names it.
+fn tool_of(actor: &Actor) -> &'static str {
+    match actor.via {
+        Via::Fuse => "mount",
+        Via::Mcp => "mcp",
+        Via::Cli => "cli",
+        Via::Engine | Via::Other => "rwfs",
+    }
+}
+
+impl Core {
+    /// Quarantine refused content, journal the refusal, write its envelope, and return the
+    /// error the front end reports.
+    pub(crate) fn refuse(&self, refusal: Refusal<'_>) -> Error {
+        let at = refusal.path.to_string();
+        match self.refuse_inner(refusal) {
+            Ok(e) | Err(e) => e.at(at),
+        }
+    }
+
+    fn refuse_inner(&self, r: Refusal<'_>) -> Result<Error> {
+        let Some(budget) = self.gate.spend(r.path.as_str(), r.sha) else {
+            return Ok(Reason::RetryBudgetSpent { sha: r.sha }.into());
+        };
+        match r.content {
+            Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, r.sha)?,
+            Quarantine::File { dir, name } => {
+                self.objects.adopt(dir, name, r.sha)?;
+                self.objects.sync()?;
+            }
+        }
+        let report = &r.judgement.report;
+        let blocking: Vec<(String, usize)> = report
+            .findings
+            .iter()
+            .zip(&r.judgement.decision.findings)
+            .filter(|(_, action)| **action == Action::Block)
+            .map(|(f, _)| (f.rule.clone(), f.line))
+            .fold(Vec::new(), |mut rules, (rule, line)| {
+                if !rules.iter().any(|(r, _)| *r == rule) {
+                    rules.push((rule, line));
+                }
+                rules
+            });
+        let rule_ids: Vec<&str> = blocking.iter().map(|(r, _)| r.as_str()).collect();
+        let appended = self.journal.append(Change {
+            op: Op::Block,
+            path: r.path.to_string(),
+            from: None,
+            sha256: Some(r.sha),
+            prev_sha256: r.prev,
+            bytes: r.bytes,
+            mode: String::new(),
+            actor: r.actor.clone(),
+            verdict: Some(report.verdict.as_str().to_string()),
+            reason: Some(format!("content_blocked rules={}", rule_ids.join(","))),
+        })?;
+        let id = format!("rj_{}_{}", appended.ts.replace([':', '-'], ""), appended.seq);
+        let mut envelope = Envelope::new(ErrorKind::Blocked, budget);
+        let mut families: Vec<String> = report.findings.iter().map(|f| f.family.clone()).collect();
+        families.sort();
+        families.dedup();
+        envelope.detected_patterns = families;
+        let findings: Vec<_> = report
+            .findings
+            .iter()
+            .zip(&r.judgement.decision.findings)
+            .map(|(f, action)| {
+                json!({
+                    "rule": f.rule, "family": f.family, "finding": f.kind, "confidence": f.confidence,
+                    "severity": f.severity, "line": f.line, "column": f.column, "length": f.length,
+                    "snippet": f.snippet, "hash": f.hash, "replacement": f.replacement, "action": action.as_str(),
+                })
+            })
+            .collect();
+        let context = json!({
+            "tool": tool_of(r.actor),
+            "path": r.path.as_str(),
+            "reason": "content_blocked",
+            "message": format!("the workspace policy blocks {}; nothing was written", rule_ids.join(", ")),
+            "rejection_id": id,
+            "ts": appended.ts,
+            "journal_seq": appended.seq,
+            "blocking_rules": rule_ids,
+            "findings": findings,
+            "score": report.score,
+            "verdict": report.verdict.as_str(),
+            "leak_risk": report.leak_risk,
+            "filter_risk": report.filter_risk,
+            "suggested_actions": report.suggested_actions(),
+            "quarantined_sha256": r.sha,
+            "quarantined_in": format!("{STATE_DIR}/{}", self.objects.path_of(&r.sha)),
+            "previous_sha256": r.prev,
+            "bytes": r.bytes,
+            "pid": r.actor.pid,
+            "comm": r.actor.comm,
+            "uid": r.actor.uid,
+            "via": r.actor.via,
+        });
+        if let serde_json::Value::Object(map) = context {
+            envelope.context = map;
+        }
+        let text = envelope.to_json();
+        self.write_rejection(&id, text.as_bytes())?;
+        Ok(Reason::Blocked(Box::new(Rejection { id, rules: blocking, sha256: r.sha, envelope: text })).into())
+    }
+
+    /// `rejections/<id>.json` and `rejections/latest.json`, each replaced atomically and durably.
+    fn write_rejection(&self, id: &str, text: &[u8]) -> Result<()> {
+        let disk = self.disk();
+        let state = self.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
+        let dir = open_or_create(disk, state, REJECTIONS_DIR)?;
+        for name in [format!("{id}.json"), LATEST.to_string()] {
+            let staged = stage(disk, &dir, Source::Bytes(text), &Default::default())?;
+            staged.sync(disk)?;
+            staged.install(disk, &dir, &name, Install::Replace, None)?;
+        }
+        disk.sync_dir(&dir).step("fsync rejections directory")
+    }
+}

@@ -1,0 +1,426 @@
+//! The tree as the mount sees it: entries of every kind, addressed by workspace path, and the
+//! namespace changes it makes.
+//!
+//! Reads may look inside `.resilient_write/` (the mount shows it read-only; which parts it
+//! hides is the mount's business); changes never do. Every path is resolved beneath the root
+//! without following a symlink in its last component, so each call acts on the entry itself.
+//!
+//! What is journaled (DESIGN §1.5): removing a regular file (its content is kept in
+//! `objects/`), renaming anything (the replaced file's content is kept too), and a hard link (a
+//! new path with content). Directories, symlinks, special files and metadata (mode, owner,
+//! times, extended attributes) change without a row; so do paths the mount writes in place
+//! (`pass_through`), which the caller says with `keep: false`.
+//!
+//! The gate also guards the namespace: a file moved or linked from a path that is written in
+//! place to one that is not is judged first, so writing a secret to `x.log` and renaming it to
+//! `config.py` is refused like writing it there.
+
+use std::ffi::{OsStr, OsString};
+
+use crate::durable::resolve::locate;
+use crate::durable::{Dir, File, FileKind, FsStats, Rename, Scope, SetTime, Stat, Target, WorkspacePath};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::{Actor, Change, Op};
+use crate::sha::Sha256;
+
+use super::gate::{Quarantine, Refusal, SCAN_MAX};
+use super::{Core, Engine};
+
+/// What a mount call acts on: a path of the tree, or the draft of a file being written.
+#[derive(Debug, Clone, Copy)]
+pub enum Entry<'a> {
+    Path(&'a str),
+    Draft(&'a super::Draft),
+}
+
+/// How a rename treats an existing destination (`renameat2` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenameHow {
+    Replace,
+    NoReplace,
+    Exchange,
+}
+
+/// The owner a new entry gets: the caller's, when this process may give it away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Engine {
+    /// `lstat` of a path (`""` is the root); `None` when nothing is there.
+    pub fn stat(&self, path: &str) -> Result<Option<Stat>> {
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::State)?;
+        self.core.disk().stat(&dir, &name).step("stat").map_err(|e| e.at(path))
+    }
+
+    /// The attributes of a draft's file.
+    pub fn stat_draft(&self, draft: &super::Draft) -> Result<Stat> {
+        self.core.disk().file_stat(draft.file()).step("stat draft")
+    }
+
+    /// The entries of a directory (without `.` and `..`).
+    pub fn list(&self, path: &str) -> Result<Vec<(OsString, FileKind)>> {
+        let disk = self.core.disk();
+        let dir = if path.is_empty() {
+            self.core.ws.root.try_clone().step("dup root")?
+        } else {
+            let (parent, name) = self.core.locate(Entry::Path(path), Scope::State)?;
+            disk.open_dir(&parent, &name).step("open directory").map_err(|e| e.at(path))?
+        };
+        disk.list(&dir).step("list directory").map_err(|e| e.at(path))
+    }
+
+    pub fn read_link(&self, path: &str) -> Result<OsString> {
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::State)?;
+        self.core.disk().read_link(&dir, &name).step("readlink").map_err(|e| e.at(path))
+    }
+
+    /// Open a regular file for reading (never through a symlink).
+    pub fn open_file(&self, path: &str) -> Result<File> {
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::State)?;
+        self.core.disk().open_read(&dir, &name).step("open file").map_err(|e| e.at(path))
+    }
+
+    /// Open a file written in place (a pass-through path) for reading and writing, creating it
+    /// exclusively with `create`.
+    pub fn open_in_place(&self, path: &str, create: Option<(u32, Owner)>) -> Result<File> {
+        let disk = self.core.disk();
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
+        let opened = match create {
+            None => disk.open_write(&dir, &name, false, 0),
+            Some((perm, owner)) => disk.create_new(&dir, &name, perm).and_then(|file| {
+                self.core.give(&dir, &name, perm, owner)?;
+                Ok(file)
+            }),
+        };
+        opened.step("open file in place").map_err(|e| e.at(path))
+    }
+
+    pub fn mkdir(&self, path: &str, perm: u32, owner: Owner) -> Result<()> {
+        self.core.create_entry(path, perm, owner, |disk, dir, name| disk.mkdir(dir, name, perm))
+    }
+
+    pub fn symlink(&self, target: &OsStr, path: &str, owner: Owner) -> Result<()> {
+        self.core.create_entry(path, 0o777, owner, |disk, dir, name| disk.symlink(target, dir, name))
+    }
+
+    /// A fifo, socket or device node.
+    pub fn mknod(&self, path: &str, kind: FileKind, perm: u32, rdev: u64, owner: Owner) -> Result<()> {
+        self.core.create_entry(path, perm, owner, |disk, dir, name| disk.mknod(dir, name, kind, perm, rdev))
+    }
+
+    pub fn rmdir(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
+        self.core.disk().rmdir(&dir, &name).step("remove directory").map_err(|e| e.at(path))
+    }
+
+    /// Remove an entry. A regular file is deleted through the commit protocol (journaled, its
+    /// content kept) unless `keep` is false (a path written in place).
+    pub fn remove(&self, path: &str, keep: bool, actor: &Actor) -> Result<()> {
+        let disk = self.core.disk();
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
+        match disk.stat(&dir, &name).step("stat").map_err(|e| e.at(path))? {
+            None => Err(Error::from(Reason::NotFound).at(path)),
+            Some(stat) if stat.kind == FileKind::Dir => Err(Error::from(Reason::IsDirectory).at(path)),
+            Some(stat) if stat.kind == FileKind::File && keep => self.core.delete(path, None, actor).map(drop),
+            Some(_) => disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path)),
+        }
+    }
+
+    /// A second name for a regular file; journaled as a `create` of `to` with the file's
+    /// content unless `keep` is false. From a path written in place to one that is not, the
+    /// content is judged first.
+    pub fn hard_link(&self, from: &str, to: &str, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+        let disk = self.core.disk();
+        let (from_dir, from_name) = self.core.locate(Entry::Path(from), Scope::Workspace)?;
+        let (to_dir, to_name) = self.core.locate(Entry::Path(to), Scope::Workspace)?;
+        let content = self.core.content_of(&from_dir, &from_name)?;
+        if keep && !from_gated {
+            self.core.judge_move(to, &from_dir, &from_name, content, actor)?;
+        }
+        disk.hard_link(&from_dir, &from_name, &to_dir, &to_name).step("link").map_err(|e| e.at(to))?;
+        disk.sync_dir(&to_dir).step("fsync directory").map_err(|e| e.at(to))?;
+        if let (true, Some(content)) = (keep, content) {
+            self.core.journal.append(Change {
+                op: Op::Create,
+                path: to.to_string(),
+                from: Some(from.to_string()),
+                sha256: Some(content.0),
+                prev_sha256: None,
+                bytes: content.1,
+                mode: "link".into(),
+                actor: actor.clone(),
+                verdict: None,
+                reason: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Rename `from` to `to`. With `keep`, the row is journaled and a regular file replaced at
+    /// `to` is kept in `objects/` (journaled as the row's `prev_sha256`); `from_gated` says
+    /// whether `from` passed the gate when it was written.
+    pub fn rename(
+        &self,
+        from: &str,
+        to: &str,
+        how: RenameHow,
+        keep: bool,
+        from_gated: bool,
+        actor: &Actor,
+    ) -> Result<()> {
+        self.core.rename(from, to, how, keep, from_gated, actor).map_err(|e| e.at(to))
+    }
+
+    pub fn set_perm(&self, entry: Entry<'_>, perm: u32) -> Result<()> {
+        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
+        self.core.disk().set_perm(&dir, &name, perm).step("chmod")
+    }
+
+    pub fn set_owner(&self, entry: Entry<'_>, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
+        self.core.disk().set_owner(&dir, &name, uid, gid).step("chown")
+    }
+
+    pub fn set_times(&self, entry: Entry<'_>, atime: SetTime, mtime: SetTime) -> Result<()> {
+        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
+        self.core.disk().set_times(&dir, &name, atime, mtime).step("set times")
+    }
+
+    pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
+        let (dir, name) = self.core.locate(entry, Scope::State)?;
+        self.core.disk().get_xattr(&dir, &name, attr).step("getxattr")
+    }
+
+    pub fn list_xattrs(&self, entry: Entry<'_>) -> Result<Vec<OsString>> {
+        let (dir, name) = self.core.locate(entry, Scope::State)?;
+        self.core.disk().list_xattrs(&dir, &name).step("listxattr")
+    }
+
+    pub fn set_xattr(&self, entry: Entry<'_>, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
+        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
+        self.core.disk().set_xattr(&dir, &name, attr, value, flags).step("setxattr")
+    }
+
+    pub fn remove_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<()> {
+        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
+        self.core.disk().remove_xattr(&dir, &name, attr).step("removexattr")
+    }
+
+    /// Read from a file opened by [`Engine::open_file`] or [`Engine::open_in_place`].
+    pub fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> Result<usize> {
+        self.core.disk().read_at(file, buf, offset).step("read")
+    }
+
+    /// Write to a file opened in place (a pass-through path).
+    pub fn write_at(&self, file: &File, data: &[u8], offset: u64) -> Result<()> {
+        self.core.disk().write_at(file, data, offset).step("write")
+    }
+
+    pub fn set_len(&self, file: &File, len: u64) -> Result<()> {
+        self.core.disk().set_len(file, len).step("truncate")
+    }
+
+    pub fn sync_file(&self, file: &File, data_only: bool) -> Result<()> {
+        let disk = self.core.disk();
+        if data_only { disk.sync_data(file) } else { disk.sync(file) }.step("fsync")
+    }
+
+    pub fn stat_file(&self, file: &File) -> Result<Stat> {
+        self.core.disk().file_stat(file).step("stat")
+    }
+
+    pub fn statfs(&self) -> Result<FsStats> {
+        self.core.disk().statfs(&self.core.ws.root).step("statfs")
+    }
+
+    /// Is `path` one of the policy's pass-through paths (written in place by the mount)?
+    pub fn is_pass_through(&self, path: &str) -> bool {
+        self.core.gate.policy().is_pass_through(path)
+    }
+
+    /// The errno the policy gives a blocked write through the mount.
+    pub fn blocked_errno(&self) -> i32 {
+        self.core.gate.policy().blocked_errno()
+    }
+}
+
+impl Core {
+    /// The directory and name of an entry.
+    pub(crate) fn locate(&self, entry: Entry<'_>, scope: Scope) -> Result<(Dir, String)> {
+        match entry {
+            Entry::Path(path) => locate(self.disk(), &self.ws.root, path, scope),
+            Entry::Draft(draft) => Ok((self.drafts_dir()?, draft.name().to_string())),
+        }
+    }
+
+    /// Make a new entry and give it to its owner, with exactly the mode asked for.
+    fn create_entry(
+        &self,
+        path: &str,
+        perm: u32,
+        owner: Owner,
+        make: impl FnOnce(&dyn crate::durable::Disk, &Dir, &str) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let (dir, name) = self.locate(Entry::Path(path), Scope::Workspace)?;
+        make(self.disk(), &dir, &name).step("create").map_err(|e| e.at(path))?;
+        self.give(&dir, &name, perm, owner).step("set owner").map_err(|e| e.at(path))
+    }
+
+    /// The caller's ownership and exact mode for an entry this process just made (its umask
+    /// must not apply). Owner changes need privilege: without it the entry stays ours.
+    fn give(&self, dir: &Dir, name: &str, perm: u32, owner: Owner) -> std::io::Result<()> {
+        let disk = self.disk();
+        let stat = disk.stat(dir, name)?.ok_or_else(|| std::io::Error::from_raw_os_error(nix::libc::ENOENT))?;
+        if (stat.uid, stat.gid) != (owner.uid, owner.gid) {
+            match disk.set_owner(dir, name, Some(owner.uid), Some(owner.gid)) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(nix::libc::EPERM) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if stat.kind != FileKind::Symlink && (stat.perm != perm || stat.uid != owner.uid) {
+            disk.set_perm(dir, name, perm)?;
+        }
+        Ok(())
+    }
+
+    /// The digest and size of the regular file at `dir/name` (`None` for other kinds).
+    fn content_of(&self, dir: &Dir, name: &str) -> Result<Option<(Sha256, u64)>> {
+        let disk = self.disk();
+        match disk.stat(dir, name).step("stat")? {
+            Some(stat) if stat.kind == FileKind::File => {
+                let target = Target {
+                    parent: dir.try_clone().step("dup directory")?,
+                    name: name.to_string(),
+                    path: self.path_of(dir, name)?,
+                    stat: Some(stat),
+                };
+                Ok(self.current(&target)?.map(|c| (c.sha, c.stat.size)))
+            }
+            Some(_) => Ok(None),
+            None => Err(Reason::NotFound.into()),
+        }
+    }
+
+    fn path_of(&self, dir: &Dir, name: &str) -> Result<WorkspacePath> {
+        crate::durable::resolve::path_in(dir, name)
+    }
+
+    /// A file that was written in place is about to appear at gated path `to`: judge it.
+    fn judge_move(&self, to: &str, dir: &Dir, name: &str, content: Option<(Sha256, u64)>, actor: &Actor) -> Result<()> {
+        let Some((sha, len)) = content else {
+            return Ok(());
+        };
+        if len > SCAN_MAX as u64 {
+            return Ok(());
+        }
+        let disk = self.disk();
+        let file = disk.open_read(dir, name).step("open file")?;
+        let mut bytes = vec![0u8; len as usize];
+        let mut got = 0;
+        while got < bytes.len() {
+            match disk.read_at(&file, &mut bytes[got..], got as u64).step("read file")? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        bytes.truncate(got);
+        let Some(judgement) = self.gate.judge(to, &bytes).filter(|j| j.blocks()) else {
+            return Ok(());
+        };
+        let path = crate::durable::resolve::lookup(disk, &self.ws.root, to, Scope::Workspace)?;
+        let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
+        let prev = self.content_of(&to_dir, &to_name).ok().flatten().map(|c| c.0);
+        Err(self.refuse(Refusal {
+            path: &path,
+            content: Quarantine::Bytes(&bytes),
+            sha,
+            bytes: len,
+            prev,
+            judgement,
+            actor,
+        }))
+    }
+
+    fn rename(&self, from: &str, to: &str, how: RenameHow, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+        let disk = self.disk();
+        let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
+        let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
+        let from_path = self.path_of(&from_dir, &from_name)?;
+        let to_path = self.path_of(&to_dir, &to_name)?;
+        // Both paths locked, in a fixed order.
+        let (first, second) = if from_path <= to_path { (&from_path, &to_path) } else { (&to_path, &from_path) };
+        let _a = self.locks.lock(first);
+        let _b = (first != second).then(|| self.locks.lock(second));
+        let moving = disk.stat(&from_dir, &from_name).step("stat")?.ok_or_else(|| Error::from(Reason::NotFound))?;
+        let replaced = disk.stat(&to_dir, &to_name).step("stat")?;
+        let content = if moving.kind == FileKind::File { self.content_of(&from_dir, &from_name)? } else { None };
+        if keep && !from_gated && how != RenameHow::Exchange {
+            self.judge_move(to, &from_dir, &from_name, content, actor)?;
+        }
+        if !keep {
+            let flags = match how {
+                RenameHow::Replace => Rename::Replace,
+                RenameHow::NoReplace => Rename::NoReplace,
+                RenameHow::Exchange => Rename::Exchange,
+            };
+            return disk.rename(&from_dir, &from_name, &to_dir, &to_name, flags).step("rename");
+        }
+        // A regular file at `to` is kept: swap the names, then move what is now at `from` into
+        // objects/. At every instant `to` holds the old or the new content.
+        let kept = match (how, replaced) {
+            (RenameHow::NoReplace, Some(_)) => {
+                return Err(Error::io("rename", std::io::Error::from_raw_os_error(nix::libc::EEXIST)));
+            }
+            (RenameHow::Replace, Some(stat)) if stat.kind == FileKind::File => self.content_of(&to_dir, &to_name)?,
+            _ => None,
+        };
+        let exchange = how == RenameHow::Exchange;
+        let other = if exchange && replaced.is_some_and(|s| s.kind == FileKind::File) {
+            self.content_of(&to_dir, &to_name)?.map(|c| c.0)
+        } else {
+            None
+        };
+        let row = Change {
+            op: Op::Rename,
+            path: to_path.to_string(),
+            from: Some(from_path.to_string()),
+            sha256: content.map(|c| c.0),
+            prev_sha256: if exchange { other } else { kept.map(|k| k.0) },
+            bytes: content.map_or(0, |c| c.1),
+            mode: if exchange { "exchange".into() } else { String::new() },
+            actor: actor.clone(),
+            verdict: None,
+            reason: None,
+        };
+        let token = self.tracker.begin(self.journal.durable_seq());
+        if let Err(e) = self.journal.append(row) {
+            self.tracker.end(token);
+            return Err(e);
+        }
+        let flags = match (how, kept.is_some(), replaced.is_some()) {
+            (RenameHow::Exchange, _, _) | (_, true, _) => Rename::Exchange,
+            (_, false, true) => Rename::Replace,
+            (_, false, false) => Rename::NoReplace,
+        };
+        if let Err(e) = disk.rename(&from_dir, &from_name, &to_dir, &to_name, flags) {
+            let e = Error::io("rename", e);
+            return Err(self.abort(token, &to_path, kept.map(|k| k.0), content.map(|c| c.0), actor, e));
+        }
+        if let Some((sha, _)) = kept
+            && let Err(e) = self.objects.adopt(&from_dir, &from_name, sha)
+        {
+            tracing::error!(path = %from_path, error = %e, "replaced version left under the old name");
+        }
+        let synced = disk.sync_dir(&to_dir).and_then(|()| disk.sync_dir(&from_dir));
+        if let Err(e) = synced {
+            drop(token);
+            return Err(Error::io("fsync directory", e));
+        }
+        self.tracker.end(token);
+        Ok(())
+    }
+}

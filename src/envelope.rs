@@ -1,0 +1,81 @@
+//! The reference server's typed error envelope, v1: what an agent gets when a write fails.
+//!
+//! ```json
+//! {"ok": false, "schema_version": "1", "error": "blocked", "reason_hint": "content_filter",
+//!  "detected_patterns": ["api_key"], "suggested_action": "redact", "retry_budget": 3,
+//!  "context": {"path": "config.py", "reason": "content_blocked", ...}}
+//! ```
+//!
+//! All eight fields are always present (the reference schema requires them). `error` is the
+//! [`ErrorKind`]; `reason_hint` and `suggested_action` follow from it here, in one place;
+//! `context.reason` is the [`Reason`](crate::Reason)'s stable code. Front ends serialise it:
+//! the mount writes it to `.resilient_write/rejections/`, MCP returns it as a tool result.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, ErrorKind};
+
+/// Envelope schema version.
+pub const SCHEMA_VERSION: &str = "1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub ok: bool,
+    pub schema_version: String,
+    pub error: String,
+    pub reason_hint: String,
+    pub detected_patterns: Vec<String>,
+    pub suggested_action: String,
+    pub retry_budget: u32,
+    pub context: Map<String, Value>,
+}
+
+/// The reference's `reason_hint` and `suggested_action` for a kind.
+pub fn hint_and_action(kind: ErrorKind) -> (&'static str, &'static str) {
+    match kind {
+        ErrorKind::Blocked => ("content_filter", "redact"),
+        ErrorKind::StalePrecondition => ("unknown", "ask_user"),
+        ErrorKind::WriteCorruption => ("unknown", "retry_later"),
+        ErrorKind::QuotaExceeded => ("size_limit", "split"),
+        ErrorKind::PolicyViolation => ("permission", "abort"),
+        ErrorKind::Io => ("unknown", "retry_later"),
+    }
+}
+
+impl Envelope {
+    /// An envelope for `kind` with an empty context.
+    pub fn new(kind: ErrorKind, retry_budget: u32) -> Envelope {
+        let (hint, action) = hint_and_action(kind);
+        Envelope {
+            ok: false,
+            schema_version: SCHEMA_VERSION.to_string(),
+            error: kind.as_str().to_string(),
+            reason_hint: hint.to_string(),
+            detected_patterns: Vec::new(),
+            suggested_action: action.to_string(),
+            retry_budget,
+            context: Map::new(),
+        }
+    }
+
+    /// The envelope of an engine error: kind, reason code, message, path.
+    pub fn of_error(error: &Error, retry_budget: u32) -> Envelope {
+        let mut envelope = Envelope::new(error.kind(), retry_budget);
+        envelope.context.insert("reason".into(), json!(error.code()));
+        envelope.context.insert("message".into(), json!(error.reason().to_string()));
+        if let Some(path) = error.path() {
+            envelope.context.insert("path".into(), json!(path));
+        }
+        if let Some(errno) = error.raw_os_error() {
+            envelope.context.insert("errno".into(), json!(errno));
+            envelope.context.insert("strerror".into(), json!(std::io::Error::from_raw_os_error(errno).to_string()));
+        }
+        envelope
+    }
+
+    pub fn to_json(&self) -> String {
+        // Plain data: serialisation cannot fail.
+        serde_json::to_string_pretty(self).expect("envelope serializes")
+    }
+}

@@ -1,0 +1,465 @@
+//! The data path: open, create, read, write, truncate, and the commit points (flush, fsync,
+//! release). Each regular file's state is locked for the whole of an operation on it, so the
+//! draft a write changes is the draft a concurrent flush commits.
+
+use std::ffi::OsStr;
+use std::sync::Arc;
+
+use fuser::FileAttr;
+use nix::libc;
+
+use super::inodes::{FileNode, FileState};
+use super::{Fs, Handle, attr};
+use crate::durable::FileKind;
+use crate::engine::{DraftBase, DraftError};
+use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::journal::Actor;
+
+/// Who is asking: the request's pid, uid and gid.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller {
+    pub pid: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Fs {
+    fn file_node(&self, ino: u64) -> Result<Arc<FileNode>> {
+        let table = self.table();
+        let node = table.get(ino).ok_or_else(|| Error::from(Reason::NotFound))?;
+        match (&node.file, node.kind) {
+            (Some(file), _) => Ok(file.clone()),
+            (None, FileKind::Dir) => Err(Reason::IsDirectory.into()),
+            (None, _) => Err(Reason::NotRegularFile.into()),
+        }
+    }
+
+    // Small queries that take and release the table's lock inside, so that no caller holds it
+    // while it locks a file (the lock order is file, then table).
+
+    pub(crate) fn is_pending(&self, ino: u64) -> bool {
+        self.table().get(ino).is_some_and(|n| n.pending)
+    }
+
+    pub(crate) fn file_of(&self, ino: u64) -> Option<Arc<FileNode>> {
+        self.table().get(ino).and_then(|n| n.file.clone())
+    }
+
+    pub(crate) fn child_of(&self, parent: u64, name: &OsStr) -> Option<u64> {
+        self.table().child(parent, name)
+    }
+
+    fn set_opens(&self, ino: u64, delta: i64) {
+        let mut table = self.table();
+        if let Some(node) = table.get_mut(ino) {
+            node.opens = node.opens.saturating_add_signed(delta);
+        }
+        table.collect(ino);
+    }
+
+    /// The attributes of a regular file: its draft's while it has one.
+    pub(crate) fn file_attr(&self, ino: u64, state: &FileState) -> Result<Option<FileAttr>> {
+        match &state.draft {
+            Some(draft) => Ok(Some(attr(ino, &self.engine.stat_draft(draft)?))),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn open(&self, ino: u64, flags: i32, caller: Caller) -> Result<u64> {
+        let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let truncate = writable && flags & libc::O_TRUNC != 0;
+        let path = match self.path(ino) {
+            Ok(path) => path,
+            // A refused new file was dropped at its last close, but the kernel still had its
+            // name cached: a rewrite (`open(O_WRONLY|O_TRUNC)`) creates it again.
+            Err(e) => {
+                let revived = truncate && self.file_of(ino).is_some() && self.table().relink(ino);
+                if !revived {
+                    return Err(e);
+                }
+                if let Some(node) = self.table().get_mut(ino) {
+                    node.pending = true;
+                }
+                let path = self.path(ino)?;
+                if let Some(file_node) = self.file_of(ino) {
+                    let mut state = file_node.lock();
+                    state.draft = Some(
+                        self.engine
+                            .start_draft(&path, DraftBase::New { perm: 0o644, uid: caller.uid, gid: caller.gid })?,
+                    );
+                    state.refused = false;
+                }
+                path
+            }
+        };
+        self.check_readable(&path)?;
+        if writable {
+            self.check_writable(&path)?;
+        }
+        let file_node = self.file_node(ino)?;
+        if self.in_place(&path) && !self.is_pending(ino) {
+            let file = if writable { self.engine.open_in_place(&path, None)? } else { self.engine.open_file(&path)? };
+            if truncate {
+                self.engine.set_len(&file, 0)?;
+            }
+            self.set_opens(ino, 1);
+            return Ok(self.new_handle(Handle::InPlace { ino, file }));
+        }
+        let mut state = file_node.lock();
+        if truncate {
+            match &mut state.draft {
+                Some(draft) => self.engine.truncate_draft(draft, 0)?,
+                None => state.draft = Some(self.engine.start_draft(&path, DraftBase::Truncated)?),
+            }
+            state.refused = false;
+            state.writer = Some(self.actor(caller.pid, caller.uid));
+        }
+        state.handles += 1;
+        drop(state);
+        self.set_opens(ino, 1);
+        Ok(self.new_handle(Handle::File { ino, writable }))
+    }
+
+    /// `open(O_CREAT)` of a name the kernel believes absent.
+    pub(crate) fn create(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        flags: i32,
+        caller: Caller,
+    ) -> Result<(FileAttr, u64)> {
+        let path = self.child_path(parent, name)?;
+        self.check_writable(&path)?;
+        let exists =
+            self.child_of(parent, name).is_some_and(|ino| self.is_pending(ino)) || self.engine.stat(&path)?.is_some();
+        if exists {
+            if flags & libc::O_EXCL != 0 {
+                return Err(Error::io("create", std::io::Error::from_raw_os_error(libc::EEXIST)));
+            }
+            // A name created behind the kernel's back (an MCP write): open what is there.
+            let attr = self.lookup(parent, name)?;
+            let fh = self.open(attr.ino.0, flags, caller)?;
+            return Ok((attr, fh));
+        }
+        let perm = mode & 0o7777;
+        let owner = crate::engine::Owner { uid: caller.uid, gid: caller.gid };
+        if self.in_place(&path) {
+            let file = self.engine.open_in_place(&path, Some((perm, owner)))?;
+            let stat = self.engine.stat_file(&file)?;
+            let ino = self.table().insert(parent, name, FileKind::File, None);
+            self.set_opens(ino, 1);
+            return Ok((attr(ino, &stat), self.new_handle(Handle::InPlace { ino, file })));
+        }
+        let draft = self.engine.start_draft(&path, DraftBase::New { perm, uid: caller.uid, gid: caller.gid })?;
+        let stat = self.engine.stat_draft(&draft)?;
+        let file_node = Arc::new(FileNode::default());
+        {
+            let mut state = file_node.lock();
+            state.draft = Some(draft);
+            state.handles = 1;
+            state.writer = Some(self.actor(caller.pid, caller.uid));
+        }
+        let ino = {
+            let mut table = self.table();
+            let ino = table.insert(parent, name, FileKind::File, Some(file_node));
+            if let Some(node) = table.get_mut(ino) {
+                node.pending = true;
+                node.opens = 1;
+            }
+            ino
+        };
+        let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        Ok((attr(ino, &stat), self.new_handle(Handle::File { ino, writable })))
+    }
+
+    pub(crate) fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; size as usize];
+        let n = self.with_handle(fh, |fs, handle| match handle {
+            Handle::InPlace { file, .. } => fs.engine.read_at(file, &mut buf, offset),
+            Handle::File { ino, .. } => fs.read_file(*ino, &mut buf, offset),
+            Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
+        })?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    fn read_file(&self, ino: u64, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let file_node = self.file_node(ino)?;
+        let mut state = file_node.lock();
+        if let Some(draft) = &state.draft {
+            return read_full(|b, at| self.engine.read_draft(draft, at, b), buf, offset);
+        }
+        let backing = match &state.backing {
+            Some(backing) => backing.clone(),
+            None => {
+                let opened = Arc::new(self.engine.open_file(&self.path(ino)?)?);
+                state.backing = Some(opened.clone());
+                opened
+            }
+        };
+        drop(state);
+        read_full(|b, at| self.engine.read_at(&backing, b, at), buf, offset)
+    }
+
+    pub(crate) fn write(&self, fh: u64, offset: u64, data: &[u8], caller: Caller) -> Result<u32> {
+        let ino = self.with_handle(fh, |fs, handle| match handle {
+            Handle::InPlace { file, .. } => fs.engine.write_at(file, data, offset).map(|()| None),
+            Handle::File { ino, writable: true } => Ok(Some(*ino)),
+            Handle::File { .. } => Err(Error::io("write", std::io::Error::from_raw_os_error(libc::EBADF))),
+            Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
+        })?;
+        let Some(ino) = ino else {
+            return Ok(data.len() as u32);
+        };
+        let file_node = self.file_node(ino)?;
+        let mut state = file_node.lock();
+        self.ensure_draft(ino, &mut state)?;
+        let actor = self.actor(caller.pid, caller.uid);
+        let path = self.path(ino)?;
+        match self.engine.write_draft(&mut state.draft, &path, offset, data, &actor) {
+            Ok(()) => {
+                state.writer = Some(actor);
+                Ok(data.len() as u32)
+            }
+            Err(e) => {
+                if e.kind() == ErrorKind::Blocked {
+                    self.refused(ino, &mut state, caller);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// A draft to write into: the existing one, or a copy of the committed version. A file
+    /// whose draft was refused takes no more bytes until it is truncated.
+    fn ensure_draft(&self, ino: u64, state: &mut FileState) -> Result<()> {
+        if state.refused {
+            return Err(Reason::StillBlocked.into());
+        }
+        if state.draft.is_none() {
+            state.draft = Some(self.engine.start_draft(&self.path(ino)?, DraftBase::Current)?);
+        }
+        Ok(())
+    }
+
+    /// The draft was refused and quarantined: the file refuses further writes and commits; a
+    /// pending file keeps an empty placeholder until its last handle closes (it never reaches
+    /// the tree); the kernel forgets the refused pages.
+    fn refused(&self, ino: u64, state: &mut FileState, caller: Caller) {
+        state.refused = true;
+        if self.is_pending(ino)
+            && let Ok(path) = self.path(ino)
+        {
+            state.draft =
+                self.engine.start_draft(&path, DraftBase::New { perm: 0o600, uid: caller.uid, gid: caller.gid }).ok();
+        }
+        self.invalidate(ino);
+    }
+
+    /// Set the size of a file (`truncate`, `ftruncate`, `O_TRUNC` without atomic truncation).
+    /// Without an open handle the new version is committed at once.
+    pub(crate) fn truncate(&self, ino: u64, size: u64, caller: Caller) -> Result<()> {
+        let path = self.path(ino)?;
+        self.check_writable(&path)?;
+        if self.in_place(&path) && !self.is_pending(ino) {
+            let file = self.engine.open_in_place(&path, None)?;
+            return self.engine.set_len(&file, size);
+        }
+        let file_node = self.file_node(ino)?;
+        let mut state = file_node.lock();
+        if size == 0 {
+            state.refused = false;
+        }
+        let refused = state.refused;
+        match &mut state.draft {
+            Some(draft) => self.engine.truncate_draft(draft, size)?,
+            None if refused => return Err(Reason::StillBlocked.into()),
+            None => {
+                let base = if size == 0 { DraftBase::Truncated } else { DraftBase::Current };
+                let mut draft = self.engine.start_draft(&path, base)?;
+                self.engine.truncate_draft(&mut draft, size)?;
+                state.draft = Some(draft);
+            }
+        }
+        state.writer = Some(self.actor(caller.pid, caller.uid));
+        if state.handles == 0 {
+            self.commit(ino, &mut state, caller)?;
+        }
+        Ok(())
+    }
+
+    /// `flush` (every `close`) and `fsync`: commit the inode's draft if it has changes.
+    pub(crate) fn flush(&self, fh: u64, sync: bool, caller: Caller) -> Result<()> {
+        // A reader's close does not commit a writer's draft; an fsync on any handle does.
+        let ino = self.with_handle(fh, |fs, handle| match handle {
+            Handle::InPlace { file, .. } if sync => fs.engine.sync_file(file, false).map(|()| None),
+            Handle::InPlace { .. } | Handle::Dir { .. } => Ok(None),
+            Handle::File { ino, writable } if *writable || sync => Ok(Some(*ino)),
+            Handle::File { .. } => Ok(None),
+        })?;
+        let Some(ino) = ino else { return Ok(()) };
+        let file_node = self.file_node(ino)?;
+        let mut state = file_node.lock();
+        if state.refused {
+            return self.ensure_draft(ino, &mut state);
+        }
+        // A close commits what was written; fsync also what was only created or truncated
+        // (`echo x > f` closes a dup of its descriptor before writing: that close must not
+        // commit an empty version). The last close commits the rest (see `last_close`).
+        let commit = match &state.draft {
+            Some(draft) if sync => draft.needs_commit() || self.is_pending(ino),
+            Some(draft) => draft.is_dirty(),
+            None => false,
+        };
+        if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
+    }
+
+    /// The last close of a handle.
+    pub(crate) fn release(&self, fh: u64, caller: Caller) {
+        let Some(handle) = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&fh) else {
+            return;
+        };
+        let ino = match *handle {
+            Handle::InPlace { ino, .. } | Handle::Dir { ino, .. } => {
+                self.set_opens(ino, -1);
+                return;
+            }
+            Handle::File { ino, .. } => ino,
+        };
+        if let Ok(file_node) = self.file_node(ino) {
+            let mut state = file_node.lock();
+            state.handles = state.handles.saturating_sub(1);
+            if state.handles == 0 {
+                self.last_close(ino, &mut state, caller);
+            }
+        }
+        self.set_opens(ino, -1);
+    }
+
+    /// No handle is left: commit what is still dirty (late mmap pages arrive before release),
+    /// forget a refusal, and drop drafts of files that are gone.
+    fn last_close(&self, ino: u64, state: &mut FileState, caller: Caller) {
+        let (linked, pending) = self.table().get(ino).map_or((false, false), |n| (n.linked, n.pending));
+        if state.refused || !linked {
+            state.refused = false;
+            if let Some(draft) = state.draft.take() {
+                self.engine.discard_draft(draft);
+            }
+            if pending {
+                // Never committed: the name never reached the tree; the kernel forgets it too.
+                let mut table = self.table();
+                if let Some(node) = table.get_mut(ino) {
+                    node.pending = false;
+                }
+                if let Some((parent, name)) = table.get(ino).map(|n| (n.parent, n.name.clone())) {
+                    table.detach(parent, &name);
+                    drop(table);
+                    self.forget_name(parent, name);
+                }
+            }
+            return;
+        }
+        let dirty = state.draft.as_ref().is_some_and(|d| d.needs_commit()) || pending;
+        if dirty {
+            if let Err(e) = self.commit(ino, state, caller) {
+                // close() has already returned: the journal (block row, quarantine) and the log
+                // are where this outcome is recorded.
+                tracing::warn!(ino, error = %e, "commit at release failed");
+                if e.kind() == ErrorKind::Blocked {
+                    state.refused = false;
+                    if let Some(draft) = state.draft.take() {
+                        self.engine.discard_draft(draft);
+                    }
+                }
+            }
+        } else if let Some(draft) = state.draft.take() {
+            self.engine.discard_draft(draft);
+        }
+    }
+
+    /// Commit the inode's draft at its current path, durably; afterwards reads go to the
+    /// committed file (the draft's own descriptor).
+    pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: Caller) -> Result<()> {
+        let Some(draft) = state.draft.take() else {
+            return Ok(());
+        };
+        let path = match self.path(ino) {
+            Ok(path) => path,
+            Err(e) => {
+                state.draft = Some(draft);
+                return Err(e);
+            }
+        };
+        let actor = state.writer.clone().unwrap_or_else(|| self.actor(caller.pid, caller.uid));
+        match self.engine.commit_draft(draft, &path, &actor) {
+            Ok((_, file)) => {
+                state.backing = Some(Arc::new(file));
+                if let Some(node) = self.table().get_mut(ino) {
+                    node.pending = false;
+                }
+                self.committed();
+                Ok(())
+            }
+            Err(failed) => {
+                let DraftError { error, draft } = *failed;
+                state.draft = draft;
+                if error.kind() == ErrorKind::Blocked {
+                    self.refused(ino, state, caller);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Commit every open draft (shutdown); returns how many were settled.
+    pub(crate) fn settle_drafts(&self) -> usize {
+        let files = self.table().files();
+        let mut settled = 0;
+        let engine_caller = Caller { pid: 0, uid: 0, gid: 0 };
+        for (ino, file_node) in files {
+            let mut state = file_node.lock();
+            let dirty = state.draft.as_ref().is_some_and(|d| d.needs_commit()) || self.is_pending(ino);
+            if state.refused || !dirty || state.draft.is_none() {
+                continue;
+            }
+            if state.writer.is_none() {
+                state.writer = Some(Actor::engine());
+            }
+            if let Err(e) = self.commit(ino, &mut state, engine_caller) {
+                tracing::warn!(ino, error = %e, "draft not committed at shutdown");
+            }
+            settled += 1;
+        }
+        settled
+    }
+
+    pub(crate) fn open_drafts(&self) -> usize {
+        let files = self.table().files();
+        files.iter().filter(|(_, f)| f.lock().draft.is_some()).count()
+    }
+
+    /// Run `f` on an open handle (the handle table is not locked meanwhile).
+    pub(crate) fn with_handle<T>(&self, fh: u64, f: impl FnOnce(&Fs, &Handle) -> Result<T>) -> Result<T> {
+        let handle = self
+            .handles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&fh)
+            .cloned()
+            .ok_or_else(|| Error::io("handle", std::io::Error::from_raw_os_error(libc::EBADF)))?;
+        f(self, &handle)
+    }
+}
+
+/// Read until `buf` is full or the file ends.
+fn read_full(mut read: impl FnMut(&mut [u8], u64) -> Result<usize>, buf: &mut [u8], offset: u64) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match read(&mut buf[got..], offset + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}

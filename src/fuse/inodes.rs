@@ -1,0 +1,304 @@
+//! The inode table: FUSE inode numbers for the entries of the tree.
+//!
+//! Inode numbers are synthetic: a commit gives a file a new backing inode, so a FUSE inode is
+//! a name — `{parent, name}` — plus what the kernel holds of it (its lookup count) and, for a
+//! regular file, the shared [`FileNode`] (open handles, the draft). Invariants:
+//!
+//! - `children` maps each `(parent, name)` the kernel may use to exactly one node, whose
+//!   `parent`/`name` are that key; a node without a key is *detached* (unlinked, or replaced by
+//!   a rename) and lives only while the kernel references it or a handle is open.
+//! - A node is forgotten (removed) when its lookup count reaches zero and no handle is open; a
+//!   file created through the mount and not yet committed (`pending`) stays until then too.
+//! - Numbers are never reused (a 64-bit counter), so the generation is always 0.
+//!
+//! Locking: the table has one mutex, held only for map updates and path computation; a file's
+//! state has its own. Order: a file's state, then the table — the table never takes a file's
+//! lock, so a commit can hold its file and still ask where the file is now.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::durable::{File, FileKind};
+use crate::engine::Draft;
+use crate::journal::Actor;
+
+/// The root's inode number (fixed by FUSE).
+pub const ROOT: u64 = 1;
+
+/// What the mount knows of one regular file, shared by all its handles.
+#[derive(Default)]
+pub struct FileState {
+    /// Open handles on this inode.
+    pub handles: u32,
+    /// The bytes being written (see `engine::draft`).
+    pub draft: Option<Draft>,
+    /// The committed version, open for reads while there is no draft.
+    pub backing: Option<Arc<File>>,
+    /// The policy refused this file's draft: writes and commits fail until it is truncated to
+    /// nothing or its last handle closes.
+    pub refused: bool,
+    /// Who wrote last (the journal row's author).
+    pub writer: Option<Actor>,
+}
+
+/// A regular file's shared state.
+#[derive(Default)]
+pub struct FileNode {
+    state: Mutex<FileState>,
+}
+
+impl FileNode {
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, FileState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+pub struct Node {
+    pub parent: u64,
+    pub name: OsString,
+    pub kind: FileKind,
+    /// References the kernel holds (lookups not yet forgotten).
+    pub lookups: u64,
+    /// Open handles (files and directories).
+    pub opens: u64,
+    /// Reachable by its name (false once unlinked or replaced).
+    pub linked: bool,
+    /// A file created through the mount and never committed: it exists only here.
+    pub pending: bool,
+    pub file: Option<Arc<FileNode>>,
+}
+
+pub struct Table {
+    nodes: HashMap<u64, Node>,
+    children: HashMap<(u64, OsString), u64>,
+    next: u64,
+}
+
+impl Default for Table {
+    fn default() -> Table {
+        let root = Node {
+            parent: ROOT,
+            name: OsString::new(),
+            kind: FileKind::Dir,
+            lookups: 1,
+            opens: 0,
+            linked: true,
+            pending: false,
+            file: None,
+        };
+        Table { nodes: HashMap::from([(ROOT, root)]), children: HashMap::new(), next: ROOT + 1 }
+    }
+}
+
+impl Table {
+    pub fn get(&self, ino: u64) -> Option<&Node> {
+        self.nodes.get(&ino)
+    }
+
+    pub fn get_mut(&mut self, ino: u64) -> Option<&mut Node> {
+        self.nodes.get_mut(&ino)
+    }
+
+    /// The node named `name` in `parent`, if the table knows one.
+    pub fn child(&self, parent: u64, name: &OsStr) -> Option<u64> {
+        self.children.get(&(parent, name.to_os_string())).copied()
+    }
+
+    /// The workspace path of a node (`""` for the root); `None` for a detached node or one
+    /// with a name that is not UTF-8.
+    pub fn path(&self, ino: u64) -> Option<String> {
+        let mut parts: Vec<&str> = Vec::new();
+        let mut at = ino;
+        while at != ROOT {
+            let node = self.nodes.get(&at)?;
+            if !node.linked {
+                return None;
+            }
+            parts.push(node.name.to_str()?);
+            at = node.parent;
+        }
+        parts.reverse();
+        Some(parts.join("/"))
+    }
+
+    /// The path of `name` inside `parent`.
+    pub fn child_path(&self, parent: u64, name: &OsStr) -> Option<String> {
+        let name = name.to_str()?;
+        let dir = self.path(parent)?;
+        Some(if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") })
+    }
+
+    /// The node for `(parent, name)` of `kind`, counting one lookup: the known one when its
+    /// kind still matches, else a new one (the old one is detached).
+    pub fn lookup(&mut self, parent: u64, name: &OsStr, kind: FileKind) -> u64 {
+        if let Some(ino) = self.child(parent, name)
+            && let Some(node) = self.nodes.get_mut(&ino)
+            && node.kind == kind
+        {
+            node.lookups += 1;
+            return ino;
+        }
+        self.insert(parent, name, kind, None)
+    }
+
+    /// A new node for `(parent, name)` with one lookup; whatever had the name is detached.
+    pub fn insert(&mut self, parent: u64, name: &OsStr, kind: FileKind, file: Option<Arc<FileNode>>) -> u64 {
+        self.detach(parent, name);
+        let ino = self.next;
+        self.next += 1;
+        let file = file.or_else(|| (kind == FileKind::File).then(Default::default));
+        let node =
+            Node { parent, name: name.to_os_string(), kind, lookups: 1, opens: 0, linked: true, pending: false, file };
+        self.nodes.insert(ino, node);
+        self.children.insert((parent, name.to_os_string()), ino);
+        ino
+    }
+
+    /// The name is gone from the tree: the node that had it (if any) is detached.
+    pub fn detach(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
+        let ino = self.children.remove(&(parent, name.to_os_string()))?;
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.linked = false;
+        }
+        self.collect(ino);
+        Some(ino)
+    }
+
+    /// Give a detached node its old name back, if the name is free; whether it did.
+    pub fn relink(&mut self, ino: u64) -> bool {
+        let Some(node) = self.nodes.get(&ino) else {
+            return false;
+        };
+        let key = (node.parent, node.name.clone());
+        if node.linked || self.children.contains_key(&key) || !self.nodes.contains_key(&node.parent) {
+            return false;
+        }
+        self.children.insert(key, ino);
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.linked = true;
+        }
+        true
+    }
+
+    /// A rename: the node named `(parent, name)` now has `(new_parent, new_name)`; whatever had
+    /// that name is detached. With `exchange`, the two nodes trade names instead.
+    pub fn rename(&mut self, parent: u64, name: &OsStr, new_parent: u64, new_name: &OsStr, exchange: bool) {
+        let moving = self.children.remove(&(parent, name.to_os_string()));
+        let other = if exchange {
+            self.children.remove(&(new_parent, new_name.to_os_string()))
+        } else {
+            self.detach(new_parent, new_name);
+            None
+        };
+        if let Some(ino) = moving
+            && let Some(node) = self.nodes.get_mut(&ino)
+        {
+            node.parent = new_parent;
+            node.name = new_name.to_os_string();
+            self.children.insert((new_parent, new_name.to_os_string()), ino);
+        }
+        if let Some(ino) = other
+            && let Some(node) = self.nodes.get_mut(&ino)
+        {
+            node.parent = parent;
+            node.name = name.to_os_string();
+            self.children.insert((parent, name.to_os_string()), ino);
+        }
+    }
+
+    /// The kernel dropped `n` references.
+    pub fn forget(&mut self, ino: u64, n: u64) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.lookups = node.lookups.saturating_sub(n);
+        }
+        self.collect(ino);
+    }
+
+    /// Remove a node nobody references any more. A pending file stays while named: it exists
+    /// only here until its first commit.
+    pub fn collect(&mut self, ino: u64) {
+        if ino == ROOT {
+            return;
+        }
+        let Some(node) = self.nodes.get(&ino) else {
+            return;
+        };
+        if node.lookups > 0 || node.opens > 0 || (node.pending && node.linked) {
+            return;
+        }
+        if node.linked {
+            self.children.remove(&(node.parent, node.name.clone()));
+        }
+        self.nodes.remove(&ino);
+    }
+
+    /// The node at `path` (`""`: the root), following names the table knows.
+    pub fn find(&self, path: &str) -> Option<u64> {
+        path.split('/').filter(|c| !c.is_empty()).try_fold(ROOT, |at, name| self.child(at, OsStr::new(name)))
+    }
+
+    /// Pending files (created through the mount, not committed yet) directly in `parent`.
+    pub fn pending_in(&self, parent: u64) -> Vec<(OsString, u64)> {
+        self.nodes
+            .iter()
+            .filter(|(_, n)| n.parent == parent && n.linked && n.pending)
+            .map(|(ino, n)| (n.name.clone(), *ino))
+            .collect()
+    }
+
+    /// Every regular file node (for shutdown).
+    pub fn files(&self) -> Vec<(u64, Arc<FileNode>)> {
+        self.nodes.iter().filter_map(|(ino, n)| n.file.clone().map(|f| (*ino, f))).collect()
+    }
+
+    /// Nodes below `ino` that are linked (for re-pointing drafts after a directory rename).
+    pub fn descendants(&self, ino: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut stack = vec![ino];
+        while let Some(dir) = stack.pop() {
+            for ((parent, _), child) in &self.children {
+                if *parent == dir {
+                    out.push(*child);
+                    stack.push(*child);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_map_to_one_node_and_detached_nodes_live_until_forgotten() {
+        let mut t = Table::default();
+        let d = t.lookup(ROOT, OsStr::new("d"), FileKind::Dir);
+        let f = t.lookup(d, OsStr::new("f"), FileKind::File);
+        assert_eq!(t.lookup(d, OsStr::new("f"), FileKind::File), f, "same name, same node");
+        assert_eq!(t.path(f).as_deref(), Some("d/f"));
+        t.rename(d, OsStr::new("f"), ROOT, OsStr::new("g"), false);
+        assert_eq!(t.path(f).as_deref(), Some("g"));
+        assert_eq!(t.child(d, OsStr::new("f")), None);
+        let h = t.insert(ROOT, OsStr::new("g"), FileKind::File, None);
+        assert_ne!(h, f);
+        assert_eq!(t.path(f), None, "replaced: detached");
+        assert!(t.get(f).is_some(), "still referenced by the kernel");
+        t.forget(f, 2);
+        assert!(t.get(f).is_none());
+        // A kind change gives a new node.
+        let g2 = t.lookup(ROOT, OsStr::new("g"), FileKind::Dir);
+        assert_ne!(g2, h);
+    }
+
+    #[test]
+    fn exchange_swaps_names() {
+        let mut t = Table::default();
+        let a = t.lookup(ROOT, OsStr::new("a"), FileKind::File);
+        let b = t.lookup(ROOT, OsStr::new("b"), FileKind::Dir);
+        t.rename(ROOT, OsStr::new("a"), ROOT, OsStr::new("b"), true);
+        assert_eq!((t.path(a).as_deref(), t.path(b).as_deref()), (Some("b"), Some("a")));
+    }
+}

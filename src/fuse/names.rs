@@ -1,0 +1,437 @@
+//! The namespace: lookups, attributes, directories, links, renames, removals, extended
+//! attributes. Files created through the mount and not committed yet (`pending`) exist only in
+//! the inode table: lookups, listings and `rmdir` account for them, and a rename or a link
+//! commits one first so that the tree always has what the operation moves.
+
+use std::ffi::{OsStr, OsString};
+
+use fuser::{FileAttr, FileType};
+use nix::libc;
+
+use super::files::Caller;
+use super::inodes::ROOT;
+use super::{Fs, Handle, attr, file_type};
+use crate::durable::{FileKind, SetTime};
+use crate::engine::{Entry, Owner, RenameHow};
+use crate::error::{Error, Reason, Result};
+
+/// A `setattr` request, as the engine needs it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SetAttr {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<SetTime>,
+    pub mtime: Option<SetTime>,
+}
+
+/// The attributes of a file that has no name any more.
+fn detached_attr(ino: u64, stat: Option<crate::durable::Stat>) -> FileAttr {
+    let mut attr = match stat {
+        Some(stat) => attr(ino, &stat),
+        None => FileAttr {
+            ino: fuser::INodeNo(ino),
+            size: 0,
+            blocks: 0,
+            atime: std::time::SystemTime::now(),
+            mtime: std::time::SystemTime::now(),
+            ctime: std::time::SystemTime::now(),
+            crtime: std::time::SystemTime::now(),
+            kind: FileType::RegularFile,
+            perm: 0o644,
+            nlink: 0,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        },
+    };
+    attr.nlink = 0;
+    attr
+}
+
+impl Fs {
+    /// The attributes of `ino` now.
+    pub(crate) fn getattr(&self, ino: u64) -> Result<FileAttr> {
+        let file_node = self.file_of(ino);
+        if let Some(file_node) = &file_node {
+            let state = file_node.lock();
+            if let Some(attr) = self.file_attr(ino, &state)? {
+                return Ok(attr);
+            }
+            if self.table().path(ino).is_none() {
+                // Unlinked while the kernel still holds it (an open file, or a refused new file
+                // about to be written again): what it was, with no link left.
+                let stat = match &state.backing {
+                    Some(backing) => Some(self.engine.stat_file(backing)?),
+                    None => None,
+                };
+                return Ok(detached_attr(ino, stat));
+            }
+        }
+        let path = self.path(ino)?;
+        let stat = self.engine.stat(&path)?.ok_or_else(|| Error::from(Reason::NotFound))?;
+        Ok(attr(ino, &stat))
+    }
+
+    /// Resolve `name` in `parent`, counting a lookup.
+    pub(crate) fn lookup(&self, parent: u64, name: &OsStr) -> Result<FileAttr> {
+        let path = self.child_path(parent, name)?;
+        let known = self.child_of(parent, name);
+        if let Some(ino) = known
+            && self.is_pending(ino)
+        {
+            let attr = self.getattr(ino)?;
+            if let Some(node) = self.table().get_mut(ino) {
+                node.lookups += 1;
+            }
+            return Ok(attr);
+        }
+        let Some(stat) = self.engine.stat(&path)? else {
+            if known.is_some() {
+                self.table().detach(parent, name);
+            }
+            return Err(Reason::NotFound.into());
+        };
+        let ino = self.table().lookup(parent, name, stat.kind);
+        match self.file_of(ino) {
+            Some(file_node) => Ok(self.file_attr(ino, &file_node.lock())?.unwrap_or_else(|| attr(ino, &stat))),
+            None => Ok(attr(ino, &stat)),
+        }
+    }
+
+    pub(crate) fn forget(&self, ino: u64, n: u64) {
+        self.table().forget(ino, n);
+    }
+
+    pub(crate) fn setattr(&self, ino: u64, set: SetAttr, caller: Caller) -> Result<FileAttr> {
+        let path = self.path(ino)?;
+        let touches_meta =
+            set.mode.is_some() || set.uid.is_some() || set.gid.is_some() || set.atime.is_some() || set.mtime.is_some();
+        if touches_meta || set.size.is_some() {
+            self.check_writable(&path)?;
+        }
+        if let Some(size) = set.size {
+            self.truncate(ino, size, caller)?;
+        }
+        if touches_meta {
+            let file_node = self.file_of(ino);
+            let state = file_node.as_ref().map(|f| f.lock());
+            let draft = state.as_ref().and_then(|s| s.draft.as_ref());
+            let pending = self.is_pending(ino);
+            // The tree's entry (unless it is not there yet) and the draft the next version is.
+            let mut entries: Vec<Entry<'_>> = Vec::new();
+            if !pending {
+                entries.push(Entry::Path(&path));
+            }
+            entries.extend(draft.map(Entry::Draft));
+            for entry in entries {
+                if set.uid.is_some() || set.gid.is_some() {
+                    self.engine.set_owner(entry, set.uid, set.gid)?;
+                }
+                if let Some(mode) = set.mode {
+                    self.engine.set_perm(entry, mode & 0o7777)?;
+                }
+                if set.atime.is_some() || set.mtime.is_some() {
+                    self.engine.set_times(
+                        entry,
+                        set.atime.unwrap_or(SetTime::Keep),
+                        set.mtime.unwrap_or(SetTime::Keep),
+                    )?;
+                }
+            }
+        }
+        self.getattr(ino)
+    }
+
+    pub(crate) fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        use std::os::unix::ffi::OsStringExt;
+        Ok(self.engine.read_link(&self.path(ino)?)?.into_vec())
+    }
+
+    /// A new entry made by `make`, as a node with one lookup.
+    fn made(&self, parent: u64, name: &OsStr, make: impl FnOnce(&str) -> Result<()>) -> Result<FileAttr> {
+        let path = self.child_path(parent, name)?;
+        self.check_writable(&path)?;
+        if self.child_of(parent, name).is_some_and(|ino| self.is_pending(ino)) {
+            return Err(Error::io("create", std::io::Error::from_raw_os_error(libc::EEXIST)));
+        }
+        make(&path)?;
+        let stat = self.engine.stat(&path)?.ok_or_else(|| Error::from(Reason::NotFound))?;
+        let ino = self.table().insert(parent, name, stat.kind, None);
+        Ok(attr(ino, &stat))
+    }
+
+    pub(crate) fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, caller: Caller) -> Result<FileAttr> {
+        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        self.made(parent, name, |path| self.engine.mkdir(path, mode & 0o7777, owner))
+    }
+
+    pub(crate) fn symlink(&self, parent: u64, name: &OsStr, target: &OsStr, caller: Caller) -> Result<FileAttr> {
+        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        self.made(parent, name, |path| self.engine.symlink(target, path, owner))
+    }
+
+    pub(crate) fn mknod(&self, parent: u64, name: &OsStr, mode: u32, rdev: u32, caller: Caller) -> Result<FileAttr> {
+        let kind = match mode & libc::S_IFMT {
+            libc::S_IFIFO => FileKind::Fifo,
+            libc::S_IFSOCK => FileKind::Socket,
+            libc::S_IFCHR => FileKind::CharDevice,
+            libc::S_IFBLK => FileKind::BlockDevice,
+            // A regular file: created and committed empty, like `open(O_CREAT)` then `close`.
+            libc::S_IFREG | 0 => {
+                let (attr, fh) = self.create(parent, name, mode, libc::O_WRONLY | libc::O_EXCL, caller)?;
+                let flushed = self.flush(fh, false, caller);
+                self.release(fh, caller);
+                flushed?;
+                return self.getattr(attr.ino.0);
+            }
+            _ => return Err(Reason::InvalidArgument { what: "file type" }.into()),
+        };
+        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        self.made(parent, name, |path| self.engine.mknod(path, kind, mode & 0o7777, u64::from(rdev), owner))
+    }
+
+    pub(crate) fn unlink(&self, parent: u64, name: &OsStr, caller: Caller) -> Result<()> {
+        let path = self.child_path(parent, name)?;
+        self.check_writable(&path)?;
+        let known = self.child_of(parent, name);
+        let file_node = known.and_then(|ino| self.file_of(ino));
+        if let (Some(ino), Some(file_node)) = (known, &file_node) {
+            let mut state = file_node.lock();
+            if self.is_pending(ino) {
+                // Never committed: it only ever existed here.
+                if state.handles == 0
+                    && let Some(draft) = state.draft.take()
+                {
+                    self.engine.discard_draft(draft);
+                }
+                let mut table = self.table();
+                if let Some(node) = table.get_mut(ino) {
+                    node.pending = false;
+                }
+                table.detach(parent, name);
+                return Ok(());
+            }
+            // Open handles keep reading the removed version.
+            if state.handles > 0 && state.draft.is_none() && state.backing.is_none() {
+                state.backing = self.engine.open_file(&path).ok().map(std::sync::Arc::new);
+            }
+        }
+        let keep = !self.in_place(&path);
+        self.engine.remove(&path, keep, &self.actor(caller.pid, caller.uid))?;
+        self.table().detach(parent, name);
+        Ok(())
+    }
+
+    pub(crate) fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
+        let path = self.child_path(parent, name)?;
+        self.check_writable(&path)?;
+        let pending_inside = self.child_of(parent, name).is_some_and(|ino| !self.table().pending_in(ino).is_empty());
+        if pending_inside {
+            return Err(Error::io("rmdir", std::io::Error::from_raw_os_error(libc::ENOTEMPTY)));
+        }
+        self.engine.rmdir(&path)?;
+        self.table().detach(parent, name);
+        Ok(())
+    }
+
+    /// Commit a pending file so the tree has it (before a rename or a link moves its name).
+    fn materialize(&self, parent: u64, name: &OsStr, caller: Caller) -> Result<()> {
+        let Some(ino) = self.child_of(parent, name) else {
+            return Ok(());
+        };
+        if !self.is_pending(ino) {
+            return Ok(());
+        }
+        let Some(file_node) = self.file_of(ino) else {
+            return Ok(());
+        };
+        let mut state = file_node.lock();
+        if state.refused {
+            return Err(Reason::StillBlocked.into());
+        }
+        self.commit(ino, &mut state, caller)
+    }
+
+    pub(crate) fn rename(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        new_parent: u64,
+        new_name: &OsStr,
+        flags: u32,
+        caller: Caller,
+    ) -> Result<()> {
+        let from = self.child_path(parent, name)?;
+        let to = self.child_path(new_parent, new_name)?;
+        self.check_writable(&from)?;
+        self.check_writable(&to)?;
+        let how = if flags & libc::RENAME_EXCHANGE != 0 {
+            RenameHow::Exchange
+        } else if flags & libc::RENAME_NOREPLACE != 0 {
+            RenameHow::NoReplace
+        } else {
+            RenameHow::Replace
+        };
+        self.materialize(parent, name, caller)?;
+        if how == RenameHow::Exchange {
+            self.materialize(new_parent, new_name, caller)?;
+        } else if let Some(ino) = self.child_of(new_parent, new_name)
+            && self.is_pending(ino)
+        {
+            if how == RenameHow::NoReplace {
+                return Err(Error::io("rename", std::io::Error::from_raw_os_error(libc::EEXIST)));
+            }
+            // Replacing a file that was never committed: nothing of it is in the tree to keep.
+            self.unlink(new_parent, new_name, caller)?;
+        }
+        let keep = !(self.in_place(&from) && self.in_place(&to));
+        let from_gated = !self.in_place(&from);
+        self.engine.rename(&from, &to, how, keep, from_gated, &self.actor(caller.pid, caller.uid))?;
+        let moved = self.child_of(parent, name);
+        self.table().rename(parent, name, new_parent, new_name, how == RenameHow::Exchange);
+        if let Some(ino) = moved {
+            self.retarget(ino);
+        }
+        Ok(())
+    }
+
+    /// Drafts below a renamed node now belong to new paths (for recovery's note).
+    fn retarget(&self, ino: u64) {
+        let nodes: Vec<(u64, std::sync::Arc<super::inodes::FileNode>)> = {
+            let table = self.table();
+            std::iter::once(ino)
+                .chain(table.descendants(ino))
+                .filter_map(|i| table.get(i).and_then(|n| n.file.clone()).map(|f| (i, f)))
+                .collect()
+        };
+        for (ino, file_node) in nodes {
+            let state = file_node.lock();
+            if let (Some(draft), Ok(path)) = (&state.draft, self.path(ino)) {
+                self.engine.retarget_draft(draft, &path);
+            }
+        }
+    }
+
+    pub(crate) fn link(&self, ino: u64, new_parent: u64, new_name: &OsStr, caller: Caller) -> Result<FileAttr> {
+        let (parent, name) = {
+            let table = self.table();
+            let node = table.get(ino).ok_or_else(|| Error::from(Reason::NotFound))?;
+            (node.parent, node.name.clone())
+        };
+        self.materialize(parent, &name, caller)?;
+        let from = self.path(ino)?;
+        let to = self.child_path(new_parent, new_name)?;
+        self.check_writable(&to)?;
+        let keep = !self.in_place(&to);
+        self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller.pid, caller.uid))?;
+        let stat = self.engine.stat(&to)?.ok_or_else(|| Error::from(Reason::NotFound))?;
+        let new = self.table().insert(new_parent, new_name, stat.kind, None);
+        Ok(attr(new, &stat))
+    }
+
+    pub(crate) fn opendir(&self, ino: u64) -> Result<u64> {
+        self.path(ino)?;
+        self.table().get_mut(ino).ok_or_else(|| Error::from(Reason::NotFound))?.opens += 1;
+        Ok(self.new_handle(Handle::Dir { ino, entries: std::sync::Mutex::new(None) }))
+    }
+
+    /// Directory entries from `offset` on (`.` and `..` first, then the tree's entries and the
+    /// pending files), read once per open directory.
+    pub(crate) fn readdir(
+        &self,
+        fh: u64,
+        offset: u64,
+        mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
+    ) -> Result<()> {
+        self.with_handle(fh, |fs, handle| {
+            let Handle::Dir { ino, entries } = handle else {
+                return Err(Reason::NotADirectory.into());
+            };
+            let mut entries = entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if entries.is_none() {
+                *entries = Some(fs.list(*ino)?);
+            }
+            let list = entries.as_ref().map_or(&[][..], |v| &v[..]);
+            for (i, (child, kind, name)) in list.iter().enumerate().skip(offset as usize) {
+                if add(*child, i as u64 + 1, *kind, name) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn list(&self, ino: u64) -> Result<Vec<(u64, FileType, OsString)>> {
+        let path = self.path(ino)?;
+        let parent = self.table().get(ino).map_or(ROOT, |n| n.parent);
+        let mut out =
+            vec![(ino, FileType::Directory, OsString::from(".")), (parent, FileType::Directory, OsString::from(".."))];
+        let listed = self.engine.list(&path)?;
+        let table = self.table();
+        for (name, kind) in &listed {
+            // An inode number for readdir only; `stat` gives the node's (d_ino is advisory).
+            let child = table.child(ino, name).unwrap_or(u64::MAX);
+            out.push((child, file_type(*kind), name.clone()));
+        }
+        for (name, child) in table.pending_in(ino) {
+            if !listed.iter().any(|(n, _)| *n == name) {
+                out.push((child, FileType::RegularFile, name));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn getxattr(&self, ino: u64, attr: &OsStr) -> Result<Vec<u8>> {
+        self.with_entry(ino, |fs, entry| fs.engine.get_xattr(entry, attr))
+    }
+
+    pub(crate) fn listxattr(&self, ino: u64) -> Result<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let names = self.with_entry(ino, |fs, entry| fs.engine.list_xattrs(entry))?;
+        Ok(names.iter().flat_map(|n| n.as_bytes().iter().copied().chain([0])).collect())
+    }
+
+    pub(crate) fn setxattr(&self, ino: u64, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
+        self.check_writable(&self.path(ino)?)?;
+        self.each_entry(ino, |fs, entry| fs.engine.set_xattr(entry, attr, value, flags))
+    }
+
+    pub(crate) fn removexattr(&self, ino: u64, attr: &OsStr) -> Result<()> {
+        self.check_writable(&self.path(ino)?)?;
+        self.each_entry(ino, |fs, entry| fs.engine.remove_xattr(entry, attr))
+    }
+
+    /// Read from the draft when there is one, else from the tree.
+    fn with_entry<T>(&self, ino: u64, f: impl FnOnce(&Fs, Entry<'_>) -> Result<T>) -> Result<T> {
+        let path = self.path(ino)?;
+        let file_node = self.file_of(ino);
+        let state = file_node.as_ref().map(|f| f.lock());
+        match state.as_ref().and_then(|s| s.draft.as_ref()) {
+            Some(draft) => f(self, Entry::Draft(draft)),
+            None => f(self, Entry::Path(&path)),
+        }
+    }
+
+    /// Change the tree's entry (unless pending) and the draft (when there is one).
+    fn each_entry(&self, ino: u64, mut f: impl FnMut(&Fs, Entry<'_>) -> Result<()>) -> Result<()> {
+        let path = self.path(ino)?;
+        let pending = self.is_pending(ino);
+        let file_node = self.file_of(ino);
+        let state = file_node.as_ref().map(|f| f.lock());
+        if !pending {
+            f(self, Entry::Path(&path))?;
+        }
+        if let Some(draft) = state.as_ref().and_then(|s| s.draft.as_ref()) {
+            f(self, Entry::Draft(draft))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn statfs(&self) -> Result<crate::durable::FsStats> {
+        self.engine.statfs()
+    }
+}

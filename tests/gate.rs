@@ -1,0 +1,132 @@
+//! The gate: content the policy blocks never reaches the tree, is quarantined, journaled and
+//! explained, and identical retries spend the retry budget.
+
+use rwfs::engine::{Engine, Options, WriteMode};
+use rwfs::journal::Op;
+use rwfs::{ErrorKind, Reason};
+use serde_json::Value;
+
+use crate::support::*;
+
+fn config(secret_line: &str) -> Vec<u8> {
+    format!("import os\nREGION = \"eu-west-1\"\n{secret_line}DEBUG = False\n").into_bytes()
+}
+
+#[test]
+fn blocked_content_never_reaches_the_tree_and_is_kept_and_explained() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let before = b"REGION = \"eu-west-1\"\n";
+    write(&engine, "app/config.py", before, WriteMode::Create).unwrap();
+    let refused = config(&aws_secret_line(7));
+
+    let err = write(&engine, "app/config.py", &refused, WriteMode::Overwrite).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Blocked);
+    assert_eq!(err.path(), Some("app/config.py"));
+    let Reason::Blocked(rejection) = err.reason() else { panic!("{err:?}") };
+    assert_eq!(rejection.rules, [("aws-secret-access-key".to_string(), 3)]);
+    assert_eq!(rejection.sha256, sha(&refused));
+
+    assert_eq!(ws.read("app/config.py").unwrap(), before, "the tree keeps the committed version");
+    assert_eq!(ws.object(&rejection.sha256).unwrap(), refused, "the refused bytes are in objects/");
+
+    let latest = ws.read(".resilient_write/rejections/latest.json").unwrap();
+    assert_eq!(ws.read(&format!(".resilient_write/rejections/{}.json", rejection.id)).unwrap(), latest);
+    let envelope: Value = serde_json::from_slice(&latest).unwrap();
+    for key in [
+        "ok",
+        "schema_version",
+        "error",
+        "reason_hint",
+        "detected_patterns",
+        "suggested_action",
+        "retry_budget",
+        "context",
+    ] {
+        assert!(envelope.get(key).is_some(), "envelope lacks {key}: {envelope}");
+    }
+    assert_eq!(envelope["ok"], false);
+    assert_eq!(envelope["error"], "blocked");
+    assert_eq!(envelope["reason_hint"], "content_filter");
+    assert_eq!(envelope["suggested_action"], "redact");
+    assert_eq!(envelope["retry_budget"], 3);
+    assert_eq!(envelope["context"]["path"], "app/config.py");
+    let finding = &envelope["context"]["findings"][0];
+    assert_eq!(finding["rule"], "aws-secret-access-key");
+    assert_eq!(finding["line"], 3);
+    assert_eq!(finding["replacement"], "os.environ[\"AWS_SECRET_ACCESS_KEY\"]");
+    let text = String::from_utf8(latest).unwrap();
+    let secret = aws_secret_line(7);
+    let value = secret.split('"').nth(1).unwrap();
+    assert!(!text.contains(value), "the envelope never shows the secret");
+
+    let row = ws.rows().pop().unwrap();
+    assert_eq!(row.op(), Op::Block);
+    assert_eq!(row.path, "app/config.py");
+    assert_eq!(row.sha256, Some(rejection.sha256));
+    assert_eq!(row.prev_sha256, Some(sha(before)));
+    assert_eq!(row.pid, Some(std::process::id()));
+    assert!(row.reason.unwrap().contains("aws-secret-access-key"));
+
+    // The fix the envelope suggests commits.
+    let fixed = config("AWS_SECRET_ACCESS_KEY = os.environ[\"AWS_SECRET_ACCESS_KEY\"]\n");
+    write(&engine, "app/config.py", &fixed, WriteMode::Overwrite).unwrap();
+    assert_eq!(ws.read("app/config.py").unwrap(), fixed);
+}
+
+#[test]
+fn identical_retries_spend_the_budget_then_are_refused_outright() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let refused = config(&aws_secret_line(8));
+    let budget = |e: &rwfs::Error| match e.reason() {
+        Reason::Blocked(r) => serde_json::from_str::<Value>(&r.envelope).unwrap()["retry_budget"].as_u64().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let budgets: Vec<u64> =
+        (0..4).map(|_| budget(&write(&engine, "c.py", &refused, WriteMode::Overwrite).unwrap_err())).collect();
+    assert_eq!(budgets, [3, 2, 1, 0]);
+    let rows = ws.rows().len();
+    let spent = assert_reason(write(&engine, "c.py", &refused, WriteMode::Overwrite), "retry_budget_exhausted");
+    assert_eq!(spent.kind(), ErrorKind::Blocked);
+    assert_eq!(ws.rows().len(), rows, "a spent budget writes nothing");
+    // Different content, or the same content elsewhere, has its own budget.
+    let other = config(&aws_secret_line(9));
+    assert_eq!(budget(&write(&engine, "c.py", &other, WriteMode::Overwrite).unwrap_err()), 3);
+    assert_eq!(budget(&write(&engine, "d.py", &refused, WriteMode::Overwrite).unwrap_err()), 3);
+    assert_eq!(ws.read("c.py"), None);
+}
+
+#[test]
+fn appends_and_restores_pass_the_gate_too() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write(&engine, "log.txt", b"start\n", WriteMode::Create).unwrap();
+    let line = aws_secret_line(10);
+    let err = write(&engine, "log.txt", line.as_bytes(), WriteMode::Append).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Blocked, "the whole appended version is judged");
+    assert_eq!(ws.read("log.txt").unwrap(), b"start\n");
+    let Reason::Blocked(rejection) = err.reason() else { unreachable!() };
+    let err =
+        engine.restore("log.txt", &rwfs::engine::RestoreTo::Sha(rejection.sha256.to_hex()), &actor()).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Blocked | ErrorKind::StalePrecondition), "{err:?}");
+    assert_eq!(ws.read("log.txt").unwrap(), b"start\n", "a quarantined draft cannot be restored into the tree");
+}
+
+#[test]
+fn the_policy_decides_and_a_broken_policy_changes_nothing() {
+    let ws = Ws::new();
+    ws.put(".resilient_write/policy.yaml", b"allow_paths: [\"fixtures/**\"]\n");
+    let engine = ws.open();
+    let content = config(&aws_secret_line(11));
+    write(&engine, "fixtures/creds.py", &content, WriteMode::Create).unwrap();
+    assert_eq!(write(&engine, "src/creds.py", &content, WriteMode::Create).unwrap_err().kind(), ErrorKind::Blocked);
+    drop(engine);
+
+    ws.put(".resilient_write/policy.yaml", b"rules:\n  - action: maybe\n");
+    let rows = ws.rows().len();
+    let err = Engine::open(ws.path(), &Options::default()).unwrap_err();
+    assert_eq!(err.reason().code(), "bad_policy", "{err}");
+    assert!(err.to_string().contains("line 2"), "{err}");
+    assert_eq!(ws.rows().len(), rows);
+}
