@@ -16,6 +16,8 @@ pub struct Mounted {
     mountpoint: PathBuf,
     _mnt: Option<tempfile::TempDir>,
     log: PathBuf,
+    /// Extra `rwfs mount` arguments.
+    args: Vec<String>,
     mounted: bool,
 }
 
@@ -44,21 +46,60 @@ impl Mounted {
             let mnt = tempfile::Builder::new().prefix("rwfs-mnt-").tempdir().expect("mountpoint");
             (mnt.path().to_path_buf(), Some(mnt))
         };
+        let mut m = Mounted { ws, mountpoint, _mnt: mnt, log, args: args.iter().map(|a| a.to_string()).collect(), mounted: false };
+        m.start();
+        m
+    }
+
+    /// `rwfs mount --daemon` of the workspace at the mountpoint, with the fixture's arguments.
+    fn start(&mut self) {
         let mut cmd = rwfs();
-        cmd.arg("mount").arg(ws.path());
-        if !over_itself {
-            cmd.arg(&mountpoint);
+        cmd.arg("mount").arg(self.ws.path());
+        if self.mountpoint != self.ws.path() {
+            cmd.arg(&self.mountpoint);
         }
-        cmd.arg("--daemon").args(args).env("RWFS_LOG_FILE", &log).env("RWFS_LOG", "info");
+        cmd.arg("--daemon").args(&self.args).env("RWFS_LOG_FILE", &self.log).env("RWFS_LOG", "info");
         let out = cmd.output().expect("run rwfs mount");
         assert!(
             out.status.success(),
             "rwfs mount failed ({}): {}{}",
             out.status,
             String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(&log).unwrap_or_default()
+            self.log()
         );
-        Mounted { ws, mountpoint, _mnt: mnt, log, mounted: true }
+        self.mounted = true;
+    }
+
+    /// Mount the same workspace at the same mountpoint again, after `unmount` or `kill`.
+    pub fn remount(&mut self) {
+        assert!(!self.mounted, "still mounted");
+        self.start();
+    }
+
+    /// The daemon's pid, from the workspace lock it holds.
+    pub fn daemon_pid(&self) -> i32 {
+        let out = rwfs().args(["status", "--json", "--workspace"]).arg(self.ws.path()).output().expect("run rwfs status");
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+        let pid = status["owner"]["pid"].as_i64().unwrap_or_else(|| panic!("no owner in {status}"));
+        i32::try_from(pid).expect("a pid")
+    }
+
+    /// SIGKILL the daemon (no draft committed, nothing unmounted cleanly), wait until it is
+    /// gone, then detach the dead mount.
+    pub fn kill(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.daemon_pid());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the daemon");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // Gone, or a zombie nobody has reaped yet (its mount connection is closed either way).
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+        };
+        while alive() {
+            assert!(std::time::Instant::now() < deadline, "the daemon outlived SIGKILL");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.forget();
     }
 
     /// A path through the mount.
