@@ -53,9 +53,22 @@ impl Action {
     }
 }
 
-/// The mount's defaults for paths written in place (DESIGN §5).
-pub const DEFAULT_PASS_THROUGH: &[&str] =
-    &[".git/**", "target/**", "node_modules/**", ".venv/**", "**/__pycache__/**", "*.log", "*.sqlite*", "*.db"];
+/// The mount's defaults for paths written in place (DESIGN §5). A database's rollback journal,
+/// write-ahead log and shared-memory index (`x.db-journal`, `x.db-wal`, `x.db-shm`) go with it:
+/// gated, each sqlite transaction would be a committed, journaled and kept version of them.
+pub const DEFAULT_PASS_THROUGH: &[&str] = &[
+    ".git/**",
+    "target/**",
+    "node_modules/**",
+    ".venv/**",
+    "**/__pycache__/**",
+    "*.log",
+    "*.sqlite*",
+    "*.db",
+    "*.db-journal",
+    "*.db-wal",
+    "*.db-shm",
+];
 
 /// The reference's default retry budget.
 pub const DEFAULT_RETRY_BUDGET: u32 = 3;

@@ -192,6 +192,27 @@ fn unlink_and_rename_over_keep_the_old_versions() {
 }
 
 #[test]
+fn an_open_file_keeps_reading_its_version_after_another_is_renamed_over_it() {
+    let ws = Ws::new();
+    ws.put("f.txt", b"before the mount\n");
+    let m = Mounted::with(ws, false, &[]);
+    m.write("g.txt", b"committed\n").unwrap();
+    let mut untouched = std::fs::File::open(m.path("f.txt")).unwrap();
+    let mut committed = std::fs::File::open(m.path("g.txt")).unwrap();
+    for name in ["f.txt", "g.txt"] {
+        m.write("new.txt", b"replacement\n").unwrap();
+        std::fs::rename(m.path("new.txt"), m.path(name)).unwrap();
+        assert_eq!(m.read(name).unwrap(), b"replacement\n");
+    }
+    let mut buf = String::new();
+    untouched.read_to_string(&mut buf).unwrap();
+    assert_eq!(buf, "before the mount\n");
+    buf.clear();
+    committed.read_to_string(&mut buf).unwrap();
+    assert_eq!(buf, "committed\n");
+}
+
+#[test]
 fn directories_symlinks_links_and_fifos() {
     let m = Mounted::new();
     std::fs::create_dir_all(m.path("d/e")).unwrap();

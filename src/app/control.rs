@@ -151,17 +151,27 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
     let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
     let mut line = String::new();
     reader.read_line(&mut line).step("read request")?;
+    let mut shutdown = false;
     let answer = match serde_json::from_str::<Envelope>(&line) {
-        Ok(envelope) => match execute(envelope.request, &mut reader, &actor, daemon) {
-            Ok(value) => value,
-            Err(e) => error_json(&e),
-        },
+        Ok(envelope) => {
+            shutdown = matches!(envelope.request, Request::Shutdown);
+            match execute(envelope.request, &mut reader, &actor, daemon) {
+                Ok(value) => value,
+                Err(e) => error_json(&e),
+            }
+        }
         Err(e) => {
             json!({"ok": false, "error": "policy_violation", "reason": "bad_request", "message": e.to_string()})
         }
     };
     let mut stream = stream;
-    writeln!(stream, "{answer}").step("answer request")
+    let answered = writeln!(stream, "{answer}").step("answer request");
+    // Only once answered: the daemon may exit as soon as it is told to stop, and a caller left
+    // without an answer takes the daemon for dead.
+    if shutdown {
+        daemon.shutdown();
+    }
+    answered
 }
 
 fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn Daemon) -> Result<Value> {
@@ -220,10 +230,8 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             status["ok"] = json!(true);
             Ok(status)
         }
-        Request::Shutdown => {
-            daemon.shutdown();
-            Ok(json!({"ok": true}))
-        }
+        // `handle` stops the daemon after answering.
+        Request::Shutdown => Ok(json!({"ok": true})),
     }
 }
 

@@ -117,7 +117,7 @@ impl Fs {
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);
-        Ok(self.new_handle(Handle::File { ino, writable }))
+        Ok(self.new_handle(Handle::File { ino, writable, opener: caller }))
     }
 
     /// `open(O_CREAT)` of a name the kernel believes absent.
@@ -170,7 +170,7 @@ impl Fs {
             ino
         };
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
-        Ok((attr(ino, &stat), self.new_handle(Handle::File { ino, writable })))
+        Ok((attr(ino, &stat), self.new_handle(Handle::File { ino, writable, opener: caller })))
     }
 
     pub(crate) fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
@@ -205,13 +205,16 @@ impl Fs {
     pub(crate) fn write(&self, fh: u64, offset: u64, data: &[u8], caller: Caller) -> Result<u32> {
         let ino = self.with_handle(fh, |fs, handle| match handle {
             Handle::InPlace { file, .. } => fs.engine.write_at(file, data, offset).map(|()| None),
-            Handle::File { ino, writable: true } => Ok(Some(*ino)),
+            Handle::File { ino, writable: true, opener } => Ok(Some((*ino, *opener))),
             Handle::File { .. } => Err(Error::io("write", std::io::Error::from_raw_os_error(libc::EBADF))),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
         })?;
-        let Some(ino) = ino else {
+        let Some((ino, opener)) = ino else {
             return Ok(data.len() as u32);
         };
+        // Pages of a shared mapping are written back by the kernel (no pid): they are the
+        // writes of a process that has the file open for writing.
+        let caller = if caller.pid == 0 { opener } else { caller };
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
         self.ensure_draft(ino, &mut state)?;
@@ -258,8 +261,10 @@ impl Fs {
     }
 
     /// Set the size of a file (`truncate`, `ftruncate`, `O_TRUNC` without atomic truncation).
-    /// Without an open handle the new version is committed at once.
-    pub(crate) fn truncate(&self, ino: u64, size: u64, caller: Caller) -> Result<()> {
+    /// `truncate(2)` by path (`by_path`), or any truncation without an open handle, is committed
+    /// at once: the kernel sends the release of a file just closed after `close()` returns, so
+    /// a handle may still be counted that its process no longer has.
+    pub(crate) fn truncate(&self, ino: u64, size: u64, by_path: bool, caller: Caller) -> Result<()> {
         let path = self.path(ino)?;
         self.check_writable(&path)?;
         if self.in_place(&path) && !self.is_pending(ino) {
@@ -283,7 +288,7 @@ impl Fs {
             }
         }
         state.writer = Some(self.actor(caller.pid, caller.uid));
-        if state.handles == 0 {
+        if by_path || state.handles == 0 {
             self.commit(ino, &mut state, caller)?;
         }
         Ok(())
@@ -295,7 +300,7 @@ impl Fs {
         let ino = self.with_handle(fh, |fs, handle| match handle {
             Handle::InPlace { file, .. } if sync => fs.engine.sync_file(file, false).map(|()| None),
             Handle::InPlace { .. } | Handle::Dir { .. } => Ok(None),
-            Handle::File { ino, writable } if *writable || sync => Ok(Some(*ino)),
+            Handle::File { ino, writable, .. } if *writable || sync => Ok(Some(*ino)),
             Handle::File { .. } => Ok(None),
         })?;
         let Some(ino) = ino else { return Ok(()) };
@@ -332,6 +337,9 @@ impl Fs {
             state.handles = state.handles.saturating_sub(1);
             if state.handles == 0 {
                 self.last_close(ino, &mut state, caller);
+                // No descriptor outlives the handles: the kernel keeps inodes cached long after
+                // their files are closed, and one descriptor each would exhaust the daemon's.
+                state.backing = None;
             }
         }
         self.set_opens(ino, -1);
@@ -378,8 +386,9 @@ impl Fs {
         }
     }
 
-    /// Commit the inode's draft at its current path, durably; afterwards reads go to the
-    /// committed file (the draft's own descriptor).
+    /// Commit the inode's draft at its current path, durably; afterwards reads open the
+    /// committed file (read-only: a writable descriptor on it would make `execve` of the backing
+    /// file fail with `ETXTBSY`).
     pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: Caller) -> Result<()> {
         let Some(draft) = state.draft.take() else {
             return Ok(());
@@ -394,9 +403,24 @@ impl Fs {
         let actor = state.writer.clone().unwrap_or_else(|| self.actor(caller.pid, caller.uid));
         match self.engine.commit_draft(draft, &path, &actor) {
             Ok((_, file)) => {
-                state.backing = Some(Arc::new(file));
-                if let Some(node) = self.table().get_mut(ino) {
-                    node.pending = false;
+                drop(file);
+                state.backing = None;
+                let aliases = {
+                    let mut table = self.table();
+                    if let Some(node) = table.get_mut(ino) {
+                        node.pending = false;
+                    }
+                    table.get(ino).map(|n| n.aliases.clone()).unwrap_or_default()
+                };
+                // Hard links made through the mount follow the new version, as on any
+                // filesystem; one that cannot keeps the old version under a node of its own.
+                for (parent, name) in aliases {
+                    let Some(alias) = self.table().child_path(parent, &name) else { continue };
+                    if let Err(e) = self.relink(&path, &alias, &actor) {
+                        tracing::warn!(path = alias, error = %e, "a hard link keeps the previous version");
+                        self.table().detach(parent, &name);
+                        self.forget_name(parent, name);
+                    }
                 }
                 self.committed();
                 Ok(())

@@ -5,8 +5,13 @@
 //! regular file, the shared [`FileNode`] (open handles, the draft). Invariants:
 //!
 //! - `children` maps each `(parent, name)` the kernel may use to exactly one node, whose
-//!   `parent`/`name` are that key; a node without a key is *detached* (unlinked, or replaced by
-//!   a rename) and lives only while the kernel references it or a handle is open.
+//!   `parent`/`name` (or one of its `aliases`) are that key; a node without a key is *detached*
+//!   (unlinked, or replaced by a rename) and lives only while the kernel references it or a
+//!   handle is open.
+//! - A hard link made through the mount is an alias of its source's node, so both names have
+//!   one inode number, as `link(2)` promises (`git clone` and `tar` check it). Whichever name a
+//!   writer opened, the commit lands at the node's own name and is then linked over each alias
+//!   (see `Fs::commit`), so every name shows the new version, as on any filesystem.
 //! - A node is forgotten (removed) when its lookup count reaches zero and no handle is open; a
 //!   file created through the mount and not yet committed (`pending`) stays until then too.
 //! - Numbers are never reused (a 64-bit counter), so the generation is always 0.
@@ -66,6 +71,8 @@ pub struct Node {
     pub linked: bool,
     /// A file created through the mount and never committed: it exists only here.
     pub pending: bool,
+    /// Other names of the same file: hard links made through the mount (see the module docs).
+    pub aliases: Vec<(u64, OsString)>,
     pub file: Option<Arc<FileNode>>,
 }
 
@@ -85,6 +92,7 @@ impl Default for Table {
             opens: 0,
             linked: true,
             pending: false,
+            aliases: Vec::new(),
             file: None,
         };
         Table { nodes: HashMap::from([(ROOT, root)]), children: HashMap::new(), next: ROOT + 1 }
@@ -148,21 +156,65 @@ impl Table {
         let ino = self.next;
         self.next += 1;
         let file = file.or_else(|| (kind == FileKind::File).then(Default::default));
-        let node =
-            Node { parent, name: name.to_os_string(), kind, lookups: 1, opens: 0, linked: true, pending: false, file };
+        let node = Node {
+            parent,
+            name: name.to_os_string(),
+            kind,
+            lookups: 1,
+            opens: 0,
+            linked: true,
+            pending: false,
+            aliases: Vec::new(),
+            file,
+        };
         self.nodes.insert(ino, node);
         self.children.insert((parent, name.to_os_string()), ino);
         ino
     }
 
-    /// The name is gone from the tree: the node that had it (if any) is detached.
-    pub fn detach(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
-        let ino = self.children.remove(&(parent, name.to_os_string()))?;
+    /// A hard link: `(parent, name)` is now also `ino`'s name, counting one lookup; whatever had
+    /// the name is detached.
+    pub fn alias(&mut self, ino: u64, parent: u64, name: &OsStr) {
+        if !self.nodes.contains_key(&ino) {
+            return;
+        }
+        self.detach(parent, name);
         if let Some(node) = self.nodes.get_mut(&ino) {
-            node.linked = false;
+            node.aliases.push((parent, name.to_os_string()));
+            node.lookups += 1;
+            self.children.insert((parent, name.to_os_string()), ino);
+        }
+    }
+
+    /// The name is gone from the tree: the node that had it (if any) is detached, or keeps
+    /// another of its names.
+    pub fn detach(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
+        let key = (parent, name.to_os_string());
+        let ino = self.children.remove(&key)?;
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            if (node.parent, &node.name) != (parent, &key.1) {
+                node.aliases.retain(|alias| *alias != key);
+            } else if node.aliases.is_empty() {
+                node.linked = false;
+            } else {
+                (node.parent, node.name) = node.aliases.remove(0);
+            }
         }
         self.collect(ino);
         Some(ino)
+    }
+
+    /// Give the node named `from` the name `to` (its own name or an alias).
+    fn rename_key(&mut self, ino: u64, from: &(u64, OsString), to: (u64, OsString)) {
+        let Some(node) = self.nodes.get_mut(&ino) else {
+            return;
+        };
+        if (node.parent, &node.name) == (from.0, &from.1) {
+            (node.parent, node.name) = to.clone();
+        } else if let Some(alias) = node.aliases.iter_mut().find(|a| *a == from) {
+            *alias = to.clone();
+        }
+        self.children.insert(to, ino);
     }
 
     /// Give a detached node its old name back, if the name is free; whether it did.
@@ -184,26 +236,19 @@ impl Table {
     /// A rename: the node named `(parent, name)` now has `(new_parent, new_name)`; whatever had
     /// that name is detached. With `exchange`, the two nodes trade names instead.
     pub fn rename(&mut self, parent: u64, name: &OsStr, new_parent: u64, new_name: &OsStr, exchange: bool) {
-        let moving = self.children.remove(&(parent, name.to_os_string()));
+        let (from, to) = ((parent, name.to_os_string()), (new_parent, new_name.to_os_string()));
+        let moving = self.children.remove(&from);
         let other = if exchange {
-            self.children.remove(&(new_parent, new_name.to_os_string()))
+            self.children.remove(&to)
         } else {
             self.detach(new_parent, new_name);
             None
         };
-        if let Some(ino) = moving
-            && let Some(node) = self.nodes.get_mut(&ino)
-        {
-            node.parent = new_parent;
-            node.name = new_name.to_os_string();
-            self.children.insert((new_parent, new_name.to_os_string()), ino);
+        if let Some(ino) = moving {
+            self.rename_key(ino, &from, to.clone());
         }
-        if let Some(ino) = other
-            && let Some(node) = self.nodes.get_mut(&ino)
-        {
-            node.parent = parent;
-            node.name = name.to_os_string();
-            self.children.insert((parent, name.to_os_string()), ino);
+        if let Some(ino) = other {
+            self.rename_key(ino, &to, from);
         }
     }
 
@@ -229,6 +274,9 @@ impl Table {
         }
         if node.linked {
             self.children.remove(&(node.parent, node.name.clone()));
+        }
+        for key in &node.aliases {
+            self.children.remove(key);
         }
         self.nodes.remove(&ino);
     }
@@ -291,6 +339,34 @@ mod tests {
         // A kind change gives a new node.
         let g2 = t.lookup(ROOT, OsStr::new("g"), FileKind::Dir);
         assert_ne!(g2, h);
+    }
+
+    #[test]
+    fn a_hard_link_is_an_alias_of_its_source() {
+        let mut t = Table::default();
+        let d = t.lookup(ROOT, OsStr::new("d"), FileKind::Dir);
+        let f = t.lookup(ROOT, OsStr::new("f"), FileKind::File);
+        t.alias(f, d, OsStr::new("g"));
+        assert_eq!(t.lookup(d, OsStr::new("g"), FileKind::File), f, "one inode, two names");
+        // Removing the first name leaves the node at the other; renames move either name.
+        t.detach(ROOT, OsStr::new("f"));
+        assert_eq!(t.path(f).as_deref(), Some("d/g"));
+        t.alias(f, ROOT, OsStr::new("h"));
+        t.rename(ROOT, OsStr::new("h"), d, OsStr::new("i"), false);
+        assert_eq!(t.child(d, OsStr::new("i")), Some(f));
+        // An alias that stops being a link (its name detached) is looked up as a node of its own.
+        assert_eq!(t.get(f).unwrap().aliases, [(d, OsString::from("i"))]);
+        assert_eq!(t.detach(d, OsStr::new("i")), Some(f));
+        assert!(t.get(f).unwrap().aliases.is_empty());
+        assert_ne!(t.lookup(d, OsStr::new("i"), FileKind::File), f);
+        assert_eq!(t.path(f).as_deref(), Some("d/g"));
+        // A node that goes takes its aliases' names with it.
+        t.alias(f, ROOT, OsStr::new("j"));
+        t.forget(f, 10);
+        assert_eq!(
+            (t.get(f).is_some(), t.child(d, OsStr::new("g")), t.child(ROOT, OsStr::new("j"))),
+            (false, None, None)
+        );
     }
 
     #[test]

@@ -23,8 +23,10 @@
 //!   the tree keeps the previous version until then;
 //! - after a refusal every write and close of that file fails the same way, until the file is
 //!   truncated to nothing (a rewrite) or its last handle closes;
-//! - `unlink` and rename-over keep the old version in `objects/`; a hard-linked file committed
-//!   through one name gets a new inode, the other names keep the old content;
+//! - `unlink` and rename-over keep the old version in `objects/`; a hard link made through the
+//!   mount is the same inode as its source until a commit through one name gives that name a
+//!   new inode (the other names keep the old content); open files keep reading the version
+//!   they opened after an unlink or a rename over them;
 //! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/` and `scratch/`
 //!   (refused and quarantined content, out-of-band secrets) cannot be opened through the mount.
 //!
@@ -107,8 +109,8 @@ pub(crate) struct Fs {
 
 /// An open file or directory.
 pub(crate) enum Handle {
-    /// A regular file through the gate: its state is the inode's.
-    File { ino: u64, writable: bool },
+    /// A regular file through the gate: its state is the inode's. `opener` opened it.
+    File { ino: u64, writable: bool, opener: files::Caller },
     /// A file written in place (pass-through): its own descriptor.
     InPlace { ino: u64, file: crate::durable::File },
     /// A directory: its entries, read at the first `readdir`.

@@ -24,6 +24,8 @@ pub struct SetAttr {
     pub size: Option<u64>,
     pub atime: Option<SetTime>,
     pub mtime: Option<SetTime>,
+    /// Without a file handle: `truncate(2)` by path, a complete change (not `ftruncate`).
+    pub by_path: bool,
 }
 
 /// The attributes of a file that has no name any more.
@@ -114,7 +116,7 @@ impl Fs {
             self.check_writable(&path)?;
         }
         if let Some(size) = set.size {
-            self.truncate(ino, size, caller)?;
+            self.truncate(ino, size, set.by_path, caller)?;
         }
         if touches_meta {
             let file_node = self.file_of(ino);
@@ -215,15 +217,25 @@ impl Fs {
                 table.detach(parent, name);
                 return Ok(());
             }
-            // Open handles keep reading the removed version.
-            if state.handles > 0 && state.draft.is_none() && state.backing.is_none() {
-                state.backing = self.engine.open_file(&path).ok().map(std::sync::Arc::new);
-            }
+            self.keep_open_version(&mut state, &path);
         }
         let keep = !self.in_place(&path);
         self.engine.remove(&path, keep, &self.actor(caller.pid, caller.uid))?;
-        self.table().detach(parent, name);
+        let detached = self.table().detach(parent, name);
+        // A hard-linked file lives on under another of its names.
+        if let Some(ino) = detached
+            && self.table().path(ino).is_some()
+        {
+            self.retarget(ino);
+        }
         Ok(())
+    }
+
+    /// The file at `path` is about to be removed or replaced: its open handles keep reading it.
+    fn keep_open_version(&self, state: &mut super::inodes::FileState, path: &str) {
+        if state.handles > 0 && state.draft.is_none() && state.backing.is_none() {
+            state.backing = self.engine.open_file(path).ok().map(std::sync::Arc::new);
+        }
     }
 
     pub(crate) fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
@@ -288,6 +300,11 @@ impl Fs {
             // Replacing a file that was never committed: nothing of it is in the tree to keep.
             self.unlink(new_parent, new_name, caller)?;
         }
+        if how != RenameHow::Exchange
+            && let Some(replaced) = self.child_of(new_parent, new_name).and_then(|ino| self.file_of(ino))
+        {
+            self.keep_open_version(&mut replaced.lock(), &to);
+        }
         let keep = !(self.in_place(&from) && self.in_place(&to));
         let from_gated = !self.in_place(&from);
         self.engine.rename(&from, &to, how, keep, from_gated, &self.actor(caller.pid, caller.uid))?;
@@ -328,9 +345,31 @@ impl Fs {
         self.check_writable(&to)?;
         let keep = !self.in_place(&to);
         self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller.pid, caller.uid))?;
-        let stat = self.engine.stat(&to)?.ok_or_else(|| Error::from(Reason::NotFound))?;
-        let new = self.table().insert(new_parent, new_name, stat.kind, None);
-        Ok(attr(new, &stat))
+        if self.in_place(&from) != self.in_place(&to) {
+            // Across the gate's boundary the names are written differently: two nodes.
+            let stat = self.engine.stat(&to)?.ok_or_else(|| Error::from(Reason::NotFound))?;
+            let new = self.table().insert(new_parent, new_name, stat.kind, None);
+            return Ok(attr(new, &stat));
+        }
+        // The new name is the same inode (see `inodes`), with its new link count.
+        self.table().alias(ino, new_parent, new_name);
+        self.getattr(ino)
+    }
+
+    /// Make the hard link `to` follow the version just committed at `from` (the commit gave
+    /// `from` a new file): a link under a temporary name, renamed over `to`, which keeps and
+    /// journals `to`'s previous version like any rename over a file.
+    pub(crate) fn relink(&self, from: &str, to: &str, actor: &crate::journal::Actor) -> Result<()> {
+        let tmp = match to.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/{}", crate::durable::temp_name()),
+            None => crate::durable::temp_name(),
+        };
+        self.engine.hard_link(from, &tmp, false, true, actor)?;
+        let renamed = self.engine.rename(&tmp, to, RenameHow::Replace, true, true, actor);
+        if renamed.is_err() {
+            let _ = self.engine.remove(&tmp, false, actor);
+        }
+        renamed
     }
 
     pub(crate) fn opendir(&self, ino: u64) -> Result<u64> {

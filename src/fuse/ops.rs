@@ -89,14 +89,15 @@ impl Filesystem for Glue {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
+        fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let set = SetAttr { mode, uid, gid, size, atime: set_time(atime), mtime: set_time(mtime) };
+        let (atime, mtime, by_path) = (set_time(atime), set_time(mtime), fh.is_none());
+        let set = SetAttr { mode, uid, gid, size, atime, mtime, by_path };
         let (fs, caller) = (self.0.clone(), caller(req));
         let blocked = self.0.blocked;
         // A truncation commits when no handle is open: off the request thread.
