@@ -19,4 +19,5 @@ mod layout;
 mod mount;
 mod mount_helper;
 mod policy;
+mod posix;
 mod scan;
