@@ -512,3 +512,115 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
     assert_eq!(m.backing("shared/after.txt").unwrap(), b"after the crash\n");
     m.unmount();
 }
+
+#[test]
+fn an_open_file_keeps_working_after_unlink_and_is_never_committed() {
+    use std::os::unix::fs::FileExt;
+    let m = Mounted::new();
+    // A new file, unlinked before its first commit.
+    let new = OpenOptions::new().read(true).write(true).create_new(true).open(m.path("new.txt")).unwrap();
+    std::fs::remove_file(m.path("new.txt")).unwrap();
+    assert_eq!(new.metadata().unwrap().nlink(), 0, "fstat of an unlinked file");
+    new.write_all_at(b"still writable\n", 0).unwrap();
+    let mut buf = [0u8; 15];
+    new.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"still writable\n");
+    new.set_len(5).unwrap();
+    assert_eq!(new.metadata().unwrap().len(), 5);
+    new.sync_all().unwrap();
+    // A committed file, unlinked while open, then written for the first time.
+    m.write("old.txt", b"committed\n").unwrap();
+    let old = OpenOptions::new().read(true).write(true).open(m.path("old.txt")).unwrap();
+    std::fs::remove_file(m.path("old.txt")).unwrap();
+    old.write_all_at(b"C", 0).unwrap();
+    let mut buf = [0u8; 10];
+    old.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"Committed\n");
+    // close() succeeds and nothing reaches the tree.
+    assert_eq!(nix::unistd::close(std::os::fd::IntoRawFd::into_raw_fd(new)), Ok(()));
+    assert_eq!(nix::unistd::close(std::os::fd::IntoRawFd::into_raw_fd(old)), Ok(()));
+    assert_eq!(m.backing("new.txt"), None);
+    assert_eq!(m.backing("old.txt"), None);
+    let ops: Vec<(String, Op)> = m.ws.rows().into_iter().map(|r| (r.path.clone(), r.op())).collect();
+    assert_eq!(ops, [("old.txt".to_string(), Op::Create), ("old.txt".to_string(), Op::Delete)]);
+}
+
+#[test]
+fn a_directory_holding_only_uncommitted_files_is_not_empty() {
+    let m = Mounted::new();
+    std::fs::create_dir(m.path("from")).unwrap();
+    std::fs::create_dir(m.path("to")).unwrap();
+    let open = std::fs::File::create(m.path("to/pending.txt")).unwrap();
+    let err = std::fs::rename(m.path("from"), m.path("to")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::ENOTEMPTY));
+    drop(open);
+    // A stat waits for the commit the last close makes.
+    assert_eq!(std::fs::metadata(m.path("to/pending.txt")).unwrap().len(), 0);
+    assert_eq!(m.backing("to/pending.txt").unwrap(), b"");
+}
+
+#[test]
+fn every_name_of_a_hard_linked_file_shows_its_link_count_and_ctime() {
+    let m = Mounted::new();
+    m.write("a.txt", b"x").unwrap();
+    let before = std::fs::metadata(m.path("a.txt")).unwrap();
+    assert_eq!(before.nlink(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::hard_link(m.path("a.txt"), m.path("b.txt")).unwrap();
+    let a = std::fs::metadata(m.path("a.txt")).unwrap();
+    assert_eq!(a.nlink(), 2, "the old name sees the new link");
+    assert!((a.ctime(), a.ctime_nsec()) > (before.ctime(), before.ctime_nsec()), "link changes ctime");
+    std::fs::hard_link(m.path("b.txt"), m.path("c.txt")).unwrap();
+    std::fs::remove_file(m.path("b.txt")).unwrap();
+    assert_eq!(std::fs::metadata(m.path("a.txt")).unwrap().nlink(), 2);
+    assert_eq!(std::fs::metadata(m.path("c.txt")).unwrap().nlink(), 2);
+    std::fs::remove_file(m.path("c.txt")).unwrap();
+    assert_eq!(std::fs::metadata(m.path("a.txt")).unwrap().nlink(), 1);
+}
+
+#[test]
+fn after_a_commit_the_kernel_shows_the_committed_attributes() {
+    let m = Mounted::new();
+    std::fs::create_dir(m.path("d")).unwrap();
+    let dir_before = std::fs::metadata(m.path("d")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Created and closed without a write: committed at the release, just after close().
+    drop(std::fs::File::create(m.path("d/empty")).unwrap());
+    // Rewritten and closed: committed at close(), by renaming the draft (its ctime changes
+    // then), after the kernel cached the draft's attributes.
+    m.write("d/full", b"x").unwrap();
+    let mut f = OpenOptions::new().write(true).open(m.path("d/full")).unwrap();
+    f.write_all(b"y").unwrap();
+    f.metadata().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    drop(f);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    for name in ["d/empty", "d/full"] {
+        let cached = std::fs::metadata(m.path(name)).unwrap();
+        assert_eq!((cached.ctime(), cached.ctime_nsec() as u32), fresh_ctime(&m.path(name)), "{name}");
+    }
+    let dir_after = std::fs::metadata(m.path("d")).unwrap();
+    assert!((dir_after.mtime(), dir_after.mtime_nsec()) > (dir_before.mtime(), dir_before.mtime_nsec()));
+    assert_eq!(m.backing("d/empty").unwrap(), b"");
+}
+
+/// The ctime of `path` asked of the filesystem, not of the kernel's cache.
+fn fresh_ctime(path: &std::path::Path) -> (i64, u32) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let mut stx = std::mem::MaybeUninit::<nix::libc::statx>::zeroed();
+    // SAFETY: a valid path and a buffer of the right type.
+    let rc = unsafe {
+        nix::libc::statx(
+            nix::libc::AT_FDCWD,
+            path.as_ptr(),
+            nix::libc::AT_STATX_FORCE_SYNC,
+            nix::libc::STATX_CTIME,
+            stx.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0, "statx: {}", std::io::Error::last_os_error());
+    // SAFETY: statx filled it.
+    let stx = unsafe { stx.assume_init() };
+    (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec)
+}

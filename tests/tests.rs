@@ -19,5 +19,6 @@ mod layout;
 mod mount;
 mod mount_helper;
 mod policy;
+mod posix;
 mod programs;
 mod scan;

@@ -163,6 +163,21 @@ impl Engine {
         self.core.write_draft(draft, path, offset, data, actor).map_err(|e| e.at(path))
     }
 
+    /// A draft for a file that has no name any more (unlinked, or replaced by a rename, while
+    /// open), copied from `from`, the version its handles still read. Such a draft never
+    /// becomes a version: the mount discards it at the file's last close.
+    pub fn start_unlinked_draft(&self, from: &File) -> Result<Draft> {
+        self.core.start_unlinked_draft(from)
+    }
+
+    /// Write into the draft of a file that has no name any more. Its bytes can never reach the
+    /// tree (the draft is discarded at the last close), so nothing is judged.
+    pub fn write_unlinked_draft(&self, draft: &mut Draft, offset: u64, data: &[u8]) -> Result<()> {
+        self.core.disk().write_at(&draft.file, data, offset).step("write draft")?;
+        draft.wrote(offset, data);
+        Ok(())
+    }
+
     pub fn read_draft(&self, draft: &Draft, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.core.disk().read_at(&draft.file, buf, offset).step("read draft")
     }
@@ -214,17 +229,42 @@ impl Core {
         open_or_create(self.disk(), state, DRAFTS_DIR)
     }
 
-    fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
-        let disk = self.disk();
+    /// A new, empty file in `drafts/`: the directory, the file and its name.
+    fn new_draft_file(&self) -> Result<(Dir, File, String)> {
         let dir = self.drafts_dir()?;
-        let (file, name) = loop {
+        loop {
             let name = crate::durable::temp_name();
-            match disk.create_new(&dir, &name, 0o600) {
-                Ok(file) => break (file, name),
+            match self.disk().create_new(&dir, &name, 0o600) {
+                Ok(file) => return Ok((dir, file, name)),
                 Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
                 Err(e) => return Err(Error::io("create draft", e)),
             }
-        };
+        }
+    }
+
+    fn start_unlinked_draft(&self, from: &File) -> Result<Draft> {
+        let disk = self.disk();
+        let (dir, file, name) = self.new_draft_file()?;
+        let filled = (|| {
+            let stat = disk.file_stat(from).step("stat unlinked file")?;
+            disk.copy_range(from, &file, stat.size).step("copy unlinked file into draft")?;
+            let xattrs = disk.xattrs(from).step("read extended attributes")?;
+            let attrs = Attrs { perm: Some(stat.perm), owner: Some((stat.uid, stat.gid)), xattrs };
+            disk.set_attrs(&file, &attrs).step("set draft attributes")?;
+            Ok(stat.size)
+        })();
+        match filled {
+            Ok(len) => Ok(Draft { file, name, len, digest: None, tail: Vec::new(), dirty: false, fresh: false }),
+            Err(e) => {
+                let _ = disk.unlink(&dir, &name);
+                Err(e)
+            }
+        }
+    }
+
+    fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
+        let disk = self.disk();
+        let (dir, file, name) = self.new_draft_file()?;
         let started = self.fill_draft(&file, path, base);
         if let Err(e) = started {
             let _ = disk.unlink(&dir, &name);

@@ -15,6 +15,14 @@ use crate::engine::{DraftBase, DraftError};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::journal::Actor;
 
+/// A released file handle whose last close is still to run (see [`Fs::release_handle`]).
+pub struct Closing {
+    ino: u64,
+    file_node: Option<Arc<FileNode>>,
+    /// It was the file's last handle.
+    last: bool,
+}
+
 /// Who is asking: the request's pid, uid and gid.
 #[derive(Debug, Clone, Copy)]
 pub struct Caller {
@@ -43,6 +51,12 @@ impl Fs {
 
     pub(crate) fn file_of(&self, ino: u64) -> Option<Arc<FileNode>> {
         self.table().get(ino).and_then(|n| n.file.clone())
+    }
+
+    /// Has the node lost its name (unlinked, or replaced by a rename) while the kernel still
+    /// holds it?
+    pub(crate) fn is_unlinked(&self, ino: u64) -> bool {
+        self.table().get(ino).is_some_and(|n| !n.linked)
     }
 
     pub(crate) fn child_of(&self, parent: u64, name: &OsStr) -> Option<u64> {
@@ -217,6 +231,11 @@ impl Fs {
         let caller = if caller.pid == 0 { opener } else { caller };
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
+        if self.is_unlinked(ino) {
+            let draft = self.unlinked_draft(&mut state)?;
+            self.engine.write_unlinked_draft(draft, offset, data)?;
+            return Ok(data.len() as u32);
+        }
         self.ensure_draft(ino, &mut state)?;
         let actor = self.actor(caller.pid, caller.uid);
         let path = self.path(ino)?;
@@ -246,6 +265,19 @@ impl Fs {
         Ok(())
     }
 
+    /// The draft of a file that lost its name while open: its handles keep reading and writing
+    /// it (POSIX), but it is never committed; its last close discards it.
+    pub(crate) fn unlinked_draft<'s>(&self, state: &'s mut FileState) -> Result<&'s mut crate::engine::Draft> {
+        if state.refused {
+            return Err(Reason::StillBlocked.into());
+        }
+        if state.draft.is_none() {
+            let backing = state.backing.clone().ok_or_else(|| Error::from(Reason::NotFound))?;
+            state.draft = Some(self.engine.start_unlinked_draft(&backing)?);
+        }
+        state.draft.as_mut().ok_or_else(|| Reason::NotFound.into())
+    }
+
     /// The draft was refused and quarantined: the file refuses further writes and commits; a
     /// pending file keeps an empty placeholder until its last handle closes (it never reaches
     /// the tree); the kernel forgets the refused pages.
@@ -263,8 +295,15 @@ impl Fs {
     /// Set the size of a file (`truncate`, `ftruncate`, `O_TRUNC` without atomic truncation).
     /// `truncate(2)` by path (`by_path`), or any truncation without an open handle, is committed
     /// at once: the kernel sends the release of a file just closed after `close()` returns, so
-    /// a handle may still be counted that its process no longer has.
+    /// a handle may still be counted that its process no longer has. A file that lost its name
+    /// while open truncates its draft, which is never committed.
     pub(crate) fn truncate(&self, ino: u64, size: u64, by_path: bool, caller: Caller) -> Result<()> {
+        if self.is_unlinked(ino) {
+            let file_node = self.file_node(ino)?;
+            let mut state = file_node.lock();
+            let draft = self.unlinked_draft(&mut state)?;
+            return self.engine.truncate_draft(draft, size);
+        }
         let path = self.path(ino)?;
         self.check_writable(&path)?;
         if self.in_place(&path) && !self.is_pending(ino) {
@@ -304,6 +343,10 @@ impl Fs {
             Handle::File { .. } => Ok(None),
         })?;
         let Some(ino) = ino else { return Ok(()) };
+        if self.is_unlinked(ino) {
+            // Nothing to commit: the file is gone (its draft goes at the last close).
+            return Ok(());
+        }
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
         if state.refused {
@@ -320,29 +363,55 @@ impl Fs {
         if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
     }
 
-    /// The last close of a handle.
+    /// The release of a handle, both halves at once.
     pub(crate) fn release(&self, fh: u64, caller: Caller) {
-        let Some(handle) = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&fh) else {
-            return;
-        };
+        if let Some(closing) = self.release_handle(fh) {
+            self.finish_release(closing, caller);
+        }
+    }
+
+    /// The first half of a release, on the request thread: the handle is gone, and when it
+    /// was the file's last, the file is `closing` (a stat waits for the second half, so one
+    /// made right after `close()` sees the commit). `None` when nothing is left to do.
+    pub(crate) fn release_handle(&self, fh: u64) -> Option<Closing> {
+        let handle = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&fh)?;
         let ino = match *handle {
             Handle::InPlace { ino, .. } | Handle::Dir { ino, .. } => {
                 self.set_opens(ino, -1);
-                return;
+                return None;
             }
             Handle::File { ino, .. } => ino,
         };
-        if let Ok(file_node) = self.file_node(ino) {
+        let file_node = self.file_node(ino).ok();
+        let mut last = false;
+        if let Some(file_node) = &file_node {
             let mut state = file_node.lock();
             state.handles = state.handles.saturating_sub(1);
             if state.handles == 0 {
-                self.last_close(ino, &mut state, caller);
+                state.closing += 1;
+                self.closing.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                last = true;
+            }
+        }
+        Some(Closing { ino, file_node, last })
+    }
+
+    /// The second half, on the commit pool: the last close, if no handle was opened since.
+    pub(crate) fn finish_release(&self, closing: Closing, caller: Caller) {
+        if let Some(file_node) = &closing.file_node
+            && closing.last
+        {
+            let mut state = file_node.lock();
+            if state.handles == 0 {
+                self.last_close(closing.ino, &mut state, caller);
                 // No descriptor outlives the handles: the kernel keeps inodes cached long after
                 // their files are closed, and one descriptor each would exhaust the daemon's.
                 state.backing = None;
             }
+            file_node.closed(&mut state);
+            self.closing.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         }
-        self.set_opens(ino, -1);
+        self.set_opens(closing.ino, -1);
     }
 
     /// No handle is left: commit what is still dirty (late mmap pages arrive before release),
@@ -422,6 +491,9 @@ impl Fs {
                         self.forget_name(parent, name);
                     }
                 }
+                // Installing the draft changed its ctime: the kernel's copy of the attributes
+                // (the draft's) is stale.
+                self.invalidate_attr_now(ino);
                 self.committed();
                 Ok(())
             }

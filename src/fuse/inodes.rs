@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use crate::durable::{File, FileKind};
 use crate::engine::Draft;
@@ -45,17 +45,35 @@ pub struct FileState {
     pub refused: bool,
     /// Who wrote last (the journal row's author).
     pub writer: Option<Actor>,
+    /// Releases of the last handle whose last close (a commit) is still to run.
+    pub closing: u32,
 }
 
 /// A regular file's shared state.
 #[derive(Default)]
 pub struct FileNode {
     state: Mutex<FileState>,
+    /// Signalled when a last close is done.
+    closed: Condvar,
 }
 
 impl FileNode {
     pub fn lock(&self) -> std::sync::MutexGuard<'_, FileState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state once no last close is pending: the kernel answers `close()` before it sends
+    /// the release, so a `stat` right after `close()` can overtake the commit the release
+    /// makes; it waits for it here and sees the committed version.
+    pub fn lock_closed(&self) -> std::sync::MutexGuard<'_, FileState> {
+        let state = self.lock();
+        self.closed.wait_while(state, |s| s.closing > 0).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A last close is done: wake whoever waits in [`FileNode::lock_closed`].
+    pub fn closed(&self, state: &mut FileState) {
+        state.closing = state.closing.saturating_sub(1);
+        self.closed.notify_all();
     }
 }
 
@@ -293,6 +311,11 @@ impl Table {
             .filter(|(_, n)| n.parent == parent && n.linked && n.pending)
             .map(|(ino, n)| (n.name.clone(), *ino))
             .collect()
+    }
+
+    /// The regular files named directly in `dir`.
+    pub fn files_in(&self, dir: u64) -> Vec<Arc<FileNode>> {
+        self.nodes.values().filter(|n| n.parent == dir && n.linked).filter_map(|n| n.file.clone()).collect()
     }
 
     /// Every regular file node (for shutdown).

@@ -28,11 +28,18 @@
 //!   new inode (the other names keep the old content); open files keep reading the version
 //!   they opened after an unlink or a rename over them;
 //! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/` and `scratch/`
-//!   (refused and quarantined content, out-of-band secrets) cannot be opened through the mount.
+//!   (refused and quarantined content, out-of-band secrets) cannot be opened through the mount;
+//! - an open file that loses its name (unlink, rename over it) keeps being read and written
+//!   through its handles, into a draft that is never committed (POSIX's unlinked open file);
+//! - every name is a node of its own, so hard links report different inode numbers.
 //!
 //! Kernel caches: entries and attributes have long TTLs (every change goes through this
-//! module, or through the engine, which tells us); file pages are dropped at each open and
-//! invalidated when a draft is refused.
+//! module, or through the engine, which tells us), except the attributes of a file with
+//! several names (a change through one name cannot reach the others' cache) and of a file
+//! just created (its attributes are its draft's until the first commit); a commit drops the
+//! kernel's copy of the file's attributes (installing the draft changed its ctime), and a stat
+//! that arrives while a last close is still committing waits for it. File pages are dropped
+//! at each open and invalidated when a draft is refused.
 
 mod errno;
 mod files;
@@ -43,7 +50,7 @@ mod pool;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -61,6 +68,13 @@ use pool::Pool;
 
 /// Entry and attribute TTL: long, because every change is seen here (see the module docs).
 const TTL: Duration = Duration::from_secs(60);
+
+/// The attribute TTL of a reply: none for a file with several names. Each name is a node of
+/// its own here (inodes are synthetic), so a change made through one name (a link, an unlink,
+/// a chmod) cannot reach what the kernel caches for the others: it asks every time instead.
+fn attr_ttl(attr: &FileAttr) -> Duration {
+    if attr.kind != FileType::Directory && attr.nlink > 1 { Duration::ZERO } else { TTL }
+}
 /// Threads reading requests from the kernel.
 const REQUEST_THREADS: usize = 4;
 /// Threads running commits (more than request threads: concurrent commits share fsyncs).
@@ -95,6 +109,8 @@ pub(crate) struct Fs {
     table: Mutex<Table>,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
+    /// Last closes whose commit is still to run (see `Fs::release_handle`).
+    closing: AtomicUsize,
     commits: Pool,
     invalidations: Pool,
     notifier: OnceLock<Notifier>,
@@ -133,6 +149,7 @@ impl Mount {
             table: Mutex::default(),
             handles: Mutex::default(),
             next_handle: AtomicU64::new(1),
+            closing: AtomicUsize::new(0),
             commits: Pool::new(COMMIT_THREADS, "rwfs-commit").map_err(spawn)?,
             invalidations: Pool::new(1, "rwfs-inval").map_err(spawn)?,
             notifier: OnceLock::new(),
@@ -287,6 +304,15 @@ impl Fs {
             self.invalidations.run(move || {
                 let _ = notifier.inval_inode(INodeNo(ino), 0, -1);
             });
+        }
+    }
+
+    /// Drop the kernel's cached attributes of `ino` now, before the reply of the request that
+    /// changed them (attributes only: no page is touched, so no lock the request holds is
+    /// needed).
+    fn invalidate_attr_now(&self, ino: u64) {
+        if let Some(notifier) = self.notifier.get() {
+            let _ = notifier.inval_inode(INodeNo(ino), -1, 0);
         }
     }
 

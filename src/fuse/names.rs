@@ -59,11 +59,15 @@ impl Fs {
     pub(crate) fn getattr(&self, ino: u64) -> Result<FileAttr> {
         let file_node = self.file_of(ino);
         if let Some(file_node) = &file_node {
-            let state = file_node.lock();
-            if let Some(attr) = self.file_attr(ino, &state)? {
+            let state = file_node.lock_closed();
+            let unlinked = self.table().path(ino).is_none();
+            if let Some(mut attr) = self.file_attr(ino, &state)? {
+                if unlinked {
+                    attr.nlink = 0;
+                }
                 return Ok(attr);
             }
-            if self.table().path(ino).is_none() {
+            if unlinked {
                 // Unlinked while the kernel still holds it (an open file, or a refused new file
                 // about to be written again): what it was, with no link left.
                 let stat = match &state.backing {
@@ -74,8 +78,24 @@ impl Fs {
             }
         }
         let path = self.path(ino)?;
+        if file_node.is_none() {
+            self.wait_for_closes_in(ino);
+        }
         let stat = self.engine.stat(&path)?.ok_or_else(|| Error::from(Reason::NotFound))?;
         Ok(attr(ino, &stat))
+    }
+
+    /// A commit puts a file into its directory by a rename, which changes the directory's
+    /// mtime and ctime: a directory's stat right after a `close()` waits for the commits of
+    /// the last closes still running in it, as a file's does.
+    fn wait_for_closes_in(&self, dir: u64) {
+        if self.closing.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return;
+        }
+        let files = self.table().files_in(dir);
+        for file_node in files {
+            drop(file_node.lock_closed());
+        }
     }
 
     /// Resolve `name` in `parent`, counting a lookup.
@@ -91,6 +111,10 @@ impl Fs {
             }
             return Ok(attr);
         }
+        if let Some(file_node) = known.and_then(|ino| self.file_of(ino)) {
+            // A last close still committing: the name is what that commit makes it.
+            drop(file_node.lock_closed());
+        }
         let Some(stat) = self.engine.stat(&path)? else {
             if known.is_some() {
                 self.table().detach(parent, name);
@@ -99,7 +123,7 @@ impl Fs {
         };
         let ino = self.table().lookup(parent, name, stat.kind);
         match self.file_of(ino) {
-            Some(file_node) => Ok(self.file_attr(ino, &file_node.lock())?.unwrap_or_else(|| attr(ino, &stat))),
+            Some(file_node) => Ok(self.file_attr(ino, &file_node.lock_closed())?.unwrap_or_else(|| attr(ino, &stat))),
             None => Ok(attr(ino, &stat)),
         }
     }
@@ -109,6 +133,9 @@ impl Fs {
     }
 
     pub(crate) fn setattr(&self, ino: u64, set: SetAttr, caller: Caller) -> Result<FileAttr> {
+        if self.is_unlinked(ino) && self.file_of(ino).is_some() {
+            return self.setattr_unlinked(ino, set, caller);
+        }
         let path = self.path(ino)?;
         let touches_meta =
             set.mode.is_some() || set.uid.is_some() || set.gid.is_some() || set.atime.is_some() || set.mtime.is_some();
@@ -143,6 +170,31 @@ impl Fs {
                         set.mtime.unwrap_or(SetTime::Keep),
                     )?;
                 }
+            }
+        }
+        self.getattr(ino)
+    }
+
+    /// `ftruncate`, `fchmod`, `fchown`, `futimens` on a file that lost its name while open:
+    /// they change its draft, which is never committed.
+    fn setattr_unlinked(&self, ino: u64, set: SetAttr, caller: Caller) -> Result<FileAttr> {
+        if let Some(size) = set.size {
+            self.truncate(ino, size, false, caller)?;
+        }
+        let touches_meta =
+            set.mode.is_some() || set.uid.is_some() || set.gid.is_some() || set.atime.is_some() || set.mtime.is_some();
+        if touches_meta && let Some(file_node) = self.file_of(ino) {
+            let mut state = file_node.lock();
+            let draft = self.unlinked_draft(&mut state)?;
+            let entry = Entry::Draft(draft);
+            if set.uid.is_some() || set.gid.is_some() {
+                self.engine.set_owner(entry, set.uid, set.gid)?;
+            }
+            if let Some(mode) = set.mode {
+                self.engine.set_perm(entry, mode & 0o7777)?;
+            }
+            if set.atime.is_some() || set.mtime.is_some() {
+                self.engine.set_times(entry, set.atime.unwrap_or(SetTime::Keep), set.mtime.unwrap_or(SetTime::Keep))?;
             }
         }
         self.getattr(ino)
@@ -250,6 +302,12 @@ impl Fs {
         Ok(())
     }
 
+    /// The kind of the node named `name` in `parent`, if the table knows one.
+    fn kind_of(&self, parent: u64, name: &OsStr) -> Option<FileKind> {
+        let table = self.table();
+        table.child(parent, name).and_then(|ino| table.get(ino)).map(|n| n.kind)
+    }
+
     /// Commit a pending file so the tree has it (before a rename or a link moves its name).
     fn materialize(&self, parent: u64, name: &OsStr, caller: Caller) -> Result<()> {
         let Some(ino) = self.child_of(parent, name) else {
@@ -291,6 +349,13 @@ impl Fs {
         self.materialize(parent, name, caller)?;
         if how == RenameHow::Exchange {
             self.materialize(new_parent, new_name, caller)?;
+        } else if how == RenameHow::Replace
+            && let Some(dir) = self.child_of(new_parent, new_name)
+            && self.kind_of(parent, name) == Some(FileKind::Dir)
+            && !self.table().pending_in(dir).is_empty()
+        {
+            // A directory whose only entries are files not committed yet is not empty.
+            return Err(Error::io("rename", std::io::Error::from_raw_os_error(libc::ENOTEMPTY)));
         } else if let Some(ino) = self.child_of(new_parent, new_name)
             && self.is_pending(ino)
         {
@@ -346,7 +411,9 @@ impl Fs {
         let keep = !self.in_place(&to);
         self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller.pid, caller.uid))?;
         if self.in_place(&from) != self.in_place(&to) {
-            // Across the gate's boundary the names are written differently: two nodes.
+            // Across the gate's boundary the names are written differently: two nodes. What
+            // the kernel cached for the old one (one link, the old ctime) is stale now.
+            self.invalidate_attr_now(ino);
             let stat = self.engine.stat(&to)?.ok_or_else(|| Error::from(Reason::NotFound))?;
             let new = self.table().insert(new_parent, new_name, stat.kind, None);
             return Ok(attr(new, &stat));

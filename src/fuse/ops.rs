@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
@@ -16,7 +16,7 @@ use nix::libc;
 
 use super::files::Caller;
 use super::names::SetAttr;
-use super::{Fs, TTL, errno};
+use super::{Fs, TTL, attr_ttl, errno};
 use crate::durable::SetTime;
 use crate::error::Error;
 
@@ -62,7 +62,7 @@ impl Filesystem for Glue {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.0.lookup(parent.0, name) {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -73,7 +73,7 @@ impl Filesystem for Glue {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.0.getattr(ino.0) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -102,7 +102,7 @@ impl Filesystem for Glue {
         let blocked = self.0.blocked;
         // A truncation commits when no handle is open: off the request thread.
         let job = move || match fs.setattr(ino.0, set, caller) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &attr),
             Err(e) => reply.error(errno(&e, blocked)),
         };
         if size.is_some() { self.0.commits.run(job) } else { job() }
@@ -126,14 +126,14 @@ impl Filesystem for Glue {
         reply: ReplyEntry,
     ) {
         match self.0.mknod(parent.0, name, mode, rdev, caller(req)) {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
         match self.0.mkdir(parent.0, name, mode, caller(req)) {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -154,7 +154,7 @@ impl Filesystem for Glue {
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
         match self.0.symlink(parent.0, link_name, target.as_os_str(), caller(req)) {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -183,7 +183,7 @@ impl Filesystem for Glue {
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         match self.0.link(ino.0, newparent.0, newname, caller(req)) {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -251,8 +251,13 @@ impl Filesystem for Glue {
         reply: ReplyEmpty,
     ) {
         let (fs, caller) = (self.0.clone(), caller(req));
+        // The handle goes now (a stat that overtakes the commit waits for it), the last close
+        // on the pool.
+        let closing = self.0.release_handle(fh.0);
         self.0.commits.run(move || {
-            fs.release(fh.0, caller);
+            if let Some(closing) = closing {
+                fs.finish_release(closing, caller);
+            }
             reply.ok();
         });
     }
@@ -362,7 +367,10 @@ impl Filesystem for Glue {
         reply: ReplyCreate,
     ) {
         match self.0.create(parent.0, name, mode, flags, caller(req)) {
-            Ok((attr, fh)) => reply.created(&TTL, &attr, Generation(0), FileHandle(fh), FopenFlags::empty()),
+            // The new file's attributes are its draft's until its first commit (at a close after
+            // a write, an fsync, or its last close, which the kernel does not wait for): no TTL,
+            // so a stat after close() asks, and waits for that commit.
+            Ok((attr, fh)) => reply.created(&Duration::ZERO, &attr, Generation(0), FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(self.err(&e)),
         }
     }
