@@ -54,6 +54,12 @@ impl WorkspacePath {
     pub fn parent(&self) -> &str {
         self.0.rsplit_once('/').map_or("", |(p, _)| p)
     }
+
+    /// Any string as a path, unchecked (tests of code that only hashes or compares paths).
+    #[cfg(test)]
+    pub(crate) fn unchecked(path: &str) -> WorkspacePath {
+        WorkspacePath(path.to_string())
+    }
 }
 
 impl fmt::Display for WorkspacePath {

@@ -32,11 +32,30 @@ impl PathLocks {
 
     /// Hold the lock of `path` for the guard's lifetime.
     pub fn lock(&self, path: &WorkspacePath) -> MutexGuard<'_, ()> {
+        self.lock_stripe(Self::stripe(path))
+    }
+
+    /// Hold the locks of two paths (a rename). Stripes are taken in index order, and a stripe
+    /// the two paths share is taken once: ordering by path instead would let two renames take
+    /// the same two stripes in opposite orders, and locking a shared stripe twice would
+    /// deadlock the caller on itself.
+    pub fn lock_pair(&self, a: &WorkspacePath, b: &WorkspacePath) -> (MutexGuard<'_, ()>, Option<MutexGuard<'_, ()>>) {
+        let (x, y) = (Self::stripe(a), Self::stripe(b));
+        let (low, high) = (x.min(y), x.max(y));
+        let first = self.lock_stripe(low);
+        let second = (high != low).then(|| self.lock_stripe(high));
+        (first, second)
+    }
+
+    fn stripe(path: &WorkspacePath) -> usize {
         let mut hasher = DefaultHasher::new();
         path.hash(&mut hasher);
-        let stripe = &self.stripes[hasher.finish() as usize % STRIPES];
+        hasher.finish() as usize % STRIPES
+    }
+
+    fn lock_stripe(&self, stripe: usize) -> MutexGuard<'_, ()> {
         // The guarded data is `()`: a panic elsewhere cannot leave it inconsistent.
-        stripe.lock().unwrap_or_else(PoisonError::into_inner)
+        self.stripes[stripe].lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -73,5 +92,41 @@ impl DigestCache {
             map.clear();
         }
         map.insert(stat.id, (Validity::from(stat), sha));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_sharing_a_stripe_locks_it_once() {
+        let locks = PathLocks::new();
+        let a = WorkspacePath::unchecked("d/f0");
+        let b = (1..)
+            .map(|i| WorkspacePath::unchecked(&format!("d/f{i}")))
+            .find(|b| PathLocks::stripe(b) == PathLocks::stripe(&a))
+            .expect("some name shares a's stripe");
+        // Would never return if the shared stripe were locked twice.
+        let (first, second) = locks.lock_pair(&a, &b);
+        assert!(second.is_none());
+        drop(first);
+        let _both = locks.lock_pair(&b, &a);
+    }
+
+    #[test]
+    fn a_pair_takes_the_lower_stripe_first() {
+        let locks = PathLocks::new();
+        let a = WorkspacePath::unchecked("x");
+        let b = (0..)
+            .map(|i| WorkspacePath::unchecked(&format!("y{i}")))
+            .find(|b| PathLocks::stripe(b) > PathLocks::stripe(&a))
+            .expect("a higher stripe");
+        // Named second, the path of the lower stripe is still the one held by the first guard.
+        let (first, second) = locks.lock_pair(&b, &a);
+        drop(second);
+        assert!(locks.stripes[PathLocks::stripe(&a)].try_lock().is_err());
+        assert!(locks.stripes[PathLocks::stripe(&b)].try_lock().is_ok());
+        drop(first);
     }
 }

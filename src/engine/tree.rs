@@ -351,10 +351,8 @@ impl Core {
         let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
         let from_path = self.path_of(&from_dir, &from_name)?;
         let to_path = self.path_of(&to_dir, &to_name)?;
-        // Both paths locked, in a fixed order.
-        let (first, second) = if from_path <= to_path { (&from_path, &to_path) } else { (&to_path, &from_path) };
-        let _a = self.locks.lock(first);
-        let _b = (first != second).then(|| self.locks.lock(second));
+        // Both paths locked (a stripe they share once, else in the stripes' order).
+        let _guards = self.locks.lock_pair(&from_path, &to_path);
         let moving = disk.stat(&from_dir, &from_name).step("stat")?.ok_or_else(|| Error::from(Reason::NotFound))?;
         let replaced = disk.stat(&to_dir, &to_name).step("stat")?;
         let content = if moving.kind == FileKind::File { self.content_of(&from_dir, &from_name)? } else { None };
