@@ -332,6 +332,9 @@ impl Fs {
             state.handles = state.handles.saturating_sub(1);
             if state.handles == 0 {
                 self.last_close(ino, &mut state, caller);
+                // The kernel keeps inodes long after their files are closed: a descriptor per
+                // inode would run the daemon out of them. The next open reads by path again.
+                state.backing = None;
             }
         }
         self.set_opens(ino, -1);
