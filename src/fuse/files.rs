@@ -315,6 +315,18 @@ impl Fs {
         if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
     }
 
+    /// Is a `flush` of this handle a no-op (a reader's or a directory's close, an in-place
+    /// file's close)? Then it is answered on the request thread, without a commit thread.
+    pub(crate) fn flush_is_noop(&self, fh: u64) -> bool {
+        self.with_handle(fh, |_, handle| {
+            Ok(match handle {
+                Handle::InPlace { .. } | Handle::Dir { .. } => true,
+                Handle::File { writable, .. } => !*writable,
+            })
+        })
+        .unwrap_or(false)
+    }
+
     /// The last close of a handle.
     pub(crate) fn release(&self, fh: u64, caller: Caller) {
         let Some(handle) = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&fh) else {
