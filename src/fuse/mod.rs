@@ -29,8 +29,9 @@
 //!   (refused and quarantined content, out-of-band secrets) cannot be opened through the mount.
 //!
 //! Kernel caches: entries and attributes have long TTLs (every change goes through this
-//! module, or through the engine, which tells us); file pages are dropped at each open and
-//! invalidated when a draft is refused.
+//! module, or through the engine, which tells us), and so do absent names (negative entries),
+//! except in the state directory; file pages are dropped at each open and invalidated when a
+//! draft is refused.
 
 mod errno;
 mod files;
@@ -176,6 +177,14 @@ impl Mount {
     /// CLI or MCP): forget what the mount and the kernel cached about it.
     pub fn changed(&self, path: &str) {
         self.fs.changed(path);
+        // Return once the kernel has forgotten it (the invalidation thread runs its jobs in
+        // order), so that whoever is told "written" then finds the name; bounded, in case the
+        // kernel is slow to take the invalidation.
+        let (done, wait) = crossbeam_channel::bounded(1);
+        self.fs.invalidations.run(move || {
+            let _ = done.send(());
+        });
+        let _ = wait.recv_timeout(Duration::from_secs(1));
     }
 
     /// Commit (or, if refused, quarantine) every open draft; how many were settled.
@@ -299,10 +308,23 @@ impl Fs {
     }
 
     fn changed(&self, path: &str) {
+        // The node at `path`, and the name the kernel may hold an entry for (positive, or
+        // negative: "absent"): the last one, or the first one on the way that the table does
+        // not know (a directory the engine just created for the change).
         let (node, parent) = {
             let table = self.table();
-            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-            (table.find(path), table.find(dir).map(|d| (d, std::ffi::OsString::from(name))))
+            let (mut at, mut entry, mut known) = (inodes::ROOT, None, true);
+            for name in path.split('/').filter(|c| !c.is_empty()) {
+                entry = Some((at, std::ffi::OsString::from(name)));
+                match table.child(at, std::ffi::OsStr::new(name)) {
+                    Some(child) => at = child,
+                    None => {
+                        known = false;
+                        break;
+                    }
+                }
+            }
+            (known.then_some(at).filter(|&ino| ino != inodes::ROOT), entry)
         };
         if let Some(ino) = node {
             if let Some(file_node) = self.file_of(ino) {
@@ -313,6 +335,14 @@ impl Fs {
         if let Some((dir, name)) = parent {
             self.forget_name(dir, name);
         }
+    }
+
+    /// May the kernel remember that a name in `parent` is absent? Not inside the state
+    /// directory, whose files the engine creates behind the kernel's back (rejection
+    /// envelopes, objects); everywhere else a name appears through this module, or through
+    /// the engine, which says so (`changed`).
+    fn absence_cacheable(&self, parent: u64) -> bool {
+        self.table().path(parent).is_some_and(|p| p.split('/').next() != Some(STATE_DIR))
     }
 
     fn committed(&self) {
@@ -343,6 +373,27 @@ fn attr(ino: u64, stat: &Stat) -> FileAttr {
         uid: stat.uid,
         gid: stat.gid,
         rdev: stat.rdev as u32,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+/// A negative entry: node 0, which the kernel keeps as "absent" for the entry TTL.
+fn absent() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
         blksize: 4096,
         flags: 0,
     }

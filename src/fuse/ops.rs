@@ -16,9 +16,9 @@ use nix::libc;
 
 use super::files::Caller;
 use super::names::SetAttr;
-use super::{Fs, TTL, errno};
+use super::{Fs, TTL, absent, errno};
 use crate::durable::SetTime;
-use crate::error::Error;
+use crate::error::{Error, Reason};
 
 /// The filesystem handed to fuser.
 pub(crate) struct Glue(pub Arc<Fs>);
@@ -63,6 +63,11 @@ impl Filesystem for Glue {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.0.lookup(parent.0, name) {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            // Absent, and the kernel may remember it: `lstat` then `open(O_CREAT)` (git
+            // checkout), or a build probing for files, asks once.
+            Err(e) if *e.reason() == Reason::NotFound && self.0.absence_cacheable(parent.0) => {
+                reply.entry(&TTL, &absent(), Generation(0))
+            }
             Err(e) => reply.error(self.err(&e)),
         }
     }
