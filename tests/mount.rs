@@ -158,6 +158,31 @@ fn a_refused_new_file_never_appears_and_can_be_written_again() {
 }
 
 #[test]
+fn names_seen_absent_appear_when_the_engine_creates_them() {
+    // The kernel may remember absent names: whatever the engine creates behind its back must
+    // still appear at once (a CLI write, also into a new directory; a rejection envelope).
+    let m = Mounted::new();
+    for rel in ["cli.txt", "new/dir/deep.txt", ".resilient_write/rejections/latest.json"] {
+        assert_eq!(std::fs::metadata(m.path(rel)).unwrap_err().raw_os_error(), Some(nix::libc::ENOENT), "{rel}");
+    }
+    for rel in ["cli.txt", "new/dir/deep.txt"] {
+        let mut child =
+            rwfs().args(["write", rel, "-w"]).arg(m.ws.path()).stdin(std::process::Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(b"from the cli\n").unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(m.read(rel).unwrap(), b"from the cli\n", "{rel}");
+    }
+    let err = std::fs::write(m.path("leak.py"), aws_secret_line(47)).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+    assert!(m.read(".resilient_write/rejections/latest.json").is_ok());
+    // A name removed through the mount is absent at once, and can be created again.
+    std::fs::remove_file(m.path("cli.txt")).unwrap();
+    assert!(std::fs::metadata(m.path("cli.txt")).is_err());
+    m.write("cli.txt", b"again\n").unwrap();
+    assert_eq!(m.backing("cli.txt").unwrap(), b"again\n");
+}
+
+#[test]
 fn the_blocked_errno_is_configurable() {
     let ws = Ws::new();
     let m = Mounted::with(ws, false, &["--blocked-errno", "EPERM"]);

@@ -57,6 +57,7 @@ pub fn run(request: MountRequest) -> Result<()> {
 
 fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let signals = block_signals()?;
+    raise_open_files_limit();
     let engine = Arc::new(Engine::open(&request.workspace, &request.options)?);
     let workspace = engine.workspace().path().to_path_buf();
     let mountpoint = match &request.mountpoint {
@@ -119,6 +120,18 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let engine = Arc::try_unwrap(engine).ok();
     let closed = engine.map_or(Ok(()), Engine::close);
     unmounted.and(closed)
+}
+
+/// Raise the soft limit on open descriptors to the hard one: the daemon holds one per open
+/// handle of every process using the mount (the soft default, often 1024, is far too low).
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::warn!(soft, hard, error = %e, "could not raise the open files limit");
+    }
 }
 
 /// Block until a signal, a shutdown request, or the end of the session.

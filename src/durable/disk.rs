@@ -317,6 +317,10 @@ pub trait Disk: Send + Sync {
     fn get_xattr(&self, dir: &Dir, name: &str, attr: &std::ffi::OsStr) -> io::Result<Vec<u8>> {
         super::meta::get_xattr(dir, name, attr)
     }
+    /// One extended attribute of an open regular file.
+    fn file_xattr(&self, file: &File, attr: &std::ffi::OsStr) -> io::Result<Vec<u8>> {
+        super::sys::get_xattr(file.as_fd(), attr)
+    }
     fn list_xattrs(&self, dir: &Dir, name: &str) -> io::Result<Vec<OsString>> {
         super::meta::list_xattrs(dir, name)
     }

@@ -71,6 +71,12 @@ impl Disk for OsDisk {
 
     fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
+        // The base itself (the parent of every top-level name): its own path, no need to ask
+        // the kernel for it.
+        if rel.is_empty() {
+            let fd = sys::open_beneath_no_symlinks(base.as_fd(), rel, flags)?;
+            return Ok(Dir::new(fd, base.rel().to_string()));
+        }
         // A plain path (no `.`, `..` or empty components) that resolves without following any
         // symlink is its own canonical form: no need to ask the kernel for the path.
         if is_plain(rel) {

@@ -310,6 +310,10 @@ impl Core {
         };
         disk.write_at(&draft.file, data, offset).step("write draft")?;
         draft.wrote(offset, data);
+        // A window the gate would not scan (binary) needs no copy of the data.
+        if !super::gate::scannable_joined(&context, data) {
+            return Ok(());
+        }
         let mut window = context;
         window.extend_from_slice(data);
         if self.gate.early(path, &window).is_none() {

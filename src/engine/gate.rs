@@ -90,6 +90,14 @@ pub fn scannable(content: &[u8]) -> bool {
     content.len() <= SCAN_MAX && !content[..content.len().min(BINARY_PROBE)].contains(&0)
 }
 
+/// [`scannable`] of `head` followed by `tail`, without joining them.
+pub fn scannable_joined(head: &[u8], tail: &[u8]) -> bool {
+    let probe_tail = BINARY_PROBE.saturating_sub(head.len()).min(tail.len());
+    head.len() + tail.len() <= SCAN_MAX
+        && !head[..head.len().min(BINARY_PROBE)].contains(&0)
+        && !tail[..probe_tail].contains(&0)
+}
+
 impl Gate {
     pub(crate) fn new(policy: Policy) -> Gate {
         let mut salt = [0u8; 16];
@@ -256,5 +264,30 @@ impl Core {
             staged.install(disk, &dir, &name, Install::Replace, None)?;
         }
         disk.sync_dir(&dir).step("fsync rejections directory")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scannable_joined_is_scannable_of_the_concatenation() {
+        let text = vec![b'a'; BINARY_PROBE + 10];
+        let mut cases: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for zero_at in [None, Some(0), Some(5), Some(BINARY_PROBE - 1), Some(BINARY_PROBE), Some(BINARY_PROBE + 5)] {
+            for split in [0, 1, 100, BINARY_PROBE - 1, BINARY_PROBE, BINARY_PROBE + 10] {
+                let mut all = text.clone();
+                if let Some(z) = zero_at {
+                    all[z] = 0;
+                }
+                let (head, tail) = all.split_at(split);
+                cases.push((head.to_vec(), tail.to_vec()));
+            }
+        }
+        for (head, tail) in cases {
+            let joined: Vec<u8> = head.iter().chain(&tail).copied().collect();
+            assert_eq!(scannable_joined(&head, &tail), scannable(&joined), "head {} tail {}", head.len(), tail.len());
+        }
     }
 }

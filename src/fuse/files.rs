@@ -363,6 +363,18 @@ impl Fs {
         if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
     }
 
+    /// Is a `flush` of this handle a no-op (a reader's or a directory's close, an in-place
+    /// file's close)? Then it is answered on the request thread, without a commit thread.
+    pub(crate) fn flush_is_noop(&self, fh: u64) -> bool {
+        self.with_handle(fh, |_, handle| {
+            Ok(match handle {
+                Handle::InPlace { .. } | Handle::Dir { .. } => true,
+                Handle::File { writable, .. } => !*writable,
+            })
+        })
+        .unwrap_or(false)
+    }
+
     /// The release of a handle, both halves at once.
     pub(crate) fn release(&self, fh: u64, caller: Caller) {
         if let Some(closing) = self.release_handle(fh) {

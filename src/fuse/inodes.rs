@@ -299,11 +299,6 @@ impl Table {
         self.nodes.remove(&ino);
     }
 
-    /// The node at `path` (`""`: the root), following names the table knows.
-    pub fn find(&self, path: &str) -> Option<u64> {
-        path.split('/').filter(|c| !c.is_empty()).try_fold(ROOT, |at, name| self.child(at, OsStr::new(name)))
-    }
-
     /// Pending files (created through the mount, not committed yet) directly in `parent`.
     pub fn pending_in(&self, parent: u64) -> Vec<(OsString, u64)> {
         self.nodes

@@ -23,23 +23,24 @@
 //!   the tree keeps the previous version until then;
 //! - after a refusal every write and close of that file fails the same way, until the file is
 //!   truncated to nothing (a rewrite) or its last handle closes;
-//! - `unlink` and rename-over keep the old version in `objects/`; a hard link made through the
-//!   mount is the same inode as its source until a commit through one name gives that name a
-//!   new inode (the other names keep the old content); open files keep reading the version
-//!   they opened after an unlink or a rename over them;
+//! - `unlink` and rename-over keep the old version in `objects/`; open files keep reading the
+//!   version they opened after an unlink or a rename over them;
+//! - names linked through the mount are one node (one inode number): a commit through any of
+//!   them installs the new version and links it over the others (`relink`), so every name shows
+//!   it; links made outside the mount are separate nodes, and a commit splits them;
 //! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/` and `scratch/`
 //!   (refused and quarantined content, out-of-band secrets) cannot be opened through the mount;
 //! - an open file that loses its name (unlink, rename over it) keeps being read and written
-//!   through its handles, into a draft that is never committed (POSIX's unlinked open file);
-//! - every name is a node of its own, so hard links report different inode numbers.
+//!   through its handles, into a draft that is never committed (POSIX's unlinked open file).
 //!
 //! Kernel caches: entries and attributes have long TTLs (every change goes through this
-//! module, or through the engine, which tells us), except the attributes of a file with
-//! several names (a change through one name cannot reach the others' cache) and of a file
-//! just created (its attributes are its draft's until the first commit); a commit drops the
-//! kernel's copy of the file's attributes (installing the draft changed its ctime), and a stat
-//! that arrives while a last close is still committing waits for it. File pages are dropped
-//! at each open and invalidated when a draft is refused.
+//! module, or through the engine, which tells us), and so do absent names (negative entries),
+//! except in the state directory; not cached are the attributes of a file with several names
+//! (a change through one name cannot reach the others' cache) and of a file just created (its
+//! attributes are its draft's until the first commit); a commit drops the kernel's copy of the
+//! file's attributes (installing the draft changed its ctime), and a stat that arrives while a
+//! last close is still committing waits for it. File pages are dropped at each open and
+//! invalidated when a draft is refused.
 
 mod errno;
 mod files;
@@ -195,6 +196,14 @@ impl Mount {
     /// CLI or MCP): forget what the mount and the kernel cached about it.
     pub fn changed(&self, path: &str) {
         self.fs.changed(path);
+        // Return once the kernel has forgotten it (the invalidation thread runs its jobs in
+        // order), so that whoever is told "written" then finds the name; bounded, in case the
+        // kernel is slow to take the invalidation.
+        let (done, wait) = crossbeam_channel::bounded(1);
+        self.fs.invalidations.run(move || {
+            let _ = done.send(());
+        });
+        let _ = wait.recv_timeout(Duration::from_secs(1));
     }
 
     /// Commit (or, if refused, quarantine) every open draft; how many were settled.
@@ -327,10 +336,23 @@ impl Fs {
     }
 
     fn changed(&self, path: &str) {
+        // The node at `path`, and the name the kernel may hold an entry for (positive, or
+        // negative: "absent"): the last one, or the first one on the way that the table does
+        // not know (a directory the engine just created for the change).
         let (node, parent) = {
             let table = self.table();
-            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-            (table.find(path), table.find(dir).map(|d| (d, std::ffi::OsString::from(name))))
+            let (mut at, mut entry, mut known) = (inodes::ROOT, None, true);
+            for name in path.split('/').filter(|c| !c.is_empty()) {
+                entry = Some((at, std::ffi::OsString::from(name)));
+                match table.child(at, std::ffi::OsStr::new(name)) {
+                    Some(child) => at = child,
+                    None => {
+                        known = false;
+                        break;
+                    }
+                }
+            }
+            (known.then_some(at).filter(|&ino| ino != inodes::ROOT), entry)
         };
         if let Some(ino) = node {
             if let Some(file_node) = self.file_of(ino) {
@@ -341,6 +363,14 @@ impl Fs {
         if let Some((dir, name)) = parent {
             self.forget_name(dir, name);
         }
+    }
+
+    /// May the kernel remember that a name in `parent` is absent? Not inside the state
+    /// directory, whose files the engine creates behind the kernel's back (rejection
+    /// envelopes, objects); everywhere else a name appears through this module, or through
+    /// the engine, which says so (`changed`).
+    fn absence_cacheable(&self, parent: u64) -> bool {
+        self.table().path(parent).is_some_and(|p| p.split('/').next() != Some(STATE_DIR))
     }
 
     fn committed(&self) {
@@ -371,6 +401,27 @@ fn attr(ino: u64, stat: &Stat) -> FileAttr {
         uid: stat.uid,
         gid: stat.gid,
         rdev: stat.rdev as u32,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+/// A negative entry: node 0, which the kernel keeps as "absent" for the entry TTL.
+fn absent() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
         blksize: 4096,
         flags: 0,
     }

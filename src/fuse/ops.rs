@@ -16,9 +16,9 @@ use nix::libc;
 
 use super::files::Caller;
 use super::names::SetAttr;
-use super::{Fs, TTL, attr_ttl, errno};
+use super::{Fs, TTL, absent, attr_ttl, errno};
 use crate::durable::SetTime;
-use crate::error::Error;
+use crate::error::{Error, Reason};
 
 /// The filesystem handed to fuser.
 pub(crate) struct Glue(pub Arc<Fs>);
@@ -63,6 +63,11 @@ impl Filesystem for Glue {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.0.lookup(parent.0, name) {
             Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
+            // Absent, and the kernel may remember it: `lstat` then `open(O_CREAT)` (git
+            // checkout), or a build probing for files, asks once.
+            Err(e) if *e.reason() == Reason::NotFound && self.0.absence_cacheable(parent.0) => {
+                reply.entry(&TTL, &absent(), Generation(0))
+            }
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -233,6 +238,10 @@ impl Filesystem for Glue {
     }
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        // Most closes are readers' (a build, git): nothing to commit, no commit thread.
+        if self.0.flush_is_noop(fh.0) {
+            return reply.ok();
+        }
         let (fs, caller) = (self.0.clone(), caller(req));
         self.0.commits.run(move || match fs.flush(fh.0, false, caller) {
             Ok(()) => reply.ok(),
