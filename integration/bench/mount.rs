@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 mod stats;
 
 use clap::{Parser, ValueEnum};
-use stats::median;
+use stats::{describe_fs, median, spread_subdirectories};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -613,51 +613,6 @@ fn cargo_build(dir: &Path) -> io::Result<()> {
         .env_remove("CARGO_BUILD_TARGET_DIR")
         .env_remove("CARGO_INCREMENTAL")
         .args(["build", "--offline", "--locked", "--quiet", "--target-dir", "target"]))
-}
-
-/// Mark `dir` as the top of a directory hierarchy (`chattr +T`), so that ext4 spreads its
-/// subdirectories over block groups: every run here creates and then removes thousands of
-/// files, and ext4 without a journal searches past inodes freed in the last minute when it
-/// allocates in their block group (see integration/bench/commit.rs).
-fn spread_subdirectories(dir: &Path) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    const FS_TOPDIR_FL: nix::libc::c_int = 0x0002_0000;
-    let file = File::open(dir)?;
-    let mut flags: nix::libc::c_int = 0;
-    // SAFETY: FS_IOC_GETFLAGS/SETFLAGS read and write one int through a valid pointer on a valid
-    // descriptor (the kernel uses an int despite the ioctl number's `long`).
-    unsafe {
-        if nix::libc::ioctl(file.as_raw_fd(), nix::libc::FS_IOC_GETFLAGS, &mut flags) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        flags |= FS_TOPDIR_FL;
-        if nix::libc::ioctl(file.as_raw_fd(), nix::libc::FS_IOC_SETFLAGS, &flags) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-fn describe_fs(path: &Path) -> String {
-    match nix::sys::statfs::statfs(path) {
-        Ok(st) => {
-            use nix::sys::statfs::*;
-            let t = st.filesystem_type();
-            let name = if t == EXT4_SUPER_MAGIC {
-                "ext2/3/4"
-            } else if t == TMPFS_MAGIC {
-                "tmpfs (fsync is a no-op: figures meaningless)"
-            } else if t == XFS_SUPER_MAGIC {
-                "xfs"
-            } else if t == BTRFS_SUPER_MAGIC {
-                "btrfs"
-            } else {
-                "other"
-            };
-            format!("{name} (f_type {:#x})", t.0)
-        }
-        Err(e) => format!("unknown ({e})"),
-    }
 }
 
 fn tool_version(cmd: &str, arg: &str) -> String {

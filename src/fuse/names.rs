@@ -10,7 +10,7 @@ use nix::libc;
 
 use super::files::Caller;
 use super::inodes::ROOT;
-use super::{Fs, Handle, attr, file_type};
+use super::{Fs, Handle, absent, attr, file_type};
 use crate::durable::{FileKind, SetTime};
 use crate::engine::{Entry, Owner, RenameHow};
 use crate::error::{Error, Reason, Result};
@@ -32,23 +32,10 @@ pub struct SetAttr {
 fn detached_attr(ino: u64, stat: Option<crate::durable::Stat>) -> FileAttr {
     let mut attr = match stat {
         Some(stat) => attr(ino, &stat),
-        None => FileAttr {
-            ino: fuser::INodeNo(ino),
-            size: 0,
-            blocks: 0,
-            atime: std::time::SystemTime::now(),
-            mtime: std::time::SystemTime::now(),
-            ctime: std::time::SystemTime::now(),
-            crtime: std::time::SystemTime::now(),
-            kind: FileType::RegularFile,
-            perm: 0o644,
-            nlink: 0,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
-        },
+        None => {
+            let now = std::time::SystemTime::now();
+            FileAttr { ino: fuser::INodeNo(ino), atime: now, mtime: now, ctime: now, crtime: now, perm: 0o644, ..absent() }
+        }
     };
     attr.nlink = 0;
     attr
