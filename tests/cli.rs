@@ -6,15 +6,14 @@ use std::process::{Command, Output, Stdio};
 use crate::support::{Ws, sha};
 
 fn rwfs(ws: &Ws, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rwfs"))
-        .args(args)
-        .env("RW_WORKSPACE", ws.path())
-        .env_remove("RWFS_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rwfs"));
+    cmd.args(args).env("RW_WORKSPACE", ws.path()).env_remove("RWFS_LOG");
+    run_with_stdin(cmd, stdin)
+}
+
+/// Run `cmd` with `stdin` as its input, collecting its output.
+fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     // A command that fails before reading stdin closes the pipe early; that is not a test failure.
     let _ = child.stdin.take().unwrap().write_all(stdin);
     child.wait_with_output().unwrap()
@@ -146,18 +145,9 @@ fn unsafe_roots_are_refused_unless_allowed() {
 }
 
 fn rwfs_in(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rwfs"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RW_WORKSPACE")
-        .env_remove("RW_POLICY_FILE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    child.wait_with_output().unwrap()
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rwfs"));
+    cmd.args(args).current_dir(dir).env_remove("RW_WORKSPACE").env_remove("RW_POLICY_FILE");
+    run_with_stdin(cmd, stdin)
 }
 
 #[test]

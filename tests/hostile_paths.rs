@@ -125,13 +125,7 @@ fn diff(before: &Snapshot, after: &Snapshot) -> Vec<String> {
 
 /// Runs `mount`/`umount`; a failure fails the test (mount tests never skip).
 fn run(program: &str, args: &[&OsStr]) {
-    let out = std::process::Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::run_ok(std::process::Command::new(program).args(args));
 }
 
 /// A mount that is lazily unmounted when dropped.

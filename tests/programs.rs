@@ -26,15 +26,7 @@ fn program(name: &str) -> Command {
 /// Run `cmd` to success; its standard output.
 #[track_caller]
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&run_ok(cmd).stdout).into_owned()
 }
 
 /// `git args` in `dir`, with a fixed identity and no user or system configuration (no

@@ -84,6 +84,20 @@ pub fn actor() -> Actor {
     Actor::this_process(Via::Cli, "rwfs-tests")
 }
 
+/// Run `cmd` to success (a failure fails the test with its output); its output.
+#[track_caller]
+pub fn run_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 pub fn sha(bytes: &[u8]) -> Sha256 {
     Sha256::of(bytes)
 }

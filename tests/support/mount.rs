@@ -131,20 +131,9 @@ impl Mounted {
     }
 
     /// Run `program args` in the mount's root; panics with its output when it fails.
+    #[track_caller]
     pub fn run(&self, program: &str, args: &[&str]) -> Output {
-        let out = Command::new(program)
-            .args(args)
-            .current_dir(&self.mountpoint)
-            .output()
-            .unwrap_or_else(|e| panic!("run {program}: {e}"));
-        assert!(
-            out.status.success(),
-            "{program} {args:?} failed ({}):\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        super::run_ok(Command::new(program).args(args).current_dir(&self.mountpoint))
     }
 
     /// The daemon's log so far.
