@@ -335,14 +335,26 @@ impl Fs {
 
     /// `flush` (every `close`) and `fsync`: commit the inode's draft if it has changes.
     pub(crate) fn flush(&self, fh: u64, sync: bool, caller: Caller) -> Result<()> {
-        // A reader's close does not commit a writer's draft; an fsync on any handle does.
-        let ino = self.with_handle(fh, |fs, handle| match handle {
+        match self.flush_target(fh, sync)? {
+            Some(ino) => self.flush_file(ino, sync, caller),
+            None => Ok(()),
+        }
+    }
+
+    /// The file whose draft a `flush` (`sync`: an `fsync`) of `fh` may commit, if any. A
+    /// reader's close does not commit a writer's draft; an fsync on any handle does. The fsync
+    /// of a file written in place is done here. `None` is cheap enough for a request thread.
+    pub(crate) fn flush_target(&self, fh: u64, sync: bool) -> Result<Option<u64>> {
+        self.with_handle(fh, |fs, handle| match handle {
             Handle::InPlace { file, .. } if sync => fs.engine.sync_file(file, false).map(|()| None),
             Handle::InPlace { .. } | Handle::Dir { .. } => Ok(None),
             Handle::File { ino, writable, .. } if *writable || sync => Ok(Some(*ino)),
             Handle::File { .. } => Ok(None),
-        })?;
-        let Some(ino) = ino else { return Ok(()) };
+        })
+    }
+
+    /// The commit half of a flush of file `ino`.
+    pub(crate) fn flush_file(&self, ino: u64, sync: bool, caller: Caller) -> Result<()> {
         if self.is_unlinked(ino) {
             // Nothing to commit: the file is gone (its draft goes at the last close).
             return Ok(());
@@ -361,18 +373,6 @@ impl Fs {
             None => false,
         };
         if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
-    }
-
-    /// Is a `flush` of this handle a no-op (a reader's or a directory's close, an in-place
-    /// file's close)? Then it is answered on the request thread, without a commit thread.
-    pub(crate) fn flush_is_noop(&self, fh: u64) -> bool {
-        self.with_handle(fh, |_, handle| {
-            Ok(match handle {
-                Handle::InPlace { .. } | Handle::Dir { .. } => true,
-                Handle::File { writable, .. } => !*writable,
-            })
-        })
-        .unwrap_or(false)
     }
 
     /// The release of a handle, both halves at once.

@@ -239,11 +239,13 @@ impl Filesystem for Glue {
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         // Most closes are readers' (a build, git): nothing to commit, no commit thread.
-        if self.0.flush_is_noop(fh.0) {
-            return reply.ok();
-        }
+        let ino = match self.0.flush_target(fh.0, false) {
+            Ok(Some(ino)) => ino,
+            Ok(None) => return reply.ok(),
+            Err(e) => return reply.error(self.err(&e)),
+        };
         let (fs, caller) = (self.0.clone(), caller(req));
-        self.0.commits.run(move || match fs.flush(fh.0, false, caller) {
+        self.0.commits.run(move || match fs.flush_file(ino, false, caller) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(&e, fs.blocked)),
         });
