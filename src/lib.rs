@@ -32,9 +32,11 @@ pub mod envelope;
 pub mod error;
 pub mod fuse;
 pub mod journal;
+pub mod mcp;
 pub mod policy;
 pub mod score;
 pub mod sha;
 pub mod store;
+pub mod tools;
 
 pub use error::{Error, ErrorKind, Reason, Result};

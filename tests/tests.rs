@@ -16,6 +16,7 @@ mod fuzz;
 mod gate;
 mod hostile_paths;
 mod layout;
+mod mcp;
 mod mount;
 mod mount_helper;
 mod policy;

@@ -75,6 +75,8 @@ pub trait Daemon: Send + Sync {
     /// `{pid, workspace, mountpoint, drafts_open, last_commit}`.
     fn status(&self) -> Value;
     fn shutdown(&self);
+    /// Serve an MCP session on `stream`; `first` holds the bytes already read from it.
+    fn serve_mcp(&self, stream: UnixStream, first: Vec<u8>, peer: crate::mcp::Peer);
 }
 
 /// The runtime directory of sockets for this user.
@@ -147,10 +149,17 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
         pid,
         comm: pid.and_then(process_name),
         uid: Some(creds.uid()),
+        tool: None,
     };
     let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
     let mut line = String::new();
     reader.read_line(&mut line).step("read request")?;
+    if line.contains("\"jsonrpc\"") && !line.contains("\"rwfs_control\"") {
+        let mut first = line.into_bytes();
+        first.extend_from_slice(reader.buffer());
+        daemon.serve_mcp(stream, first, crate::mcp::Peer { pid, uid: Some(creds.uid()) });
+        return Ok(());
+    }
     let mut shutdown = false;
     let answer = match serde_json::from_str::<Envelope>(&line) {
         Ok(envelope) => {

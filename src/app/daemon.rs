@@ -23,7 +23,11 @@ use crossbeam_channel::{Receiver, Sender};
 use nix::sys::signal::{SigSet, Signal};
 use serde_json::{Value, json};
 
+use tokio_util::sync::CancellationToken;
+
 use super::control::{self, Daemon};
+use crate::mcp;
+use crate::tools::Tools;
 use crate::engine::{Engine, Options};
 use crate::error::{Error, IoContext, Result};
 use crate::fuse::{Mount, MountOptions};
@@ -39,6 +43,8 @@ pub struct MountRequest {
     pub allow_other: bool,
     pub blocked_errno: Option<i32>,
     pub pass_through: Vec<String>,
+    /// Serve MCP over streamable HTTP here too.
+    pub mcp_http: Option<std::net::SocketAddr>,
     pub options: Options,
 }
 
@@ -80,13 +86,45 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         },
     )?;
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
-    let shared = Arc::new(Shared {
-        engine: engine.clone(),
-        mount: Mutex::new(Some(mount)),
-        workspace: workspace.clone(),
-        mountpoint,
-        stop: stop_tx.clone(),
+    let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| {
+        let me = me.clone();
+        let changed: crate::tools::Changed = Arc::new(move |path: &str| {
+            if let Some(shared) = me.upgrade() {
+                shared.changed(path);
+            }
+        });
+        Shared {
+            engine: engine.clone(),
+            tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env(), changed)),
+            mount: Mutex::new(Some(mount)),
+            workspace: workspace.clone(),
+            mountpoint,
+            stop: stop_tx.clone(),
+        }
     });
+    let http_stop = CancellationToken::new();
+    let mut note = None;
+    if let Some(addr) = request.mcp_http {
+        let (token, new) = mcp::http_token(&state)?;
+        let listener = std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
+        drop(listener);
+        if new {
+            note = Some(format!(
+                "rwfs: MCP over HTTP at http://{addr}/mcp; bearer token (shown once, kept 0600 in {}/{}): {token}",
+                crate::durable::STATE_DIR,
+                mcp::TOKEN_FILE
+            ));
+        }
+        let (tools, stop) = (shared.tools.clone(), http_stop.clone());
+        std::thread::Builder::new()
+            .name("rwfs-mcp-http".into())
+            .spawn(move || {
+                if let Err(e) = mcp::serve_http(tools, addr, token, stop) {
+                    tracing::error!(error = %e, "MCP over HTTP stopped");
+                }
+            })
+            .step("start MCP HTTP thread")?;
+    }
     match control::listen(&workspace, &state) {
         Ok(listener) => {
             let daemon: Arc<dyn Daemon> = shared.clone();
@@ -108,11 +146,17 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         })
         .step("start signal thread")?;
     tracing::info!(workspace = %workspace.display(), mountpoint = %shared.mountpoint.display(), "mounted");
-    if let Some(ready) = ready {
-        ready.ok();
+    match ready {
+        Some(ready) => ready.ok(note.as_deref()),
+        None => {
+            if let Some(note) = &note {
+                eprintln!("{note}");
+            }
+        }
     }
     let why = wait_for_stop(&shared, &stop_rx);
     tracing::info!(why, "stopping");
+    http_stop.cancel();
     let mount = shared.mount.lock().unwrap_or_else(PoisonError::into_inner).take();
     let unmounted = mount.map_or(Ok(()), |m| m.unmount(UNMOUNT_WAIT));
     control::unlisten(&workspace, &state);
@@ -154,6 +198,7 @@ fn wait_for_stop(shared: &Shared, stop: &Receiver<&'static str>) -> &'static str
 /// The daemon's state, shared with the control socket.
 struct Shared {
     engine: Arc<Engine>,
+    tools: Arc<Tools>,
     mount: Mutex<Option<Mount>>,
     workspace: PathBuf,
     mountpoint: PathBuf,
@@ -186,6 +231,12 @@ impl Daemon for Shared {
     fn shutdown(&self) {
         let _ = self.stop.send("shutdown requested");
     }
+
+    fn serve_mcp(&self, stream: std::os::unix::net::UnixStream, first: Vec<u8>, peer: mcp::Peer) {
+        if let Err(e) = mcp::serve_connection(self.tools.clone(), stream, first, peer) {
+            tracing::warn!(error = %e, "MCP session ended with an error");
+        }
+    }
 }
 
 /// Block the stop signals in this thread and every thread started after it; the returned set
@@ -203,8 +254,13 @@ fn block_signals() -> Result<SigSet> {
 struct Ready(OwnedFd);
 
 impl Ready {
-    fn ok(&self) {
-        let _ = nix::unistd::write(&self.0, b"ok\n");
+    /// Ready; `note` is printed by the parent (one line).
+    fn ok(&self, note: Option<&str>) {
+        let line = match note {
+            Some(note) => format!("ok\t{}\n", note.replace('\n', " ")),
+            None => "ok\n".to_string(),
+        };
+        let _ = nix::unistd::write(&self.0, line.as_bytes());
     }
 
     fn fail(&self, e: &Error) {
@@ -231,7 +287,10 @@ fn daemonize() -> Result<Ready> {
                 }
             }
             let word = String::from_utf8_lossy(&word);
-            if word.starts_with("ok") {
+            if let Some(rest) = word.strip_prefix("ok") {
+                if let Some(note) = rest.strip_prefix('\t') {
+                    eprint!("{note}");
+                }
                 std::process::exit(0);
             }
             let message =

@@ -41,6 +41,7 @@ deleted version so it can be restored.",
   rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
   rwfs mount --daemon ~/repo                     gate every write to ~/repo (mount over it)
   rwfs unmount ~/repo                            commit open drafts and unmount
+  rwfs mcp -w ~/repo                             MCP on stdio (relays to the mount's daemon)
 
 Exit status: 0 success, 1 negative answer (verify found problems, scan found something blocked),
 2 error."
@@ -85,6 +86,9 @@ pub enum Command {
     Unmount(UnmountArgs),
     /// Print the rules to paste into AGENTS.md / CLAUDE.md / .cursorrules for a mounted workspace.
     AgentRules,
+    /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
+    /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
+    Mcp,
 }
 
 #[derive(Debug, Args)]
@@ -111,6 +115,10 @@ pub struct MountArgs {
     /// added to the policy's pass_through).
     #[arg(long = "pass-through", value_name = "GLOB")]
     pub pass_through: Vec<String>,
+    /// Also serve MCP over streamable HTTP at ADDR (loopback, e.g. 127.0.0.1:8765), path /mcp,
+    /// with a bearer token kept in the state directory (printed when first generated).
+    #[arg(long, value_name = "ADDR")]
+    pub mcp_http: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,7 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
         allow_other: args.allow_other,
         blocked_errno,
         pass_through: args.pass_through,
+        mcp_http: args.mcp_http,
         options,
     })?;
     Ok(Exit::Ok)

@@ -37,6 +37,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Scan(args) => super::scan::scan(&root, &options, args),
         Command::Mount(args) => mount(root, options, args),
         Command::Unmount(args) => unmount(&args),
+        Command::Mcp => {
+            crate::mcp::run_stdio(&crate::mcp::McpOptions { root, engine: options })?;
+            Ok(Exit::Ok)
+        }
         Command::AgentRules => {
             print!("{}", AGENT_RULES);
             Ok(Exit::Ok)

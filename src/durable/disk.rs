@@ -172,6 +172,11 @@ impl File {
     pub fn id(&self) -> FileId {
         self.id
     }
+
+    /// The descriptor, for plain reads.
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
 }
 
 impl AsFd for File {

@@ -165,6 +165,10 @@ struct Plan<'a> {
     /// The reference `mode` string for the row.
     mode: &'static str,
     restore: bool,
+    /// Scored and judged by the policy (every workspace file; not the engine's own state).
+    gated: bool,
+    /// Permission bits of a new file (`None`: the umask's default).
+    new_perm: Option<u32>,
     actor: &'a Actor,
 }
 
@@ -189,7 +193,7 @@ impl Current {
 impl Core {
     /// Write a new version of a workspace file.
     pub(crate) fn safe_write(&self, req: &WriteRequest<'_>) -> Result<Committed> {
-        let target = self.resolve_for_write(req.path, req.expect)?;
+        let target = self.resolve_for_write(req.path, req.expect, Scope::Workspace)?;
         let content = match req.mode {
             WriteMode::Append => Content::Append(req.content),
             WriteMode::Create | WriteMode::Overwrite => Content::Bytes(req.content),
@@ -200,7 +204,33 @@ impl Core {
             expect: req.expect,
             mode: req.mode.as_str(),
             restore: false,
+            gated: true,
+            new_perm: None,
             actor: req.actor,
+        };
+        self.commit(target, plan)
+    }
+
+    /// Write a file of the engine's own state (`path` begins with `.resilient_write/`): the same
+    /// protocol and row as any write, not gated (the scratchpad holds secrets by design).
+    pub(crate) fn write_state(
+        &self,
+        path: &str,
+        content: &[u8],
+        create_only: bool,
+        new_perm: Option<u32>,
+        actor: &Actor,
+    ) -> Result<Committed> {
+        let target = self.resolve_for_write(path, None, Scope::State)?;
+        let plan = Plan {
+            content: Content::Bytes(content),
+            create_only,
+            expect: None,
+            mode: if create_only { "create" } else { "overwrite" },
+            restore: false,
+            gated: false,
+            new_perm,
+            actor,
         };
         self.commit(target, plan)
     }
@@ -213,22 +243,24 @@ impl Core {
         sha: Sha256,
         actor: &Actor,
     ) -> Result<Committed> {
-        let target = self.resolve_for_write(path.as_str(), None)?;
+        let target = self.resolve_for_write(path.as_str(), None, Scope::Workspace)?;
         let plan = Plan {
             content: Content::Version { file, sha },
             create_only: false,
             expect: None,
             mode: "restore",
             restore: true,
+            gated: true,
+            new_perm: None,
             actor,
         };
         self.commit(target, plan)
     }
 
     /// Remove a file, keeping its content in `objects/`.
-    pub(crate) fn delete(&self, path: &str, expect: Option<Expect>, actor: &Actor) -> Result<Committed> {
+    pub(crate) fn delete(&self, path: &str, expect: Option<Expect>, scope: Scope, actor: &Actor) -> Result<Committed> {
         let disk = self.disk();
-        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+        let target = resolve(disk, &self.ws.root, path, scope, false)?;
         let at = target.path.to_string();
         let _guard = self.locks.lock(&target.path);
         let current =
@@ -282,14 +314,14 @@ impl Core {
     }
 
     /// Resolve a write target, creating missing directories only when the write can succeed.
-    fn resolve_for_write(&self, path: &str, expect: Option<Expect>) -> Result<Target> {
+    fn resolve_for_write(&self, path: &str, expect: Option<Expect>, scope: Scope) -> Result<Target> {
         let disk = self.disk();
-        match resolve(disk, &self.ws.root, path, Scope::Workspace, false) {
+        match resolve(disk, &self.ws.root, path, scope, false) {
             Err(e) if *e.reason() == Reason::NotFound => {
                 if let Some(expect) = expect {
                     expect.check(None).map_err(|e| e.at(path))?;
                 }
-                resolve(disk, &self.ws.root, path, Scope::Workspace, true)
+                resolve(disk, &self.ws.root, path, scope, true)
             }
             other => other,
         }
@@ -313,7 +345,8 @@ impl Core {
         if let Some(expect) = plan.expect {
             expect.check(prev)?;
         }
-        if let Some(content) = self.whole_version(&plan.content, current.as_ref())?
+        if plan.gated
+            && let Some(content) = self.whole_version(&plan.content, current.as_ref())?
             && let Some(judgement) = self.gate.judge(target.path.as_str(), &content)
             && judgement.blocks()
         {
@@ -336,7 +369,7 @@ impl Core {
         };
         let attrs = match &current {
             Some(cur) => cur.attrs(disk)?,
-            None => Attrs::default(),
+            None => Attrs { perm: plan.new_perm, ..Attrs::default() },
         };
         let staged = stage(disk, &target.parent, source, &attrs)?;
         if let Content::Version { sha, .. } = plan.content

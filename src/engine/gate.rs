@@ -47,8 +47,8 @@ pub const LATEST: &str = "latest.json";
 pub(crate) struct Gate {
     policy: Policy,
     scanner: Scanner,
-    /// (path, content) of refused writes → retries left.
-    budgets: Mutex<HashMap<(String, Sha256), u32>>,
+    /// (tool, path, content) of refused writes → retries left.
+    budgets: Mutex<HashMap<(&'static str, String, Sha256), u32>>,
 }
 
 /// What the policy says about one version.
@@ -122,6 +122,13 @@ impl Gate {
         Some(Judgement { report, decision })
     }
 
+    /// Score and judge `content` unconditionally (the risk-score tool).
+    pub(crate) fn judge_any(&self, path: Option<&str>, content: &[u8]) -> Judgement {
+        let report = self.scanner.scan(content, path);
+        let decision = self.policy.decide(&report, path.unwrap_or(""));
+        Judgement { report, decision }
+    }
+
     /// The mount's check of one written window: a judgement only when the window alone is
     /// certainly refused (every blocking finding a high-confidence leak).
     pub fn early(&self, path: &str, window: &[u8]) -> Option<Judgement> {
@@ -134,10 +141,12 @@ impl Gate {
         certain.then_some(judgement)
     }
 
-    /// Count a refusal of `(path, sha)`: the budget left, or `None` when it was already spent.
-    fn spend(&self, path: &str, sha: Sha256) -> Option<u32> {
+    /// Count a refusal of `sha` at `path` by `tool`: the budget left, or `None` when it was
+    /// already spent. The first refusal leaves the policy's whole budget; each identical retry
+    /// refused again takes one.
+    pub(crate) fn spend(&self, tool: &'static str, path: &str, sha: Sha256) -> Option<u32> {
         let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
-        let left = budgets.entry((path.to_string(), sha)).or_insert(self.policy.retry_budget() + 1);
+        let left = budgets.entry((tool, path.to_string(), sha)).or_insert(self.policy.retry_budget() + 1);
         if *left == 0 {
             return None;
         }
@@ -146,8 +155,12 @@ impl Gate {
     }
 }
 
-/// The front end, as the envelope's `context.tool` names it.
-fn tool_of(actor: &Actor) -> &'static str {
+/// The operation, as the envelope's `context.tool` names it and retry budgets are keyed: the
+/// front end's tool, else the front end.
+pub(crate) fn tool_of(actor: &Actor) -> &'static str {
+    if let Some(tool) = actor.tool {
+        return tool;
+    }
     match actor.via {
         Via::Fuse => "mount",
         Via::Mcp => "mcp",
@@ -167,7 +180,7 @@ impl Core {
     }
 
     fn refuse_inner(&self, r: Refusal<'_>) -> Result<Error> {
-        let Some(budget) = self.gate.spend(r.path.as_str(), r.sha) else {
+        let Some(budget) = self.gate.spend(tool_of(r.actor), r.path.as_str(), r.sha) else {
             return Ok(Reason::RetryBudgetSpent { sha: r.sha }.into());
         };
         match r.content {

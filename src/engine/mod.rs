@@ -26,6 +26,7 @@ mod gate;
 mod locks;
 mod recovery;
 mod settle;
+mod state;
 mod tree;
 mod verify;
 mod workspace;
@@ -50,6 +51,7 @@ pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use recovery::Recovery;
 pub use settle::{LOCK_FILE, LockInfo};
+pub use state::{Opened, StateLock};
 pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
 pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
@@ -180,7 +182,7 @@ impl Engine {
 
     /// Delete a file; its content stays restorable.
     pub fn delete(&self, path: &str, expect: Option<Expect>, actor: &Actor) -> Result<Committed> {
-        self.core.delete(path, expect, actor)
+        self.core.delete(path, expect, Scope::Workspace, actor)
     }
 
     /// Bring back a previous version of `path` as a new, journaled commit.

@@ -124,7 +124,7 @@ impl Engine {
         match disk.stat(&dir, &name).step("stat").map_err(|e| e.at(path))? {
             None => Err(Error::from(Reason::NotFound).at(path)),
             Some(stat) if stat.kind == FileKind::Dir => Err(Error::from(Reason::IsDirectory).at(path)),
-            Some(stat) if stat.kind == FileKind::File && keep => self.core.delete(path, None, actor).map(drop),
+            Some(stat) if stat.kind == FileKind::File && keep => self.core.delete(path, None, Scope::Workspace, actor).map(drop),
             Some(_) => disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path)),
         }
     }

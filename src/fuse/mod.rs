@@ -253,7 +253,7 @@ impl Fs {
             }
             names.entry(pid).or_insert_with(|| process_name(pid)).clone()
         };
-        Actor { via: Via::Fuse, caller: "rwfs-mount".into(), pid: (pid != 0).then_some(pid), comm, uid: Some(uid) }
+        Actor { via: Via::Fuse, caller: "rwfs-mount".into(), pid: (pid != 0).then_some(pid), comm, uid: Some(uid), tool: None }
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {

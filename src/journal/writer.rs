@@ -36,6 +36,9 @@ pub struct Actor {
     /// Process name, from `/proc/<pid>/comm`.
     pub comm: Option<String>,
     pub uid: Option<u32>,
+    /// The operation a front end ran for it (an MCP tool's name); not journaled, it keys retry
+    /// budgets and names the tool in envelopes.
+    pub tool: Option<&'static str>,
 }
 
 impl Actor {
@@ -48,6 +51,7 @@ impl Actor {
             pid: Some(pid),
             comm: process_name(pid),
             uid: Some(nix::unistd::getuid().as_raw()),
+            tool: None,
         }
     }
 

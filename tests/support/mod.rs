@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod hooked;
+pub mod mcp;
 pub mod mount;
 pub mod recorder;
 

@@ -1,0 +1,217 @@
+//! The engine's own files under `.resilient_write/` (chunk sessions, the scratchpad, checkpoints,
+//! handoff archives), and plain reads of workspace files, for the tool layers.
+//!
+//! Names given here are relative to the state directory (`chunks/s1/part-001.txt`) and are
+//! built by the tool layers from validated parts; they are still resolved beneath the root, so
+//! a bad name is refused, never followed out.
+//!
+//! Invariants:
+//! - a state file is written by the same protocol as any workspace file (temp, fsync, install,
+//!   fsync(dir), a row), so it is whole after a crash and every version of it is kept; the only
+//!   difference is that it is not gated (the scratchpad holds secrets by design);
+//! - an index file (`state_append_line`) only ever grows by whole lines: a torn last line left
+//!   by a crash is closed with a newline before the next line, so readers can skip it;
+//! - [`StateLock`] serialises read-modify-write sequences on one name within the engine (one
+//!   engine per workspace, so that is every writer).
+
+use std::sync::MutexGuard;
+
+use crate::durable::resolve::{open_parent, resolve};
+use crate::durable::{FileKind, STATE_DIR, Scope, Stat, WorkspacePath, hash_file};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::Actor;
+use crate::sha::Sha256;
+
+use super::{Committed, Engine, Workspace};
+
+/// Holds the engine's lock of one state name.
+pub struct StateLock<'a> {
+    _guard: MutexGuard<'a, ()>,
+}
+
+/// A workspace file opened for reading.
+#[derive(Debug)]
+pub struct Opened {
+    pub path: WorkspacePath,
+    pub file: std::fs::File,
+    pub stat: Stat,
+}
+
+fn state_path(rel: &str) -> String {
+    format!("{STATE_DIR}/{rel}")
+}
+
+impl Engine {
+    /// Write the state file `rel` (create-only or replace), journaled; `private` files are
+    /// created mode 0600.
+    pub fn state_write(
+        &self,
+        rel: &str,
+        content: &[u8],
+        create_only: bool,
+        private: bool,
+        actor: &Actor,
+    ) -> Result<Committed> {
+        let perm = private.then_some(0o600);
+        self.core.write_state(&state_path(rel), content, create_only, perm, actor)
+    }
+
+    /// Remove the state file `rel` (its content is kept in `objects/` and journaled); `false`
+    /// when it did not exist.
+    pub fn state_remove(&self, rel: &str, actor: &Actor) -> Result<bool> {
+        match self.core.delete(&state_path(rel), None, Scope::State, actor) {
+            Ok(_) => Ok(true),
+            Err(e) if *e.reason() == Reason::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Remove the directory `rel` if it is empty (missing is fine).
+    pub fn state_remove_dir(&self, rel: &str) -> Result<()> {
+        let path = state_path(rel);
+        let (parent, name) = match path.rsplit_once('/') {
+            Some(split) => split,
+            None => return Err(Reason::InvalidArgument { what: "state directory" }.into()),
+        };
+        let disk = self.core.disk();
+        let dir = match open_parent(disk, &self.core.ws.root, parent, Scope::State, false) {
+            Ok(dir) => dir,
+            Err(e) if *e.reason() == Reason::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match disk.rmdir(&dir, name) {
+            Ok(()) => disk.sync_dir(&dir).step("fsync directory"),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => Ok(()),
+            Err(e) => Err(Error::io("remove directory", e).at(path)),
+        }
+    }
+
+    /// Append one line to the state file `rel` (created 0600 if missing) and make it durable.
+    /// A torn last line is closed first.
+    pub fn state_append_line(&self, rel: &str, line: &[u8]) -> Result<()> {
+        let path = state_path(rel);
+        let disk = self.core.disk();
+        let target = resolve(disk, &self.core.ws.root, &path, Scope::State, true)?;
+        let lock = self.core.locks.lock(&target.path);
+        let created = target.stat.is_none();
+        let file = disk.open_write(&target.parent, &target.name, created, 0o600).step("open index")?;
+        let len = disk.file_stat(&file).step("stat index")?.size;
+        let mut bytes = Vec::with_capacity(line.len() + 2);
+        if len > 0 {
+            let mut last = [0u8; 1];
+            disk.read_at(&file, &mut last, len - 1).step("read index")?;
+            if last[0] != b'\n' {
+                bytes.push(b'\n');
+            }
+        }
+        bytes.extend_from_slice(line);
+        if !line.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        disk.write_at(&file, &bytes, len).step("append to index")?;
+        disk.sync_data(&file).step("fsync index")?;
+        if created {
+            disk.sync_dir(&target.parent).step("fsync directory")?;
+        }
+        drop(lock);
+        Ok(())
+    }
+
+    /// The content of the state file `rel`; `None` when it does not exist.
+    pub fn state_read(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        match self.core.ws.open_in(&state_path(rel), Scope::State) {
+            Ok(opened) => read_all(opened).map(Some),
+            Err(e) if *e.reason() == Reason::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The state file `rel` opened for reading.
+    pub fn state_open(&self, rel: &str) -> Result<Opened> {
+        self.core.ws.open_in(&state_path(rel), Scope::State)
+    }
+
+    /// Names and kinds in the state directory `rel`, sorted; empty when it does not exist.
+    pub fn state_list(&self, rel: &str) -> Result<Vec<(String, FileKind)>> {
+        let path = state_path(rel);
+        let disk = self.core.disk();
+        let dir = match open_parent(disk, &self.core.ws.root, &path, Scope::State, false) {
+            Ok(dir) => dir,
+            Err(e) if *e.reason() == Reason::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names: Vec<(String, FileKind)> = disk
+            .list(&dir)
+            .step("list directory")?
+            .into_iter()
+            .filter_map(|(name, kind)| name.into_string().ok().map(|n| (n, kind)))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(names)
+    }
+
+    /// Hold the engine's lock of the state name `rel` (read-modify-write sequences).
+    pub fn state_lock(&self, rel: &str) -> Result<StateLock<'_>> {
+        let path = crate::durable::resolve::lookup(self.core.disk(), &self.core.ws.root, &state_path(rel), Scope::State)?;
+        Ok(StateLock { _guard: self.core.locks.lock(&path) })
+    }
+
+    /// Score `content` (as the new version of `path`, when given) and judge it by the policy,
+    /// whatever its size or kind.
+    pub fn score(&self, content: &[u8], path: Option<&str>) -> super::Judgement {
+        self.core.gate.judge_any(path, content)
+    }
+
+    /// Count a refused attempt of `actor.tool` to write `sha` at `path`: the retries left, or
+    /// `None` once the budget is spent (see the gate).
+    pub fn spend_retry(&self, actor: &Actor, path: &str, sha: Sha256) -> Option<u32> {
+        self.core.gate.spend(super::gate::tool_of(actor), path, sha)
+    }
+}
+
+impl Workspace {
+    /// The workspace file `input` opened for reading (`.resilient_write/` refused).
+    pub fn open_file(&self, input: &str) -> Result<Opened> {
+        self.open_in(input, Scope::Workspace)
+    }
+
+    /// The content of the workspace file `input`.
+    pub fn read_file(&self, input: &str) -> Result<(WorkspacePath, Vec<u8>, Sha256)> {
+        let opened = self.open_file(input)?;
+        let path = opened.path.clone();
+        let bytes = read_all(opened)?;
+        let sha = Sha256::of(&bytes);
+        Ok((path, bytes, sha))
+    }
+
+    pub(crate) fn open_in(&self, input: &str, scope: Scope) -> Result<Opened> {
+        let disk = &*self.disk;
+        let target = resolve(disk, &self.root, input, scope, false)?;
+        let at = target.path.to_string();
+        let Some(stat) = target.stat else {
+            return Err(Error::from(Reason::NotFound).at(at));
+        };
+        let file = disk.open_read(&target.parent, &target.name).map_err(|e| Error::io("open file", e).at(&at))?;
+        Ok(Opened { path: target.path, file: std::fs::File::from(file.into_fd()), stat })
+    }
+
+    /// The digest of the workspace file `input` (`None` when absent).
+    pub fn sha_of(&self, input: &str) -> Result<Option<Sha256>> {
+        match self.open_file(input) {
+            Ok(opened) => {
+                let file = crate::durable::File::new(opened.file.into(), opened.stat.id);
+                Ok(Some(hash_file(&*self.disk, &file).step("read file")?.0))
+            }
+            Err(e) if *e.reason() == Reason::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn read_all(opened: Opened) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(opened.stat.size as usize);
+    let at = opened.path.to_string();
+    (&opened.file).read_to_end(&mut bytes).map_err(|e| Error::io("read file", e).at(at))?;
+    Ok(bytes)
+}

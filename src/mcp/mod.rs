@@ -1,0 +1,183 @@
+//! MCP glue: the tools of `tools/` served with rmcp, over stdio, the daemon's socket and
+//! streamable HTTP (`serve.rs`).
+//!
+//! Every tool method is one line: run the tool on a blocking thread (the engine fsyncs) with a
+//! [`Call`] naming the client and the tool, and turn its [`Outcome`] into a result: success →
+//! `structuredContent` plus its JSON text; failure → the envelope v1, the same way, with
+//! `isError: true`. JSON-RPC errors are left to rmcp for unknown tools and malformed requests.
+//! Arguments that do not fit a tool's schema come back as an envelope too
+//! (`policy_violation`, `context.reason: "invalid_arguments"`), and dotted names
+//! (`rw.safe_write`) are accepted as aliases of the wire names (`rw_safe_write`).
+
+mod serve;
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::json;
+
+use crate::envelope::Envelope;
+use crate::error::ErrorKind;
+use crate::journal::{Actor, Via, process_name};
+use crate::tools::write::{RiskScoreArgs, SafeReplaceArgs, SafeWriteArgs};
+use crate::tools::{Call, Outcome, Tools};
+
+pub use serve::{McpOptions, TOKEN_FILE, http_token, run_stdio, serve_connection, serve_http, settings_from_env};
+
+/// The process on the other end of a connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Peer {
+    pub pid: Option<u32>,
+    pub uid: Option<u32>,
+}
+
+/// The MCP server of one workspace.
+#[derive(Clone)]
+pub struct Server {
+    tools: Arc<Tools>,
+    peer: Peer,
+    tool_router: ToolRouter<Server>,
+}
+
+impl Server {
+    pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
+        Server { tools, peer, tool_router: Self::tool_router() }
+    }
+
+    /// Run `tool` on a blocking thread and shape its outcome.
+    async fn run<F>(&self, tool: &'static str, ctx: &RequestContext<RoleServer>, f: F) -> Result<CallToolResult, McpError>
+    where
+        F: FnOnce(&Tools, &Call) -> Outcome + Send + 'static,
+    {
+        let call = Call { actor: self.actor(tool, ctx) };
+        let tools = self.tools.clone();
+        let outcome = tokio::task::spawn_blocking(move || f(&tools, &call))
+            .await
+            .map_err(|e| McpError::internal_error(format!("tool {tool} panicked: {e}"), None))?;
+        Ok(match outcome {
+            Ok(value) => CallToolResult::structured(value),
+            Err(failure) => CallToolResult::structured_error(failure.to_value()),
+        })
+    }
+
+    fn actor(&self, tool: &'static str, ctx: &RequestContext<RoleServer>) -> Actor {
+        let caller = ctx
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "mcp".to_string());
+        Actor {
+            via: Via::Mcp,
+            caller,
+            pid: self.peer.pid,
+            comm: self.peer.pid.and_then(process_name),
+            uid: self.peer.uid,
+            tool: Some(tool),
+        }
+    }
+}
+
+#[tool_router]
+impl Server {
+    #[tool(
+        name = "rw_risk_score",
+        description = "Score a draft for secrets, personal data and size before writing it (nothing is written). \
+Returns score, verdict (safe|low|medium|high), detected_patterns (never the secret itself) and suggested_actions.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn risk_score(
+        &self,
+        Parameters(args): Parameters<RiskScoreArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run("rw_risk_score", &ctx, move |t, c| t.risk_score(c, args)).await
+    }
+
+    #[tool(
+        name = "rw_safe_write",
+        description = "Write a file durably and atomically (temp, fsync, rename, fsync dir, journal row); the old \
+version stays restorable. Modes create (default, refused if the file exists), overwrite, append. Content the \
+workspace policy blocks (live credentials, private keys) is refused with an envelope and never written.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn safe_write(
+        &self,
+        Parameters(args): Parameters<SafeWriteArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run("rw_safe_write", &ctx, move |t, c| t.safe_write(c, args)).await
+    }
+
+    #[tool(
+        name = "rw_safe_replace",
+        description = "Replace old_string with new_string in a UTF-8 file, durably: exactly one match by default \
+(count N for exactly N, -1 for all); an ambiguous or missing match is refused and nothing is written.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn safe_replace(
+        &self,
+        Parameters(args): Parameters<SafeReplaceArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run("rw_safe_replace", &ctx, move |t, c| t.safe_replace(c, args)).await
+    }
+}
+
+#[tool_handler(
+    router = self.tool_router,
+    name = "rwfs",
+    instructions = "rwfs: durable, scanned, journaled and reversible writes. Prefer rw_safe_write over \
+raw file writes; for files over ~5 KB use rw_chunk_append then rw_chunk_compose; run rw_risk_score before \
+content that may hold credentials and move secrets to rw_scratch_put; use rw_checkpoint for big intermediate \
+data; call rw_handoff_write at the end of a session or when blocked. A failed call returns an envelope \
+{ok:false, error, reason_hint, suggested_action, retry_budget, context}: follow suggested_action; an \
+identical retry of a refused call spends retry_budget."
+)]
+impl ServerHandler for Server {
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name.contains('.') {
+            request.name = request.name.replace('.', "_").into();
+        }
+        let tool = request.name.to_string();
+        let tcc = ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(tcc).await?;
+        Ok(match response {
+            CallToolResponse::Complete(result) if is_argument_error(&result) => {
+                CallToolResponse::Complete(argument_envelope(&tool, &result))
+            }
+            other => other,
+        })
+    }
+}
+
+/// rmcp's in-band error for arguments that do not deserialize (text only, no envelope).
+fn is_argument_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true) && result.structured_content.is_none() && first_text(result).is_some()
+}
+
+fn first_text(result: &CallToolResult) -> Option<&str> {
+    result.content.first().and_then(|c| c.as_text()).map(|t| t.text.as_str())
+}
+
+/// The envelope of arguments that do not fit the tool's schema.
+fn argument_envelope(tool: &str, result: &CallToolResult) -> CallToolResult {
+    let message = first_text(result).unwrap_or("invalid arguments");
+    let mut envelope = Envelope::new(ErrorKind::PolicyViolation, 0);
+    envelope.reason_hint = "encoding".into();
+    envelope.context.insert("tool".into(), json!(tool));
+    envelope.context.insert("reason".into(), json!("invalid_arguments"));
+    envelope.context.insert("message".into(), json!(message));
+    envelope.context.insert("hint".into(), json!("fix the arguments to match the tool's input schema"));
+    let value = serde_json::to_value(&envelope).expect("envelope serializes");
+    CallToolResult::structured_error(value)
+}

@@ -1,0 +1,204 @@
+//! Where MCP is served.
+//!
+//! - **stdio** (`rwfs mcp`): when a daemon owns the workspace (its socket answers), bytes are
+//!   relayed to it unchanged, so every client shares the daemon's engine; otherwise the engine
+//!   runs in this process.
+//! - **the daemon's socket** ([`serve_connection`]): a connection whose first line is JSON-RPC
+//!   (rather than a control request) is an MCP session; the peer's pid and uid come from the
+//!   socket.
+//! - **streamable HTTP** ([`serve_http`], `rwfs mount --mcp-http ADDR`): every request must
+//!   carry `Authorization: Bearer <token>`; the token is generated once, kept 0600 in the state
+//!   directory and printed when created. `Host` must be a loopback name and a browser `Origin`
+//!   a loopback origin (DNS rebinding).
+//!
+//! stdout carries only the protocol: logs go to stderr.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::control;
+use crate::engine::{Engine, Options};
+use crate::error::{Error, IoContext, Result};
+use crate::tools::{Settings, Tools};
+
+use super::{Peer, Server};
+
+/// How `rwfs mcp` runs.
+pub struct McpOptions {
+    pub root: PathBuf,
+    pub engine: Options,
+}
+
+/// The tool settings from the environment (`RW_SCRATCH_DISABLE_GET`).
+pub fn settings_from_env() -> Settings {
+    Settings { scratch_get_disabled: std::env::var_os("RW_SCRATCH_DISABLE_GET").is_some_and(|v| !v.is_empty()) }
+}
+
+/// `rwfs mcp`: relay to the daemon, or serve the engine in-process, on stdio until EOF.
+pub fn run_stdio(options: &McpOptions) -> Result<()> {
+    if control::answers(&options.root) {
+        tracing::info!(root = %options.root.display(), "relaying MCP to the workspace's daemon");
+        return relay(&options.root);
+    }
+    let engine = Arc::new(Engine::open(&options.root, &options.engine)?);
+    let tools = Arc::new(Tools::new(engine.clone(), settings_from_env(), Arc::new(|_: &str| {})));
+    let parent = nix::unistd::getppid().as_raw();
+    let peer = Peer { pid: u32::try_from(parent).ok().filter(|p| *p > 1), uid: Some(nix::unistd::getuid().as_raw()) };
+    let runtime = runtime()?;
+    let served = runtime.block_on(async move {
+        let service = Server::new(tools, peer).serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
+        service.waiting().await.map_err(std::io::Error::other)?;
+        Ok::<(), std::io::Error>(())
+    });
+    runtime.shutdown_background();
+    served.step("serve MCP on stdio")?;
+    match Arc::try_unwrap(engine) {
+        Ok(engine) => engine.close(),
+        Err(_) => Ok(()),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("rwfs-mcp")
+        .enable_all()
+        .build()
+        .step("start the MCP runtime")
+}
+
+/// Copy stdin to the daemon's socket and its answers to stdout, until either side ends.
+fn relay(root: &Path) -> Result<()> {
+    let link = root.join(crate::durable::STATE_DIR).join(control::SOCKET_LINK);
+    let socket = UnixStream::connect(&link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
+    let mut to_daemon = socket.try_clone().step("clone socket")?;
+    let upstream = std::thread::Builder::new()
+        .name("rwfs-relay".into())
+        .spawn(move || {
+            let copied = std::io::copy(&mut std::io::stdin().lock(), &mut to_daemon);
+            let _ = to_daemon.shutdown(std::net::Shutdown::Write);
+            copied
+        })
+        .step("start relay thread")?;
+    let mut from_daemon = socket;
+    let mut stdout = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from_daemon.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("read from the daemon", e)),
+        };
+        stdout.write_all(&buf[..n]).step("write to stdout")?;
+        stdout.flush().step("write to stdout")?;
+    }
+    // The daemon closed the session; stdin may still be open (the client decides when to stop).
+    drop(upstream);
+    Ok(())
+}
+
+/// Serve one MCP session on a daemon's socket connection whose first line (already read) is
+/// `first`.
+pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, peer: Peer) -> Result<()> {
+    stream.set_read_timeout(None).step("socket timeout")?;
+    stream.set_nonblocking(true).step("socket mode")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .step("start the MCP runtime")?;
+    let served = runtime.block_on(async move {
+        let stream = tokio::net::UnixStream::from_std(stream)?;
+        let (read, write) = stream.into_split();
+        let read = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(first), read);
+        let service = Server::new(tools, peer).serve((read, write)).await.map_err(std::io::Error::other)?;
+        service.waiting().await.map_err(std::io::Error::other)?;
+        Ok::<(), std::io::Error>(())
+    });
+    runtime.shutdown_background();
+    served.step("serve MCP on the socket")
+}
+
+/// The bearer token of the workspace's HTTP endpoint: read from the state directory, or
+/// generated (and reported as new) on first use.
+pub fn http_token(state: &Path) -> Result<(String, bool)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = state.join(TOKEN_FILE);
+    if let Ok(token) = std::fs::read_to_string(&path) {
+        let token = token.trim().to_string();
+        if token.len() >= 32 {
+            return Ok((token, false));
+        }
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| Error::io("generate token", std::io::Error::other(e.to_string())))?;
+    let token = hex::encode(bytes);
+    let temp = state.join(format!("{TOKEN_FILE}.tmp"));
+    let _ = std::fs::remove_file(&temp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .step("create token file")?;
+    file.write_all(format!("{token}\n").as_bytes()).step("write token file")?;
+    file.sync_all().step("fsync token file")?;
+    std::fs::rename(&temp, &path).step("install token file")?;
+    Ok((token, true))
+}
+
+/// The token file in the state directory.
+pub const TOKEN_FILE: &str = "mcp-http.token";
+
+/// Serve streamable HTTP on `addr` until `stop` is cancelled.
+pub fn serve_http(tools: Arc<Tools>, addr: SocketAddr, token: String, stop: CancellationToken) -> Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let runtime = runtime()?;
+    let served = runtime.block_on(async move {
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"])
+            .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"])
+            .enforce_origin_validation()
+            .with_cancellation_token(stop.child_token());
+        let peer = Peer { pid: None, uid: None };
+        let service = StreamableHttpService::new(
+            move || Ok(Server::new(tools.clone(), peer)),
+            LocalSessionManager::default().into(),
+            config,
+        );
+        let expected = Arc::new(format!("Bearer {token}"));
+        let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let expected = expected.clone();
+                async move {
+                    let given = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+                    if given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+                        next.run(request).await
+                    } else {
+                        axum::response::IntoResponse::into_response((
+                            axum::http::StatusCode::UNAUTHORIZED,
+                            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+                            "missing or wrong bearer token\n",
+                        ))
+                    }
+                }
+            },
+        ));
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await
+    });
+    runtime.shutdown_background();
+    served.step("serve MCP over HTTP")
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,184 @@
+//! The Resilient Write tools over the engine, independent of any transport.
+//!
+//! Each tool family is one module: its argument structs (field doc comments become the MCP
+//! input schema's descriptions) and functions that take a [`Call`] and return an [`Outcome`]:
+//! the success payload (`{"ok": true, ...}`, the reference's fields) or a [`Failure`] carrying
+//! the reference's envelope v1. `mcp/` only routes calls here; nothing here knows MCP.
+//!
+//! | module | tools |
+//! |---|---|
+//! | `write` | `rw_risk_score`, `rw_safe_write`, `rw_safe_replace` |
+//!
+//! Invariants:
+//! - every failure is an envelope with `context.tool` set; an engine error becomes one through
+//!   [`Tools::fail`] only, which also spends the retry budget of the attempt;
+//! - an identical refused attempt (same tool, path, content digest) spends the budget; once it
+//!   is spent the attempt is refused as `retry_budget_exhausted` with `suggested_action:
+//!   "abort"` and a hint to change strategy;
+//! - nothing here writes except through the engine, so every change is durable, journaled and
+//!   attributed to the MCP client that asked for it;
+//! - no path inside `.resilient_write/` is reachable through a tool's path argument.
+
+pub mod write;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::engine::Engine;
+use crate::envelope::Envelope;
+use crate::error::{Error, ErrorKind, Reason};
+use crate::journal::Actor;
+use crate::sha::Sha256;
+
+/// What a tool returns: the success payload, or the envelope of its failure.
+pub type Outcome = std::result::Result<Value, Failure>;
+
+/// A failed call: the reference's envelope v1.
+#[derive(Debug, Clone)]
+pub struct Failure(pub Box<Envelope>);
+
+impl Failure {
+    /// The envelope as JSON.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(&*self.0).expect("envelope serializes")
+    }
+}
+
+/// One call of a tool: who asked, and which tool (`actor.tool`).
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub actor: Actor,
+}
+
+impl Call {
+    pub fn tool(&self) -> &'static str {
+        self.actor.tool.unwrap_or("rwfs")
+    }
+}
+
+/// Settings of the tool layer.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `RW_SCRATCH_DISABLE_GET`: the scratchpad is write-only.
+    pub scratch_get_disabled: bool,
+}
+
+/// Told which workspace path the engine changed (the mount forgets its caches).
+pub type Changed = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The tools of one workspace.
+pub struct Tools {
+    engine: Arc<Engine>,
+    settings: Settings,
+    changed: Changed,
+}
+
+impl Tools {
+    pub fn new(engine: Arc<Engine>, settings: Settings, changed: Changed) -> Tools {
+        Tools { engine, settings, changed }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Tell the front ends that `path` changed.
+    pub(crate) fn changed(&self, path: &str) {
+        (self.changed)(path)
+    }
+
+    /// The envelope of an engine error. `attempt` is the (path, content) a refused write
+    /// tried: its retry budget is spent here, except for gate refusals, which the engine
+    /// counts itself.
+    pub fn fail(&self, call: &Call, error: Error, attempt: Option<(&str, &[u8])>) -> Failure {
+        match error.reason() {
+            Reason::Blocked(rejection) => {
+                let mut envelope = serde_json::from_str::<Envelope>(&rejection.envelope)
+                    .unwrap_or_else(|_| Envelope::of_error(&error, 0));
+                envelope.context.insert("tool".into(), json!(call.tool()));
+                Failure(Box::new(envelope))
+            }
+            Reason::RetryBudgetSpent { sha } => exhausted(call, error.path().unwrap_or(""), *sha),
+            _ => self.envelope(call, error.kind(), Envelope::of_error(&error, 0), attempt),
+        }
+    }
+
+    /// A refusal decided by a tool itself: `reason` is the stable code (`context.reason`),
+    /// `context` adds fields. `attempt` as for [`Tools::fail`].
+    pub fn reject(
+        &self,
+        call: &Call,
+        kind: ErrorKind,
+        reason: &str,
+        message: impl Into<String>,
+        context: Value,
+        attempt: Option<(&str, &[u8])>,
+    ) -> Failure {
+        let mut envelope = Envelope::new(kind, 0);
+        envelope.context.insert("reason".into(), json!(reason));
+        envelope.context.insert("message".into(), json!(message.into()));
+        if let Value::Object(extra) = context {
+            envelope.context.extend(extra);
+        }
+        self.envelope(call, kind, envelope, attempt)
+    }
+
+    fn envelope(&self, call: &Call, kind: ErrorKind, mut envelope: Envelope, attempt: Option<(&str, &[u8])>) -> Failure {
+        if let Some((path, content)) = attempt
+            && counts_against_budget(kind)
+        {
+            let sha = Sha256::of(content);
+            match self.engine.spend_retry(&call.actor, path, sha) {
+                Some(left) => envelope.retry_budget = left,
+                None => return exhausted(call, path, sha),
+            }
+        }
+        envelope.context.insert("tool".into(), json!(call.tool()));
+        Failure(Box::new(envelope))
+    }
+}
+
+/// Refusals an identical retry cannot fix by itself.
+fn counts_against_budget(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Blocked | ErrorKind::StalePrecondition | ErrorKind::PolicyViolation | ErrorKind::QuotaExceeded
+    )
+}
+
+/// The envelope once an identical attempt has been refused too often.
+fn exhausted(call: &Call, path: &str, sha: Sha256) -> Failure {
+    let mut envelope = Envelope::new(ErrorKind::Blocked, 0);
+    envelope.suggested_action = "abort".into();
+    envelope.reason_hint = "unknown".into();
+    let mut context = Map::new();
+    context.insert("tool".into(), json!(call.tool()));
+    context.insert("path".into(), json!(path));
+    context.insert("reason".into(), json!("retry_budget_exhausted"));
+    context.insert("content_sha256".into(), json!(sha));
+    context.insert(
+        "message".into(),
+        json!("this exact call was refused before and its retry budget is spent; it will be refused again"),
+    );
+    context.insert(
+        "hint".into(),
+        json!("change strategy: alter the content (redact, move secrets to rw_scratch_put), the path, or ask the user"),
+    );
+    envelope.context = context;
+    Failure(Box::new(envelope))
+}
+
+/// `{"ok": true, ...fields}`.
+pub fn ok(fields: Value) -> Value {
+    let mut out = match fields {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    out.insert("ok".into(), json!(true));
+    Value::Object(out)
+}
