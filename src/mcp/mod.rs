@@ -10,21 +10,20 @@
 //! (`rw.safe_write`) are accepted as aliases of the wire names (`rw_safe_write`).
 
 mod serve;
+mod write;
 
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool_handler};
 use serde_json::json;
 
 use crate::envelope::Envelope;
 use crate::error::ErrorKind;
 use crate::journal::{Actor, Via, process_name};
-use crate::tools::write::{RiskScoreArgs, SafeReplaceArgs, SafeWriteArgs};
 use crate::tools::{Call, Outcome, Tools};
 
 pub use serve::{McpOptions, TOKEN_FILE, http_token, run_stdio, serve_connection, serve_http, settings_from_env};
@@ -46,11 +45,13 @@ pub struct Server {
 
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
-        Server { tools, peer, tool_router: Self::tool_router() }
+        // One router per tool family (one file each).
+        let tool_router = Self::write_router();
+        Server { tools, peer, tool_router }
     }
 
     /// Run `tool` on a blocking thread and shape its outcome.
-    async fn run<F>(&self, tool: &'static str, ctx: &RequestContext<RoleServer>, f: F) -> Result<CallToolResult, McpError>
+    pub(super) async fn run<F>(&self, tool: &'static str, ctx: &RequestContext<RoleServer>, f: F) -> Result<CallToolResult, McpError>
     where
         F: FnOnce(&Tools, &Call) -> Outcome + Send + 'static,
     {
@@ -80,52 +81,6 @@ impl Server {
             uid: self.peer.uid,
             tool: Some(tool),
         }
-    }
-}
-
-#[tool_router]
-impl Server {
-    #[tool(
-        name = "rw_risk_score",
-        description = "Score a draft for secrets, personal data and size before writing it (nothing is written). \
-Returns score, verdict (safe|low|medium|high), detected_patterns (never the secret itself) and suggested_actions.",
-        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn risk_score(
-        &self,
-        Parameters(args): Parameters<RiskScoreArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        self.run("rw_risk_score", &ctx, move |t, c| t.risk_score(c, args)).await
-    }
-
-    #[tool(
-        name = "rw_safe_write",
-        description = "Write a file durably and atomically (temp, fsync, rename, fsync dir, journal row); the old \
-version stays restorable. Modes create (default, refused if the file exists), overwrite, append. Content the \
-workspace policy blocks (live credentials, private keys) is refused with an envelope and never written.",
-        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn safe_write(
-        &self,
-        Parameters(args): Parameters<SafeWriteArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        self.run("rw_safe_write", &ctx, move |t, c| t.safe_write(c, args)).await
-    }
-
-    #[tool(
-        name = "rw_safe_replace",
-        description = "Replace old_string with new_string in a UTF-8 file, durably: exactly one match by default \
-(count N for exactly N, -1 for all); an ambiguous or missing match is refused and nothing is written.",
-        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
-    )]
-    async fn safe_replace(
-        &self,
-        Parameters(args): Parameters<SafeReplaceArgs>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        self.run("rw_safe_replace", &ctx, move |t, c| t.safe_replace(c, args)).await
     }
 }
 
