@@ -250,7 +250,7 @@ impl Core {
             "filter_risk": report.filter_risk,
             "suggested_actions": report.suggested_actions(),
             "quarantined_sha256": r.sha,
-            "quarantined_in": format!("{STATE_DIR}/{}", self.objects.path_of(&r.sha)),
+            "quarantined_in": self.objects.path_of(&r.sha),
             "previous_sha256": r.prev,
             "bytes": r.bytes,
             "pid": r.actor.pid,
