@@ -47,7 +47,7 @@ impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
         // One router per tool family (one file each).
         let tool_router = Self::write_router();
-        Server { tools, peer, tool_router }
+        Server { tools, peer, tool_router: portable(tool_router) }
     }
 
     /// Run `tool` on a blocking thread and shape its outcome.
@@ -135,4 +135,45 @@ fn argument_envelope(tool: &str, result: &CallToolResult) -> CallToolResult {
     envelope.context.insert("hint".into(), json!("fix the arguments to match the tool's input schema"));
     let value = serde_json::to_value(&envelope).expect("envelope serializes");
     CallToolResult::structured_error(value)
+}
+
+/// The routes with portable input schemas: an optional field's `"type": [T, "null"]` (and its
+/// `"default": null`) becomes `"type": T`. Leaving the field out already means "none" (every such
+/// field is `#[serde(default)]`, and `null` is still accepted), and clients that map schemas
+/// onto a single-`type` dialect (Gemini's OpenAPI subset; the Inspector's `--strict` lint) reject
+/// type arrays.
+fn portable(mut router: ToolRouter<Server>) -> ToolRouter<Server> {
+    for route in router.map.values_mut() {
+        let mut schema = (*route.attr.input_schema).clone();
+        drop_null_types(&mut schema);
+        route.attr.input_schema = Arc::new(schema);
+    }
+    router
+}
+
+fn drop_null_types(schema: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::Value;
+    if let Some(Value::Array(types)) = schema.get("type")
+        && types.len() == 2
+        && let Some(null) = types.iter().position(|t| t == "null")
+    {
+        let single = types[1 - null].clone();
+        schema.insert("type".into(), single);
+        if schema.get("default") == Some(&Value::Null) {
+            schema.remove("default");
+        }
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(inner) => drop_null_types(inner),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(inner) = item {
+                        drop_null_types(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }

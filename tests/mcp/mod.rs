@@ -1,4 +1,6 @@
 //! The MCP endpoint, in-process (rmcp client over `tokio::io::duplex`): every tool's success
-//! path and its documented errors, one module per tool family, plus the serving modes.
+//! path and its documented errors, one module per tool family, plus the serving modes; and
+//! real external clients against the `rwfs` binary (`clients`).
 
+mod clients;
 mod write;

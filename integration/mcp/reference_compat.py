@@ -1,0 +1,83 @@
+"""The same calls against the reference server (`resilient-write` 0.3.0) and rwfs, from the same
+client: rwfs answers with every field the reference answers with (extra fields are fine), and
+the reference itself starts and works with the pinned environment (the benchmark needs it).
+
+    python reference_compat.py --rwfs target/debug/rwfs --reference .../bin/resilient-write -w DIR
+
+DIR gets two fresh workspaces, `rwfs/` and `reference/`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rwmcp import check, connect, main, parser, reference_server, rwfs_server, say
+
+# (tool, arguments): run in this order on both servers; each must succeed on both.
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("rw_risk_score", {"content": "plain prose, nothing secret\n", "language_hint": "markdown"}),
+    ("rw_risk_score", {"content": "contact: someone@example.org\n", "target_path": "a.md"}),
+    ("rw_safe_write", {"path": "docs/a.md", "content": "one\n"}),
+    ("rw_safe_write", {"path": "docs/a.md", "content": "two\n", "mode": "overwrite"}),
+    ("rw_safe_write", {"path": "docs/a.md", "content": "three\n", "mode": "append"}),
+    ("rw_safe_replace", {"path": "docs/a.md", "old_string": "three", "new_string": "four"}),
+]
+
+# (tool, arguments): refused by both, rwfs with isError and the envelope in structuredContent,
+# the reference with a JSON text `ok: false` (its convention).
+REFUSALS: list[tuple[str, dict[str, Any]]] = [
+    ("rw_safe_write", {"path": "docs/a.md", "content": "again\n"}),  # create over an existing file
+    ("rw_safe_replace", {"path": "docs/a.md", "old_string": "absent", "new_string": "x"}),
+]
+
+
+def missing(theirs: Any, mine: Any, prefix: str = "") -> list[str]:
+    """The field paths of `theirs` that `mine` lacks (lists: compared by their first elements
+    when both have one; the findings themselves may differ)."""
+    out: list[str] = []
+    if isinstance(theirs, dict) and isinstance(mine, dict):
+        for k, v in theirs.items():
+            if k not in mine:
+                out.append(prefix + k)
+            else:
+                out += missing(v, mine[k], prefix + k + ".")
+    elif isinstance(theirs, list) and isinstance(mine, list) and theirs and mine:
+        out += missing(theirs[0], mine[0], prefix + "[].")
+    return out
+
+
+def count(value: Any) -> int:
+    return len(value) if isinstance(value, dict) else 0
+
+
+async def run(args) -> None:
+    ws_rwfs = os.path.join(args.workspace, "rwfs")
+    ws_ref = os.path.join(args.workspace, "reference")
+    os.makedirs(ws_rwfs)
+    os.makedirs(ws_ref)
+    async with connect(reference_server(args.reference, ws_ref), name="compat", dotted=True, mode="legacy") as ref, \
+            connect(rwfs_server(args.rwfs, ws_rwfs), name="compat") as rw:
+        listed = await ref.tools()
+        check("rw.safe_replace" in listed and len(listed) == 21, "the reference 0.3.0 lists 21 tools", listed)
+        ours = set(await rw.tools())
+        for tool, call in CALLS:
+            theirs = await ref.call(tool, call)
+            check(not theirs.is_error and theirs.value.get("ok") is True, f"reference {tool} succeeds", theirs.value)
+            mine = await rw.ok(tool, call)
+            lacking = missing(theirs.value, mine)
+            check(not lacking, f"rwfs {tool} answers with every field of the reference's", lacking)
+            say(f"{tool}: the reference's {count(theirs.value)} fields all in rwfs's {count(mine)}")
+        for tool, call in REFUSALS:
+            theirs = await ref.call(tool, call)
+            check(not theirs.is_error and theirs.value.get("ok") is False, f"reference refuses {tool} in-band", theirs.value)
+            mine = await rw.err(tool, call)
+            check(mine["error"] == theirs.value["error"], f"{tool}: the same error kind", mine, theirs.value)
+            say(f"{tool} refused: reference isError=false, rwfs isError=true, both {mine['error']}")
+        say(f"rwfs offers {len(ours)} tools; the reference {len(listed)}")
+
+
+if __name__ == "__main__":
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--reference", required=True, help="the reference server's resilient-write executable")
+    main("reference_compat", run, p)
