@@ -157,7 +157,11 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
     if line.contains("\"jsonrpc\"") && !line.contains("\"rwfs_control\"") {
         let mut first = line.into_bytes();
         first.extend_from_slice(reader.buffer());
-        daemon.serve_mcp(stream, first, crate::mcp::Peer { pid, uid: Some(creds.uid()) });
+        let peer = match pid {
+            Some(pid) => super::mcp::host_of(pid),
+            None => crate::mcp::Peer { pid: None, uid: Some(creds.uid()) },
+        };
+        daemon.serve_mcp(stream, first, crate::mcp::Peer { uid: Some(creds.uid()), ..peer });
         return Ok(());
     }
     let mut shutdown = false;
