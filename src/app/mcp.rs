@@ -47,7 +47,7 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
             false
         }
     };
-    let served = mcp::serve_stdio(tools, host_of(std::process::id()));
+    let served = mcp::serve_stdio(tools, control::agent_host(std::process::id()));
     // Relayed sessions keep the engine until they end.
     while owner.sessions.load(Ordering::SeqCst) > 0 {
         std::thread::sleep(Duration::from_millis(100));
@@ -58,22 +58,6 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
     drop(owner);
     let closed = Arc::try_unwrap(engine).map_or(Ok(()), Engine::close);
     served.and(closed)
-}
-
-/// The agent host behind `pid`: its parent when `pid` is an `rwfs` relay or this process (the
-/// host launched it), else `pid` itself.
-pub fn host_of(pid: u32) -> Peer {
-    let uid = Some(nix::unistd::getuid().as_raw());
-    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
-        // Fields after the parenthesised name: state, ppid, ...
-        let rest = &stat[stat.rfind(')')? + 1..];
-        rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-    });
-    let is_rwfs = pid == std::process::id() || crate::journal::process_name(pid).as_deref() == Some("rwfs");
-    match parent {
-        Some(ppid) if is_rwfs && ppid > 1 => Peer { pid: Some(ppid), uid },
-        _ => Peer { pid: Some(pid), uid },
-    }
 }
 
 /// The process that owns the workspace for an MCP session.
