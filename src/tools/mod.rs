@@ -8,6 +8,8 @@
 //! | module | tools |
 //! |---|---|
 //! | `write` | `rw_risk_score`, `rw_safe_write`, `rw_safe_replace` |
+//! | `chunks` | `rw_chunk_write`, `rw_chunk_append`, `rw_chunk_compose`, `rw_chunk_reset`, `rw_chunk_status`, `rw_chunk_preview` |
+//! | `scratch` | `rw_scratch_put`, `rw_scratch_ref`, `rw_scratch_get` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
@@ -19,6 +21,8 @@
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
 
+pub mod chunks;
+pub mod scratch;
 pub mod write;
 
 use std::sync::Arc;
@@ -43,6 +47,25 @@ impl Failure {
     pub fn to_value(&self) -> Value {
         serde_json::to_value(&*self.0).expect("envelope serializes")
     }
+
+    /// The reference's `reason_hint` where it is not the kind's usual one (`encoding` for bad
+    /// input). Only for refusals that spend no retry budget.
+    pub(crate) fn hint(mut self, reason_hint: &str) -> Failure {
+        self.0.reason_hint = reason_hint.to_string();
+        self
+    }
+
+    /// The reference's `suggested_action` where it is not the kind's usual one. Only for
+    /// refusals that spend no retry budget.
+    pub(crate) fn action(mut self, suggested_action: &str) -> Failure {
+        self.0.suggested_action = suggested_action.to_string();
+        self
+    }
+}
+
+/// Now, as every timestamp in the reference: UTC, whole seconds, `%Y-%m-%dT%H:%M:%SZ`.
+pub(crate) fn now_utc() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 /// One call of a tool: who asked, and which tool (`actor.tool`).
@@ -126,6 +149,12 @@ impl Tools {
             envelope.context.extend(extra);
         }
         self.envelope(call, kind, envelope, attempt)
+    }
+
+    /// Bad input, refused as the reference refuses it: `policy_violation` with `reason_hint:
+    /// "encoding"`. Spends no retry budget (the call itself has to change).
+    pub fn invalid(&self, call: &Call, reason: &str, message: impl Into<String>, context: Value) -> Failure {
+        self.reject(call, ErrorKind::PolicyViolation, reason, message, context, None).hint("encoding")
     }
 
     fn envelope(&self, call: &Call, kind: ErrorKind, mut envelope: Envelope, attempt: Option<(&str, &[u8])>) -> Failure {
