@@ -67,6 +67,16 @@ impl Engine {
         }
     }
 
+    /// [`state_remove`](Engine::state_remove) only while the file still holds `sha`: what a
+    /// caller judged is what goes (a changed file is a `stale_precondition` error).
+    pub fn state_remove_if(&self, rel: &str, sha: Sha256, actor: &Actor) -> Result<bool> {
+        match self.core.delete(&state_path(rel), Some(super::Expect::Sha(sha)), Scope::State, actor) {
+            Ok(_) => Ok(true),
+            Err(e) if *e.reason() == Reason::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Remove the directory `rel` if it is empty (missing is fine).
     pub fn state_remove_dir(&self, rel: &str) -> Result<()> {
         let path = state_path(rel);

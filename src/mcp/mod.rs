@@ -11,6 +11,8 @@
 
 mod chunks;
 mod scratch;
+mod checkpoint;
+mod handoff;
 mod serve;
 mod write;
 
@@ -48,7 +50,11 @@ pub struct Server {
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
         // One router per tool family (one file each).
-        let tool_router = Self::write_router() + Self::chunks_router() + Self::scratch_router();
+        let tool_router = Self::write_router()
+            + Self::chunks_router()
+            + Self::scratch_router()
+            + Self::handoff_router()
+            + Self::checkpoint_router();
         Server { tools, peer, tool_router }
     }
 

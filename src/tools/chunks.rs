@@ -122,10 +122,6 @@ impl Session<'_> {
     }
 }
 
-/// The reference's session pattern `^[A-Za-z0-9_\-]{1,64}$`.
-fn valid_session(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
 
 /// The index of a part file name `part-NNN.txt`.
 fn part_index(name: &str) -> Option<i64> {
@@ -260,7 +256,7 @@ struct Chunks<'a> {
 
 impl Chunks<'_> {
     fn session<'a>(&self, name: &'a str) -> Result<Session<'a>, Failure> {
-        if valid_session(name) {
+        if super::is_valid_name(name) {
             return Ok(Session(name));
         }
         Err(self.tools.invalid(
@@ -472,16 +468,6 @@ fn chunk_written(session: &Session<'_>, index: i64, c: &crate::engine::Committed
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn session_names_follow_the_reference_pattern() {
-        for good in ["a", "s1", "A-b_9", &"x".repeat(64)] {
-            assert!(valid_session(good), "{good}");
-        }
-        for bad in ["", "a b", "a/b", "..", ".", &"x".repeat(65), "é", "a.b"] {
-            assert!(!valid_session(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn only_three_digit_part_names_are_parts() {

@@ -1,7 +1,9 @@
 //! The MCP endpoint, in-process (rmcp client over `tokio::io::duplex`): every tool's success
 //! path and its documented errors, one module per tool family, plus the serving modes.
 
+mod checkpoint;
 mod chunks;
+mod handoff;
 mod scratch;
 mod serving;
 mod write;
