@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Reason};
 
 /// Envelope schema version.
 pub const SCHEMA_VERSION: &str = "1";
@@ -66,6 +66,18 @@ impl Envelope {
         envelope.context.insert("message".into(), json!(error.reason().to_string()));
         if let Some(path) = error.path() {
             envelope.context.insert("path".into(), json!(path));
+        }
+        match error.reason() {
+            Reason::AlreadyExists { existing } => {
+                envelope.context.insert("existing_sha256".into(), json!(existing));
+            }
+            Reason::PreconditionFailed { expected, actual } => {
+                // The reference's spelling: "" for "absent".
+                let hex = |s: &Option<crate::sha::Sha256>| s.map(|s| s.to_hex()).unwrap_or_default();
+                envelope.context.insert("expected_prev_sha256".into(), json!(hex(expected)));
+                envelope.context.insert("actual_prev_sha256".into(), json!(hex(actual)));
+            }
+            _ => {}
         }
         if let Some(errno) = error.raw_os_error() {
             envelope.context.insert("errno".into(), json!(errno));

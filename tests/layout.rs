@@ -3,7 +3,8 @@
 //! - arrows only point down: `durable` imports no other rwfs module (but `error` and `sha`),
 //!   `journal` and `store` import only `durable` below them, `engine` imports nothing of the
 //!   front ends (`cli`, `app`, `fuse`, `mcp`);
-//! - `engine`, `score`, `journal`, `store`, `durable` never use `fuser`, `rmcp`, `tokio`, `clap`;
+//! - `engine`, `score`, `journal`, `store`, `durable` and `tools` (the MCP tools' logic) never
+//!   use `fuser`, `rmcp`, `tokio`, `clap`; `mcp` is glue over `tools`;
 //! - `fuse` and `mcp` never use each other;
 //! - `score` is pure: no filesystem, network, process, environment or clock.
 
@@ -22,10 +23,17 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
         "fuse",
         &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "fuse"],
     ),
-    ("mcp", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "mcp"]),
+    (
+        "tools",
+        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools"],
+    ),
+    (
+        "mcp",
+        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools", "mcp"],
+    ),
 ];
 
-const CORE: &[&str] = &["engine", "score", "journal", "store", "durable"];
+const CORE: &[&str] = &["engine", "score", "journal", "store", "durable", "tools"];
 const FRONT_END_CRATES: &[&str] = &["fuser", "rmcp", "tokio", "clap"];
 const IMPURE: &[&str] =
     &["std::fs", "std::net", "std::process", "std::env", "SystemTime", "Instant::now", "std::thread"];
@@ -44,6 +52,9 @@ fn the_checker_catches_violations() {
         ("fuse", "use crate::mcp::Server;", true),
         ("mcp", "crate::fuse::errno(e)", true),
         ("durable", "use crate::engine::Engine;", true),
+        ("tools", "use rmcp::model::CallToolResult;", true),
+        ("tools", "use crate::mcp::Server;", true),
+        ("mcp", "use crate::tools::Tools;", false),
         ("store", "use crate::journal::Row;", true),
         ("score", "let t = std::time::SystemTime::now();", true),
         ("score", "std::fs::read(p)", true),

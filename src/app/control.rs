@@ -157,7 +157,11 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
     if line.contains("\"jsonrpc\"") && !line.contains("\"rwfs_control\"") {
         let mut first = line.into_bytes();
         first.extend_from_slice(reader.buffer());
-        daemon.serve_mcp(stream, first, crate::mcp::Peer { pid, uid: Some(creds.uid()) });
+        let peer = match pid {
+            Some(pid) => agent_host(pid),
+            None => crate::mcp::Peer { pid: None, uid: Some(creds.uid()) },
+        };
+        daemon.serve_mcp(stream, first, crate::mcp::Peer { uid: Some(creds.uid()), ..peer });
         return Ok(());
     }
     let mut shutdown = false;
@@ -261,6 +265,22 @@ pub fn committed_json(c: &crate::engine::Committed) -> Value {
 
 fn error_json(e: &Error) -> Value {
     json!({"ok": false, "error": e.kind().as_str(), "reason": e.reason().code(), "message": e.reason().to_string(), "path": e.path()})
+}
+
+/// The agent host behind `pid`: its parent when `pid` is an `rwfs` relay or this process (the
+/// host launched it), else `pid` itself.
+pub fn agent_host(pid: u32) -> crate::mcp::Peer {
+    let uid = Some(nix::unistd::getuid().as_raw());
+    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
+        // Fields after the parenthesised name: state, ppid, ...
+        let rest = &stat[stat.rfind(')')? + 1..];
+        rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+    });
+    let is_rwfs = pid == std::process::id() || crate::journal::process_name(pid).as_deref() == Some("rwfs");
+    match parent {
+        Some(ppid) if is_rwfs && ppid > 1 => crate::mcp::Peer { pid: Some(ppid), uid },
+        _ => crate::mcp::Peer { pid: Some(pid), uid },
+    }
 }
 
 /// Does a daemon listen for the workspace at `root`?

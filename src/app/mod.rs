@@ -1,6 +1,8 @@
 //! Wiring for the `rwfs` binary's long-running parts: the mount daemon (`daemon.rs`: start and
 //! stop order, signals, detaching) and its control socket (`control.rs`: how the CLI reaches
-//! the engine of a mounted workspace).
+//! the engine of a mounted workspace, and MCP sessions reach it), and `rwfs mcp` (`mcp.rs`:
+//! relay to the owner of the workspace, or own it).
 
 pub mod control;
 pub mod daemon;
+pub mod mcp;

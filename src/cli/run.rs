@@ -38,7 +38,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Mount(args) => mount(root, options, args),
         Command::Unmount(args) => unmount(&args),
         Command::Mcp => {
-            crate::mcp::run_stdio(&crate::mcp::McpOptions { root, engine: options })?;
+            crate::app::mcp::run(&root, &options)?;
             Ok(Exit::Ok)
         }
         Command::AgentRules => {

@@ -80,6 +80,9 @@ pub(crate) struct Core {
     owner: OwnerLock,
     pub(crate) tracker: Tracker,
     pub(crate) locks: PathLocks,
+    /// The locks [`Engine::state_lock`] hands out: a set apart from `locks`, so a holder can
+    /// write state files (which take `locks`) without waiting on itself.
+    pub(crate) state_locks: PathLocks,
     pub(crate) cache: DigestCache,
     pub(crate) gate: Gate,
     /// Displaced versions whose move into `objects/` failed, with their commits' tokens.
@@ -142,6 +145,7 @@ impl Engine {
             owner,
             tracker: Tracker::default(),
             locks: PathLocks::new(),
+            state_locks: PathLocks::new(),
             cache: DigestCache::default(),
             gate,
             unsettled: Mutex::default(),

@@ -12,7 +12,8 @@
 //! - an index file (`state_append_line`) only ever grows by whole lines: a torn last line left
 //!   by a crash is closed with a newline before the next line, so readers can skip it;
 //! - [`StateLock`] serialises read-modify-write sequences on one name within the engine (one
-//!   engine per workspace, so that is every writer).
+//!   engine per workspace, so that is every writer); its locks are not the ones writes take, so
+//!   a holder can write the very file it locked.
 
 use std::sync::MutexGuard;
 
@@ -60,6 +61,16 @@ impl Engine {
     /// when it did not exist.
     pub fn state_remove(&self, rel: &str, actor: &Actor) -> Result<bool> {
         match self.core.delete(&state_path(rel), None, Scope::State, actor) {
+            Ok(_) => Ok(true),
+            Err(e) if *e.reason() == Reason::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`state_remove`](Engine::state_remove) only while the file still holds `sha`: what a
+    /// caller judged is what goes (a changed file is a `stale_precondition` error).
+    pub fn state_remove_if(&self, rel: &str, sha: Sha256, actor: &Actor) -> Result<bool> {
+        match self.core.delete(&state_path(rel), Some(super::Expect::Sha(sha)), Scope::State, actor) {
             Ok(_) => Ok(true),
             Err(e) if *e.reason() == Reason::NotFound => Ok(false),
             Err(e) => Err(e),
@@ -150,10 +161,12 @@ impl Engine {
         Ok(names)
     }
 
-    /// Hold the engine's lock of the state name `rel` (read-modify-write sequences).
+    /// Hold the engine's lock of the state name `rel` (read-modify-write sequences). These
+    /// locks are apart from the ones writes take, so the holder may write any state file,
+    /// `rel` included; it must not take a second state lock (two names may share a stripe).
     pub fn state_lock(&self, rel: &str) -> Result<StateLock<'_>> {
         let path = crate::durable::resolve::lookup(self.core.disk(), &self.core.ws.root, &state_path(rel), Scope::State)?;
-        Ok(StateLock { _guard: self.core.locks.lock(&path) })
+        Ok(StateLock { _guard: self.core.state_locks.lock(&path) })
     }
 
     /// Score `content` (as the new version of `path`, when given) and judge it by the policy,

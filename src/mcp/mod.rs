@@ -9,6 +9,10 @@
 //! (`policy_violation`, `context.reason: "invalid_arguments"`), and dotted names
 //! (`rw.safe_write`) are accepted as aliases of the wire names (`rw_safe_write`).
 
+mod chunks;
+mod scratch;
+mod checkpoint;
+mod handoff;
 mod serve;
 mod write;
 
@@ -26,7 +30,7 @@ use crate::error::ErrorKind;
 use crate::journal::{Actor, Via, process_name};
 use crate::tools::{Call, Outcome, Tools};
 
-pub use serve::{McpOptions, TOKEN_FILE, http_token, run_stdio, serve_connection, serve_http, settings_from_env};
+pub use serve::{TOKEN_FILE, http_token, relay, serve_connection, serve_http, serve_stdio, settings_from_env};
 
 /// The process on the other end of a connection.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,7 +50,11 @@ pub struct Server {
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
         // One router per tool family (one file each).
-        let tool_router = Self::write_router();
+        let tool_router = Self::write_router()
+            + Self::chunks_router()
+            + Self::scratch_router()
+            + Self::handoff_router()
+            + Self::checkpoint_router();
         Server { tools, peer, tool_router: portable(tool_router) }
     }
 

@@ -1,9 +1,8 @@
 //! Where MCP is served.
 //!
-//! - **stdio** (`rwfs mcp`): when a daemon owns the workspace (its socket answers), bytes are
-//!   relayed to it unchanged, so every client shares the daemon's engine; otherwise the engine
-//!   runs in this process.
-//! - **the daemon's socket** ([`serve_connection`]): a connection whose first line is JSON-RPC
+//! - **stdio** ([`serve_stdio`]), or a byte-for-byte [`relay`] of stdio to the socket of the
+//!   process that owns the workspace (`app/mcp.rs` decides which).
+//! - **the owner's socket** ([`serve_connection`]): a connection whose first line is JSON-RPC
 //!   (rather than a control request) is an MCP session; the peer's pid and uid come from the
 //!   socket.
 //! - **streamable HTTP** ([`serve_http`], `rwfs mount --mcp-http ADDR`): every request must
@@ -16,40 +15,24 @@
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::control;
-use crate::engine::{Engine, Options};
 use crate::error::{Error, IoContext, Result};
 use crate::tools::{Settings, Tools};
 
 use super::{Peer, Server};
-
-/// How `rwfs mcp` runs.
-pub struct McpOptions {
-    pub root: PathBuf,
-    pub engine: Options,
-}
 
 /// The tool settings from the environment (`RW_SCRATCH_DISABLE_GET`).
 pub fn settings_from_env() -> Settings {
     Settings { scratch_get_disabled: std::env::var_os("RW_SCRATCH_DISABLE_GET").is_some_and(|v| !v.is_empty()) }
 }
 
-/// `rwfs mcp`: relay to the daemon, or serve the engine in-process, on stdio until EOF.
-pub fn run_stdio(options: &McpOptions) -> Result<()> {
-    if control::answers(&options.root) {
-        tracing::info!(root = %options.root.display(), "relaying MCP to the workspace's daemon");
-        return relay(&options.root);
-    }
-    let engine = Arc::new(Engine::open(&options.root, &options.engine)?);
-    let tools = Arc::new(Tools::new(engine.clone(), settings_from_env(), Arc::new(|_: &str| {})));
-    let parent = nix::unistd::getppid().as_raw();
-    let peer = Peer { pid: u32::try_from(parent).ok().filter(|p| *p > 1), uid: Some(nix::unistd::getuid().as_raw()) };
+/// Serve one MCP session on this process's stdin and stdout, until the client closes it.
+pub fn serve_stdio(tools: Arc<Tools>, peer: Peer) -> Result<()> {
     let runtime = runtime()?;
     let served = runtime.block_on(async move {
         let service = Server::new(tools, peer).serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
@@ -57,11 +40,7 @@ pub fn run_stdio(options: &McpOptions) -> Result<()> {
         Ok::<(), std::io::Error>(())
     });
     runtime.shutdown_background();
-    served.step("serve MCP on stdio")?;
-    match Arc::try_unwrap(engine) {
-        Ok(engine) => engine.close(),
-        Err(_) => Ok(()),
-    }
+    served.step("serve MCP on stdio")
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -74,9 +53,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Copy stdin to the daemon's socket and its answers to stdout, until either side ends.
-fn relay(root: &Path) -> Result<()> {
-    let link = root.join(crate::durable::STATE_DIR).join(control::SOCKET_LINK);
-    let socket = UnixStream::connect(&link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
+pub fn relay(link: &Path) -> Result<()> {
+    let socket = UnixStream::connect(link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
     let mut to_daemon = socket.try_clone().step("clone socket")?;
     let upstream = std::thread::Builder::new()
         .name("rwfs-relay".into())

@@ -8,6 +8,10 @@
 //! | module | tools |
 //! |---|---|
 //! | `write` | `rw_risk_score`, `rw_safe_write`, `rw_safe_replace` |
+//! | `chunks` | `rw_chunk_write`, `rw_chunk_append`, `rw_chunk_compose`, `rw_chunk_reset`, `rw_chunk_status`, `rw_chunk_preview` |
+//! | `scratch` | `rw_scratch_put`, `rw_scratch_ref`, `rw_scratch_get` |
+//! | `handoff` | `rw_handoff_write`, `rw_handoff_read` |
+//! | `checkpoint` | `rw_checkpoint`, `rw_checkpoint_read`, `rw_checkpoint_list`, `rw_checkpoint_cleanup` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
@@ -19,9 +23,14 @@
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
 
+pub mod chunks;
+pub mod scratch;
+pub mod checkpoint;
+pub mod handoff;
 pub mod write;
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 
@@ -42,6 +51,20 @@ impl Failure {
     /// The envelope as JSON.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(&*self.0).expect("envelope serializes")
+    }
+
+    /// The reference's `reason_hint` where it is not the kind's usual one (`encoding` for bad
+    /// input). Only for refusals that spend no retry budget.
+    pub(crate) fn hint(mut self, reason_hint: &str) -> Failure {
+        self.0.reason_hint = reason_hint.to_string();
+        self
+    }
+
+    /// The reference's `suggested_action` where it is not the kind's usual one. Only for
+    /// refusals that spend no retry budget.
+    pub(crate) fn action(mut self, suggested_action: &str) -> Failure {
+        self.0.suggested_action = suggested_action.to_string();
+        self
     }
 }
 
@@ -128,6 +151,12 @@ impl Tools {
         self.envelope(call, kind, envelope, attempt)
     }
 
+    /// Bad input, refused as the reference refuses it: `policy_violation` with `reason_hint:
+    /// "encoding"`. Spends no retry budget (the call itself has to change).
+    pub fn invalid(&self, call: &Call, reason: &str, message: impl Into<String>, context: Value) -> Failure {
+        self.reject(call, ErrorKind::PolicyViolation, reason, message, context, None).hint("encoding")
+    }
+
     fn envelope(&self, call: &Call, kind: ErrorKind, mut envelope: Envelope, attempt: Option<(&str, &[u8])>) -> Failure {
         if let Some((path, content)) = attempt
             && counts_against_budget(kind)
@@ -181,4 +210,66 @@ pub fn ok(fields: Value) -> Value {
     };
     out.insert("ok".into(), json!(true));
     Value::Object(out)
+}
+
+/// The reference's rule for chunk session and checkpoint names: `^[A-Za-z0-9_-]{1,64}$`.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Now, as every timestamp rwfs writes: UTC, whole seconds, `%Y-%m-%dT%H:%M:%SZ`.
+pub fn now_utc() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// A time written by an agent or by the reference: RFC 3339 with `Z`, a `+HH:MM`/`-HH:MM`
+/// offset or none (UTC), `T` or a space between date and time, optional fractional seconds, or
+/// a bare date (midnight UTC). `None` for anything else.
+pub fn parse_time(s: &str) -> Option<SystemTime> {
+    let s = s.trim();
+    if s.len() == "2026-01-01".len() {
+        return humantime::parse_rfc3339_weak(&format!("{s}T00:00:00Z")).ok();
+    }
+    if s.len() > 19
+        && s.is_char_boundary(s.len() - 6)
+        && let [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] = s.as_bytes()[s.len() - 6..]
+        && [h1, h2, m1, m2].iter().all(u8::is_ascii_digit)
+    {
+        let local = humantime::parse_rfc3339_weak(&s[..s.len() - 6]).ok()?;
+        let digit = |d: u8| u64::from(d - b'0');
+        let offset = Duration::from_secs((digit(h1) * 10 + digit(h2)) * 3600 + (digit(m1) * 10 + digit(m2)) * 60);
+        // Local time = UTC + offset.
+        return if sign == b'+' { local.checked_sub(offset) } else { local.checked_add(offset) };
+    }
+    humantime::parse_rfc3339_weak(s).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_reference_rule() {
+        assert!(is_valid_name("a"));
+        assert!(is_valid_name(&"x".repeat(64)));
+        assert!(is_valid_name("run_2-b"));
+        for bad in ["", "a b", "a/b", "..", "é", &"x".repeat(65)] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_parse_in_the_forms_agents_write() {
+        let t = |s: &str| parse_time(s).map(|t| humantime::format_rfc3339_seconds(t).to_string());
+        assert_eq!(t("2026-04-16T10:00:00Z").as_deref(), Some("2026-04-16T10:00:00Z"));
+        assert_eq!(t("2026-04-16 10:00:00").as_deref(), Some("2026-04-16T10:00:00Z"));
+        assert_eq!(t("2026-04-16T10:00:00.5Z").as_deref(), Some("2026-04-16T10:00:00Z"));
+        assert_eq!(t("2026-04-16T12:30:00+02:30").as_deref(), Some("2026-04-16T10:00:00Z"));
+        assert_eq!(t("2026-04-16T05:00:00-05:00").as_deref(), Some("2026-04-16T10:00:00Z"));
+        assert_eq!(t("2026-04-16T10:00:00+00:00").as_deref(), Some("2026-04-16T10:00:00Z"));
+        assert_eq!(t("2026-04-16").as_deref(), Some("2026-04-16T00:00:00Z"));
+        for bad in ["", "yesterday", "2026-13-01", "2026-04-16T10:00:00+2:00", "2026-04-16T10:00:00€€"] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+    }
 }

@@ -61,9 +61,11 @@ pub struct RiskScoreArgs {
     pub content: String,
     /// Echoed back; does not change the score.
     #[serde(default)]
+    #[schemars(with = "String")]
     pub language_hint: Option<String>,
     /// Where the content is meant to go: path-specific policy rules apply to it.
     #[serde(default)]
+    #[schemars(with = "String")]
     pub target_path: Option<String>,
 }
 
@@ -79,6 +81,7 @@ pub struct SafeWriteArgs {
     pub mode: Mode,
     /// Refuse unless the file's current sha256 is this; `""` means the file must not exist.
     #[serde(default)]
+    #[schemars(with = "String")]
     pub expected_prev_sha256: Option<String>,
     /// Also refuse when the risk verdict reaches `classify_reject_at` (the policy gate runs
     /// regardless).
@@ -104,6 +107,7 @@ pub struct SafeReplaceArgs {
     pub count: i64,
     /// Refuse unless the file's current sha256 is this.
     #[serde(default)]
+    #[schemars(with = "String")]
     pub expected_prev_sha256: Option<String>,
     /// Also refuse when the risk verdict of `new_string` reaches `classify_reject_at`.
     #[serde(default)]

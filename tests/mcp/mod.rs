@@ -2,5 +2,10 @@
 //! path and its documented errors, one module per tool family, plus the serving modes; and
 //! real external clients against the `rwfs` binary (`clients`).
 
+mod checkpoint;
+mod chunks;
 mod clients;
+mod handoff;
+mod scratch;
+mod serving;
 mod write;

@@ -119,3 +119,102 @@ impl Drop for Mcp {
         }
     }
 }
+
+/// `rwfs mcp` as a child process, spoken to in JSON-RPC lines (what an agent host does).
+pub struct Stdio {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl Stdio {
+    /// `rwfs mcp -w root`, initialized (legacy handshake) as client `name`.
+    pub fn start(root: &std::path::Path, name: &str) -> Stdio {
+        use std::process::Stdio as Pipe;
+        let mut child = super::mount::rwfs()
+            .args(["mcp", "-w"])
+            .arg(root)
+            .stdin(Pipe::piped())
+            .stdout(Pipe::piped())
+            .stderr(Pipe::inherit())
+            .spawn()
+            .expect("spawn rwfs mcp");
+        let stdin = child.stdin.take();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut s = Stdio { child, stdin, out, next_id: 1 };
+        let init = s.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "0"}}),
+        );
+        assert!(init["result"]["serverInfo"]["name"] == "rwfs", "{init}");
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write request");
+        stdin.flush().unwrap();
+    }
+
+    /// Send a request; its response (the whole JSON-RPC message).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.out.read_line(&mut line).expect("read response");
+            assert!(n > 0, "rwfs mcp closed stdout before answering {method}");
+            let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if message["id"] == serde_json::json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// `tools/call`; the result's structured content and `isError`.
+    pub fn call(&mut self, tool: &str, args: Value) -> Answer {
+        let response = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}));
+        let result = &response["result"];
+        assert!(result.is_object(), "{response}");
+        Answer {
+            is_error: result["isError"] == Value::Bool(true),
+            value: result["structuredContent"].clone(),
+            text: result["content"][0]["text"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+
+    /// Close stdin (end of session) and wait for the exit status.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        self.stdin.take();
+        wait_timeout(&mut self.child, std::time::Duration::from_secs(30)).expect("rwfs mcp exits after EOF")
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        self.stdin.take();
+        if wait_timeout(&mut self.child, std::time::Duration::from_secs(10)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Wait for `child` at most `limit`.
+pub fn wait_timeout(child: &mut std::process::Child, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Some(status);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

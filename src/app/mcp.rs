@@ -1,0 +1,98 @@
+//! `rwfs mcp`: one MCP session on stdio, on the workspace's one engine.
+//!
+//! - When a process already owns the workspace (a mount daemon, or another `rwfs mcp`), its
+//!   socket answers and stdio is relayed to it byte for byte: every client shares one engine,
+//!   one journal and one set of retry budgets.
+//! - Otherwise this process opens the engine (refusing an unsafe root before any byte of MCP is
+//!   spoken), serves the session on stdio, and also listens on the workspace's socket, so that
+//!   `rwfs` CLI commands and further `rwfs mcp` sessions reach this engine instead of failing on
+//!   its lock. It exits once its own session has ended and no relayed session is still open.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::control::{self, Daemon};
+use crate::durable::STATE_DIR;
+use crate::engine::{Engine, Options};
+use crate::error::{IoContext, Result};
+use crate::mcp::{self, Peer};
+use crate::tools::Tools;
+
+/// Run one MCP session on stdio for the workspace at `root`.
+pub fn run(root: &Path, options: &Options) -> Result<()> {
+    if control::answers(root) {
+        tracing::info!(root = %root.display(), "relaying MCP to the process that owns the workspace");
+        return mcp::relay(&root.join(STATE_DIR).join(control::SOCKET_LINK));
+    }
+    let engine = Arc::new(Engine::open(root, options)?);
+    let tools = Arc::new(Tools::new(engine.clone(), mcp::settings_from_env(), Arc::new(|_: &str| {})));
+    let owner = Arc::new(Owner { engine: engine.clone(), tools: tools.clone(), sessions: AtomicUsize::new(0) });
+    let workspace: PathBuf = engine.workspace().path().to_path_buf();
+    let state = engine.state_dir_path()?;
+    let listening = match control::listen(&workspace, &state) {
+        Ok(listener) => {
+            let daemon: Arc<dyn Daemon> = owner.clone();
+            std::thread::Builder::new()
+                .name("rwfs-control".into())
+                .spawn(move || control::serve(listener, daemon))
+                .step("start control socket")?;
+            true
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no socket: other sessions cannot share this engine");
+            false
+        }
+    };
+    let served = mcp::serve_stdio(tools, control::agent_host(std::process::id()));
+    // Relayed sessions keep the engine until they end.
+    while owner.sessions.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if listening {
+        control::unlisten(&workspace, &state);
+    }
+    drop(owner);
+    let closed = Arc::try_unwrap(engine).map_or(Ok(()), Engine::close);
+    served.and(closed)
+}
+
+/// The process that owns the workspace for an MCP session.
+struct Owner {
+    engine: Arc<Engine>,
+    tools: Arc<Tools>,
+    sessions: AtomicUsize,
+}
+
+impl Daemon for Owner {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn changed(&self, _path: &str) {}
+
+    fn status(&self) -> Value {
+        json!({
+            "pid": std::process::id(),
+            "workspace": self.engine.workspace().path(),
+            "mountpoint": null,
+            "drafts_open": 0,
+            "last_commit": null,
+            "serving": "mcp",
+        })
+    }
+
+    /// Not a daemon: it stops when its own session ends.
+    fn shutdown(&self) {}
+
+    fn serve_mcp(&self, stream: std::os::unix::net::UnixStream, first: Vec<u8>, peer: Peer) {
+        self.sessions.fetch_add(1, Ordering::SeqCst);
+        if let Err(e) = mcp::serve_connection(self.tools.clone(), stream, first, peer) {
+            tracing::warn!(error = %e, "relayed MCP session ended with an error");
+        }
+        self.sessions.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,119 @@
+//! Where MCP is served: `rwfs mcp` on stdio (owning the engine, or relayed to the owner), the
+//! mount daemon's socket, and streamable HTTP with a bearer token.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::Ws;
+use crate::support::mcp::Stdio;
+use crate::support::mount::{Mounted, rwfs};
+
+#[test]
+fn rwfs_mcp_serves_stdio_and_exits_at_eof() {
+    let ws = Ws::new();
+    let mut client = Stdio::start(ws.path(), "stdio-test");
+    let tools = client.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"rw_safe_write"), "{names:?}");
+    client.call("rw_safe_write", json!({"path": "a.txt", "content": "hi\n"})).ok();
+    assert!(client.finish().success());
+    assert_eq!(ws.read("a.txt").unwrap(), b"hi\n");
+    let rows = ws.rows();
+    assert_eq!(rows.last().unwrap().caller, "stdio-test", "the row names the MCP client");
+}
+
+#[test]
+fn unsafe_roots_are_refused_at_startup_reference_bug_root_check_per_call() {
+    let start = Instant::now();
+    let out = rwfs().args(["mcp", "-w", "/"]).stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"));
+    assert!(out.stdout.is_empty(), "nothing spoken on stdout before the refusal");
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_second_session_relays_to_the_first_and_shares_its_engine() {
+    let ws = Ws::new();
+    let mut first = Stdio::start(ws.path(), "first");
+    let mut second = Stdio::start(ws.path(), "second");
+    second.call("rw_safe_write", json!({"path": "shared.txt", "content": "from second\n"})).ok();
+    // One engine: the first sees the second's file at once (create is refused, naming it).
+    let env = first.call("rw_safe_write", json!({"path": "shared.txt", "content": "from first\n"})).err();
+    assert_eq!(env["context"]["reason"], "file_already_exists");
+    // And a CLI write reaches the same engine through the socket instead of failing on the lock.
+    let mut cli = rwfs().args(["write", "-w"]).arg(ws.path()).arg("cli.txt").stdin(std::process::Stdio::piped()).spawn().unwrap();
+    cli.stdin.take().unwrap().write_all(b"cli\n").unwrap();
+    assert!(cli.wait().unwrap().success());
+    assert!(second.finish().success());
+    assert!(first.finish().success());
+    let rows = ws.rows();
+    let callers: Vec<&str> = rows.iter().map(|r| r.caller.as_str()).collect();
+    assert!(callers.contains(&"second") && callers.contains(&"rwfs-cli"), "{callers:?}");
+}
+
+#[test]
+fn with_a_mount_mcp_writes_are_visible_through_it_and_mount_writes_through_mcp() {
+    let mnt = Mounted::new();
+    let mut client = Stdio::start(mnt.ws.path(), "relay-test");
+    client.call("rw_safe_write", json!({"path": "from_mcp.txt", "content": "via mcp\n"})).ok();
+    assert_eq!(mnt.read("from_mcp.txt").unwrap(), b"via mcp\n", "visible through the mount at once");
+    client
+        .call("rw_safe_write", json!({"path": "from_mcp.txt", "content": "again\n", "mode": "overwrite"}))
+        .ok();
+    assert_eq!(mnt.read("from_mcp.txt").unwrap(), b"again\n", "the mount's caches were invalidated");
+    mnt.write("from_mount.txt", b"via mount\n").unwrap();
+    let env = client.call("rw_safe_write", json!({"path": "from_mount.txt", "content": "x"})).err();
+    let sha = rwfs::sha::Sha256::of(b"via mount\n").to_hex();
+    assert_eq!(env["context"]["existing_sha256"], sha, "the daemon's engine sees the mount's commit");
+    assert!(client.finish().success());
+    let row = mnt.ws.rows().into_iter().find(|r| r.path == "from_mcp.txt").unwrap();
+    assert_eq!(row.caller, "relay-test");
+}
+
+/// A raw HTTP/1.1 POST of one JSON-RPC message; status line and body.
+fn post(port: u16, host: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer)
+}
+
+#[test]
+fn http_needs_the_bearer_token_and_a_loopback_host() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mnt = Mounted::with(Ws::new(), false, &["--mcp-http", &addr]);
+    let token_file = mnt.ws.abs(".resilient_write/mcp-http.token");
+    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "http-test", "version": "0"}}})
+    .to_string();
+    let (status, _) = post(port, &addr, None, &init);
+    assert_eq!(status, 401, "no token");
+    let (status, _) = post(port, &addr, Some("wrong"), &init);
+    assert_eq!(status, 401, "wrong token");
+    let (status, _) = post(port, "evil.example:80", Some(&token), &init);
+    assert_eq!(status, 403, "a non-loopback Host is refused (DNS rebinding)");
+    let (status, body) = post(port, &addr, Some(&token), &init);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"serverInfo\""), "{body}");
+}
