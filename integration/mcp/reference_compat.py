@@ -12,7 +12,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rwmcp import check, connect, main, parser, reference_server, rwfs_server, say
+from rwmcp import check, connect, main, parser, reference_server, rwfs_server, say, sha256
+
+SCRATCH = "a scratch value\n"
+HANDOFF = {
+    "task_id": "compat",
+    "status": "partial",
+    "agent": "compat",
+    "summary": "checking field names",
+    "next_steps": ["none"],
+    "last_good_state": [{"path": "docs/a.md", "sha256": "0" * 64}],
+}
 
 # (tool, arguments): run in this order on both servers; each must succeed on both.
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -22,6 +32,26 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("rw_safe_write", {"path": "docs/a.md", "content": "two\n", "mode": "overwrite"}),
     ("rw_safe_write", {"path": "docs/a.md", "content": "three\n", "mode": "append"}),
     ("rw_safe_replace", {"path": "docs/a.md", "old_string": "three", "new_string": "four"}),
+    ("rw_chunk_write", {"session": "s1", "index": 1, "content": "part one\n", "total_expected": 2}),
+    ("rw_chunk_append", {"session": "s1", "content": "part two\n"}),
+    ("rw_chunk_status", {"session": "s1"}),
+    ("rw_chunk_preview", {"session": "s1"}),
+    ("rw_chunk_compose", {"session": "s1", "output_path": "docs/c.md"}),
+    ("rw_chunk_reset", {"session": "s1"}),
+    ("rw_scratch_put", {"content": SCRATCH, "label": "note", "content_type": "text/plain"}),
+    ("rw_scratch_ref", {"label": "note"}),
+    ("rw_scratch_get", {"sha256": sha256(SCRATCH)}),
+    ("rw_checkpoint", {"name": "progress", "data": {"step": 3, "done": ["a", "b"]}}),
+    ("rw_checkpoint_read", {"name": "progress"}),
+    ("rw_checkpoint_list", {}),
+    ("rw_handoff_write", {"envelope": HANDOFF, "body": "body text"}),
+    ("rw_handoff_read", {}),
+    ("rw_checkpoint_cleanup", {"include_session": False}),
+    ("rw_journal_tail", {"n": 5}),
+    ("rw_journal_tail", {"n": 5, "filter_path": "docs/a.md", "filter_mode": "overwrite"}),
+    ("rw_analytics", {}),
+    ("rw_validate", {"content": '{"a": 1}', "format_hint": "json"}),
+    ("rw_validate", {"content": "def f(:\n", "target_path": "x.py"}),
 ]
 
 # (tool, arguments): refused by both, rwfs with isError and the envelope in structuredContent,
