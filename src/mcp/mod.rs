@@ -10,6 +10,7 @@
 //! (`rw.safe_write`) are accepted as aliases of the wire names (`rw_safe_write`).
 
 mod serve;
+mod validate;
 mod write;
 
 use std::sync::Arc;
@@ -46,7 +47,7 @@ pub struct Server {
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
         // One router per tool family (one file each).
-        let tool_router = Self::write_router();
+        let tool_router = Self::write_router() + Self::validate_router();
         Server { tools, peer, tool_router }
     }
 

@@ -8,6 +8,7 @@
 //! | module | tools |
 //! |---|---|
 //! | `write` | `rw_risk_score`, `rw_safe_write`, `rw_safe_replace` |
+//! | `validate` | `rw_validate` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
@@ -19,6 +20,7 @@
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
 
+pub mod validate;
 pub mod write;
 
 use std::sync::Arc;
