@@ -14,6 +14,7 @@ mod scratch;
 mod checkpoint;
 mod handoff;
 mod serve;
+mod validate;
 mod write;
 
 use std::sync::Arc;
@@ -54,7 +55,8 @@ impl Server {
             + Self::chunks_router()
             + Self::scratch_router()
             + Self::handoff_router()
-            + Self::checkpoint_router();
+            + Self::checkpoint_router()
+            + Self::validate_router();
         Server { tools, peer, tool_router }
     }
 

@@ -12,6 +12,7 @@
 //! | `scratch` | `rw_scratch_put`, `rw_scratch_ref`, `rw_scratch_get` |
 //! | `handoff` | `rw_handoff_write`, `rw_handoff_read` |
 //! | `checkpoint` | `rw_checkpoint`, `rw_checkpoint_read`, `rw_checkpoint_list`, `rw_checkpoint_cleanup` |
+//! | `validate` | `rw_validate` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
@@ -23,10 +24,11 @@
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
 
-pub mod chunks;
-pub mod scratch;
 pub mod checkpoint;
+pub mod chunks;
 pub mod handoff;
+pub mod scratch;
+pub mod validate;
 pub mod write;
 
 use std::sync::Arc;

@@ -6,4 +6,5 @@ mod chunks;
 mod handoff;
 mod scratch;
 mod serving;
+mod validate;
 mod write;
