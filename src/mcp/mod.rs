@@ -9,6 +9,8 @@
 //! (`policy_violation`, `context.reason: "invalid_arguments"`), and dotted names
 //! (`rw.safe_write`) are accepted as aliases of the wire names (`rw_safe_write`).
 
+mod journal;
+mod read;
 mod serve;
 mod write;
 
@@ -46,7 +48,7 @@ pub struct Server {
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
         // One router per tool family (one file each).
-        let tool_router = Self::write_router();
+        let tool_router = Self::write_router() + Self::read_router() + Self::journal_router();
         Server { tools, peer, tool_router }
     }
 

@@ -8,6 +8,8 @@
 //! | module | tools |
 //! |---|---|
 //! | `write` | `rw_risk_score`, `rw_safe_write`, `rw_safe_replace` |
+//! | `read` | `rr_stat`, `rr_read_bytes`, `rr_read_lines`, `rr_read_tail`, `rr_search_then_page`, `rr_make_cursor`, `rr_read_next` |
+//! | `journal` | `rw_journal_tail`, `rw_analytics`, `rw_history`, `rw_restore`, `rw_rejections` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
@@ -19,6 +21,8 @@
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
 
+pub mod journal;
+pub mod read;
 pub mod write;
 
 use std::sync::Arc;

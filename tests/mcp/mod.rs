@@ -1,4 +1,6 @@
 //! The MCP endpoint, in-process (rmcp client over `tokio::io::duplex`): every tool's success
 //! path and its documented errors, one module per tool family, plus the serving modes.
 
+mod journal;
+mod read;
 mod write;
