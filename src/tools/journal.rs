@@ -142,7 +142,8 @@ impl Tools {
                 entries.push_back(row);
             })
             .map_err(|e| self.fail(call, e, None))?;
-        let entries: Vec<Value> = entries.iter().map(|row| serde_json::to_value(row).expect("row serializes")).collect();
+        let entries: Vec<Value> =
+            entries.iter().map(|row| serde_json::to_value(row).expect("row serializes")).collect();
         Ok(ok(json!({
             "count": entries.len(),
             "entries": entries,
@@ -156,7 +157,11 @@ impl Tools {
             None => None,
         };
         let mut tally = Tally::new(since);
-        let scan = self.engine().workspace().read_journal(|entry| tally.row(&entry.row)).map_err(|e| self.fail(call, e, None))?;
+        let scan = self
+            .engine()
+            .workspace()
+            .read_journal(|entry| tally.row(&entry.row))
+            .map_err(|e| self.fail(call, e, None))?;
         let mut out = tally.report(args.session_filter.as_deref());
         out["journal_problems"] = json!(scan.problems.len());
         out["since"] = json!(since.map(format_time));
@@ -229,8 +234,10 @@ impl Tools {
         let total = ids.len();
         let mut listed = Vec::new();
         for id in ids.into_iter().take(args.limit as usize) {
-            let bytes =
-                self.engine().state_read(&format!("{REJECTIONS_DIR}/{id}.json")).map_err(|e| self.fail(call, e, None))?;
+            let bytes = self
+                .engine()
+                .state_read(&format!("{REJECTIONS_DIR}/{id}.json"))
+                .map_err(|e| self.fail(call, e, None))?;
             let envelope = bytes.and_then(|b| serde_json::from_slice::<Value>(&b).ok());
             listed.push(match envelope {
                 Some(env) => {
@@ -248,12 +255,20 @@ impl Tools {
 
     /// One rejection's envelope (`latest`: the newest).
     fn rejection(&self, call: &Call, id: &str) -> Outcome {
-        let valid = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let valid = !id.is_empty()
+            && id.len() <= 128
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !valid {
-            return Err(self.bad_argument(call, "id", "a rejection id is rj_… (letters, digits, _ and -) or latest", json!({"id": id})));
+            return Err(self.bad_argument(
+                call,
+                "id",
+                "a rejection id is rj_… (letters, digits, _ and -) or latest",
+                json!({"id": id}),
+            ));
         }
         let file = if id == "latest" { LATEST.to_string() } else { format!("{id}.json") };
-        let bytes = self.engine().state_read(&format!("{REJECTIONS_DIR}/{file}")).map_err(|e| self.fail(call, e, None))?;
+        let bytes =
+            self.engine().state_read(&format!("{REJECTIONS_DIR}/{file}")).map_err(|e| self.fail(call, e, None))?;
         let Some(bytes) = bytes else {
             return Err(self.reject(
                 call,
@@ -670,7 +685,14 @@ mod tests {
             assert_eq!(parse_time(s), Some(noon), "{s}");
         }
         assert_eq!(parse_time("2026-04-12"), Some(at("2026-04-12T00:00:00Z")));
-        for bad in ["yesterday", "", "2026-13-01", "2026-04-12T12:00:00+25:00", "2026-04-12T12:00:00+2", "2026-04-12T1€:00:00Z"] {
+        for bad in [
+            "yesterday",
+            "",
+            "2026-13-01",
+            "2026-04-12T12:00:00+25:00",
+            "2026-04-12T12:00:00+2",
+            "2026-04-12T1€:00:00Z",
+        ] {
             assert_eq!(parse_time(bad), None, "{bad}");
         }
     }
@@ -683,6 +705,9 @@ mod tests {
         assert_eq!(chunk_part("chunks/s1/part-001.txt"), None);
         assert_eq!(checkpoint(".resilient_write/checkpoints/plan.json"), Some("plan"));
         assert_eq!(checkpoint(".resilient_write/checkpoints/a/b.json"), None);
-        assert_eq!(rejection_order("rj_20260412T120000Z_17"), ("20260412T120000Z".into(), 17, "rj_20260412T120000Z_17".into()));
+        assert_eq!(
+            rejection_order("rj_20260412T120000Z_17"),
+            ("20260412T120000Z".into(), 17, "rj_20260412T120000Z_17".into())
+        );
     }
 }

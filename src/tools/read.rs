@@ -22,10 +22,11 @@
 //!   `max_lines` remained;
 //! - tail and search stream the file in blocks (memory is bounded whatever the file's size);
 //!   search is a plain substring match per line, SIMD-accelerated (`memchr::memmem`, or
-//!   Aho-Corasick for the case-insensitive form). Case folding is **ASCII only**, plus the
-//!   query's whole-lowercase and whole-uppercase forms (the reference used Python's `lower()`, so
-//!   a mixed-case non-ASCII query such as `Ärger` vs `äRGER` is the one case it matched and
-//!   rwfs does not). A query cannot contain a newline (it is matched within one line).
+//!   Aho-Corasick for the case-insensitive form). Case folding is **ASCII only**, applied to the
+//!   query as given and to its whole-lowercase and whole-uppercase forms, so `Ärger` also finds
+//!   `ärger` and `ÄRGER`; the reference folded with Python's `lower()`, which also matches text
+//!   whose non-ASCII letters mix cases differently (`ÄÖ` against `Äö`) — rwfs does not. A query
+//!   cannot contain a newline (it is matched within one line).
 //!
 //! Limits of rwfs's own (the reference had none, and read whole files into memory): a line in
 //! `rr_read_lines`, `rr_read_tail` and search excerpts shows at most [`LINE_CAP`] bytes
@@ -501,8 +502,7 @@ impl Tools {
 
     /// A malformed or out-of-range argument (`policy_violation`, `invalid_argument`).
     fn invalid(&self, call: &Call, argument: &str, message: impl Into<String>, context: Value) -> Failure {
-        let mut failure =
-            self.reject(call, ErrorKind::PolicyViolation, "invalid_argument", message, context, None);
+        let mut failure = self.reject(call, ErrorKind::PolicyViolation, "invalid_argument", message, context, None);
         failure.0.context.insert("argument".into(), json!(argument));
         failure.0.reason_hint = "encoding".into();
         failure
@@ -535,9 +535,8 @@ impl Tools {
                 })?;
                 match engine.state_write(CURSOR_KEY, &key, true, true, &call.actor) {
                     Ok(_) => key.to_vec(),
-                    Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => {
-                        read(engine)?.ok_or_else(|| self.fail(call, Error::from(Reason::NotFound).at(CURSOR_KEY), None))?
-                    }
+                    Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => read(engine)?
+                        .ok_or_else(|| self.fail(call, Error::from(Reason::NotFound).at(CURSOR_KEY), None))?,
                     Err(e) => return Err(self.fail(call, e, None)),
                 }
             }
@@ -690,9 +689,7 @@ fn sequence_len(lead: u8) -> usize {
 fn decode(bytes: &[u8], encoding: Encoding, errors: Errors) -> Result<String, usize> {
     match (encoding, errors) {
         (Encoding::Utf8, Errors::Replace) => Ok(String::from_utf8_lossy(bytes).into_owned()),
-        (Encoding::Utf8, Errors::Strict) => {
-            std::str::from_utf8(bytes).map(str::to_owned).map_err(|e| e.valid_up_to())
-        }
+        (Encoding::Utf8, Errors::Strict) => std::str::from_utf8(bytes).map(str::to_owned).map_err(|e| e.valid_up_to()),
         (Encoding::Utf8, Errors::Ignore) => Ok(bytes.utf8_chunks().map(|c| c.valid()).collect()),
         (Encoding::Latin1, _) => Ok(bytes.iter().map(|&b| b as char).collect()),
         (Encoding::Ascii, errors) => {
@@ -786,7 +783,11 @@ fn render(number: u64, kept: &[u8], len: u64) -> (String, bool) {
         kept.len() - kept.ends_with(b"\r") as usize
     };
     let text = String::from_utf8_lossy(&kept[..shown]);
-    if cut { (format!("{number}|{text}…[{} more bytes]", len - shown as u64), true) } else { (format!("{number}|{text}"), false) }
+    if cut {
+        (format!("{number}|{text}…[{} more bytes]", len - shown as u64), true)
+    } else {
+        (format!("{number}|{text}"), false)
+    }
 }
 
 /// Lines read for an answer.
@@ -953,7 +954,11 @@ impl Needle {
             let finder = memchr::memmem::Finder::new(query.as_bytes()).into_owned();
             return Needle { finder: Finder::Exact(Box::new(finder)), overlap: query.len() - 1 };
         }
+        // Case forms that change the length (`ß` → `SS`) would match what folding each
+        // character does not.
+        let chars = query.chars().count();
         let mut patterns = vec![query.to_string(), query.to_lowercase(), query.to_uppercase()];
+        patterns.retain(|p| p.chars().count() == chars);
         patterns.sort();
         patterns.dedup();
         let overlap = patterns.iter().map(String::len).max().unwrap_or(1) - 1;
@@ -1217,6 +1222,20 @@ mod tests {
             }
         }
         assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn case_folding_is_ascii_plus_the_query_case_forms() {
+        let f = file_of("Ärger im Büro\nÄRGER\nstrasse\nSTRAẞE\nplain\n".as_bytes());
+        let lines = |q: &str, cs: bool| -> Vec<u64> {
+            matching_lines(&f, &Needle::new(q, cs), 1, 0, 10).unwrap().iter().map(|h| h.0).collect()
+        };
+        assert_eq!(lines("ärger", false), [1, 2]);
+        assert_eq!(lines("äRGER", false), [1, 2]);
+        assert_eq!(lines("ärger", true), Vec::<u64>::new());
+        assert_eq!(lines("PLAIN", false), [5]);
+        assert_eq!(lines("ß", false), Vec::<u64>::new(), "ß does not fold to ss");
+        assert_eq!(lines("büro", false), [1]);
     }
 
     #[test]

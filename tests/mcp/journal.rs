@@ -27,7 +27,11 @@ fn journal_tail_returns_the_newest_rows_with_the_reference_keys() {
     let out = mcp.call("rw_journal_tail", json!({"n": 2})).ok();
     let entries = out["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 2);
-    assert_eq!((entries[0]["path"].as_str(), entries[1]["path"].as_str()), (Some("b.txt"), Some("a.txt")), "oldest first");
+    assert_eq!(
+        (entries[0]["path"].as_str(), entries[1]["path"].as_str()),
+        (Some("b.txt"), Some("a.txt")),
+        "oldest first"
+    );
     for key in ["bytes", "caller", "journal_id", "mode", "path", "sha256", "ts", "seq", "op", "prev_sha256", "via"] {
         assert!(entries[1].get(key).is_some(), "{key} missing: {}", entries[1]);
     }
@@ -50,7 +54,8 @@ fn journal_tail_and_analytics_tolerate_a_torn_last_line_reference_bug_3() {
     let mcp = Mcp::start();
     put(&mcp, "a.txt", "one", "create");
     put(&mcp, "b.txt", "two", "create");
-    let mut journal = std::fs::OpenOptions::new().append(true).open(mcp.ws.abs(".resilient_write/journal.jsonl")).unwrap();
+    let mut journal =
+        std::fs::OpenOptions::new().append(true).open(mcp.ws.abs(".resilient_write/journal.jsonl")).unwrap();
     journal.write_all(br#"{"bytes":3,"caller":"x","journal_id":"wj_"#).unwrap();
     drop(journal);
     let out = mcp.call("rw_journal_tail", json!({})).ok();
@@ -173,10 +178,14 @@ fn history_lists_every_version_and_restore_brings_one_back() {
     assert_eq!(mcp.call("rw_history", json!({"path": "doc.md"})).ok()["versions"][3]["op"], "restore");
 
     // By time: now is the current content; before any write the path was absent.
-    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + std::time::Duration::from_secs(2)).to_string();
+    let now =
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now() + std::time::Duration::from_secs(2)).to_string();
     assert_eq!(mcp.call("rw_restore", json!({"path": "doc.md", "at": now})).ok()["already_current"], true);
     let env = mcp.call("rw_restore", json!({"path": "doc.md", "at": "2000-01-01T00:00:00+01:00"})).err();
-    assert_eq!((env["error"].as_str(), env["context"]["reason"].as_str()), (Some("stale_precondition"), Some("absent_at_time")));
+    assert_eq!(
+        (env["error"].as_str(), env["context"]["reason"].as_str()),
+        (Some("stale_precondition"), Some("absent_at_time"))
+    );
 
     for (args, reason) in [
         (json!({"path": "doc.md"}), "invalid_argument"),
@@ -206,7 +215,11 @@ fn rejections_list_newest_first_and_read_by_id_or_latest() {
     let out = mcp.call("rw_rejections", json!({})).ok();
     assert_eq!((out["count"].as_u64(), out["total"].as_u64()), (Some(2), Some(2)));
     let listed = out["rejections"].as_array().unwrap();
-    assert_eq!((listed[0]["path"].as_str(), listed[1]["path"].as_str()), (Some("two.py"), Some("one.py")), "newest first");
+    assert_eq!(
+        (listed[0]["path"].as_str(), listed[1]["path"].as_str()),
+        (Some("two.py"), Some("one.py")),
+        "newest first"
+    );
     assert!(!listed[0]["rules"].as_array().unwrap().is_empty(), "{}", listed[0]);
     assert!(listed[0]["ts"].is_string());
     let id = listed[1]["id"].as_str().unwrap();
@@ -219,9 +232,15 @@ fn rejections_list_newest_first_and_read_by_id_or_latest() {
     let out = mcp.call("rw_rejections", json!({"limit": 1})).ok();
     assert_eq!((out["count"].as_u64(), out["total"].as_u64()), (Some(1), Some(2)));
     let env = mcp.call("rw_rejections", json!({"id": "rj_nope"})).err();
-    assert_eq!((env["error"].as_str(), env["context"]["reason"].as_str()), (Some("stale_precondition"), Some("not_found")));
+    assert_eq!(
+        (env["error"].as_str(), env["context"]["reason"].as_str()),
+        (Some("stale_precondition"), Some("not_found"))
+    );
     let env = mcp.call("rw_rejections", json!({"id": "../journal"})).err();
-    assert_eq!((env["error"].as_str(), env["context"]["reason"].as_str()), (Some("policy_violation"), Some("invalid_argument")));
+    assert_eq!(
+        (env["error"].as_str(), env["context"]["reason"].as_str()),
+        (Some("policy_violation"), Some("invalid_argument"))
+    );
 }
 
 #[test]

@@ -109,7 +109,10 @@ fn read_bytes_never_splits_a_utf8_character() {
     let out = mcp.call("rr_read_bytes", json!({"path": "bin.dat", "encoding": "latin-1"})).ok();
     assert_eq!((out["content"].as_str(), out["encoding"].as_str()), (Some("a\u{ff}b"), Some("latin-1")));
     let env = mcp.call("rr_read_bytes", json!({"path": "bin.dat", "errors": "strict"})).err();
-    assert_eq!((env["error"].as_str(), env["context"]["reason"].as_str()), (Some("policy_violation"), Some("decode_error")));
+    assert_eq!(
+        (env["error"].as_str(), env["context"]["reason"].as_str()),
+        (Some("policy_violation"), Some("decode_error"))
+    );
     assert_eq!(env["context"]["offset"], 1);
 }
 
@@ -168,7 +171,10 @@ fn read_lines_windows_and_eof_when_exactly_max_lines_remain() {
     let out = mcp.call("rr_read_lines", json!({"path": "ten.txt"})).ok();
     assert_eq!((out["lines_returned"].as_u64(), out["eof"].as_bool()), (Some(10), Some(true)));
     let out = mcp.call("rr_read_lines", json!({"path": "ten.txt", "start_line": 50})).ok();
-    assert_eq!((out["lines_returned"].as_u64(), out["eof"].as_bool(), out["content"].as_str()), (Some(0), Some(true), Some("")));
+    assert_eq!(
+        (out["lines_returned"].as_u64(), out["eof"].as_bool(), out["content"].as_str()),
+        (Some(0), Some(true), Some(""))
+    );
 }
 
 #[test]
@@ -213,13 +219,19 @@ fn search_then_page_pages_through_matches_with_context() {
     assert_eq!(out["from_line"], 1);
     assert_eq!(out["next_from_line"], 21);
     let first = &out["matches"][0];
-    assert_eq!((first["match_line"].as_u64(), first["start_line"].as_u64(), first["end_line"].as_u64()), (Some(10), Some(8), Some(16)));
+    assert_eq!(
+        (first["match_line"].as_u64(), first["start_line"].as_u64(), first["end_line"].as_u64()),
+        (Some(10), Some(8), Some(16))
+    );
     assert_eq!(first["excerpt"].as_str().unwrap().lines().nth(2), Some("10|10: Error in step"));
     let mut lines = vec![10, 20];
     let mut from = 21;
     loop {
         let out = mcp
-            .call("rr_search_then_page", json!({"path": "run.log", "query": "ERROR", "from_line": from, "max_matches": 2}))
+            .call(
+                "rr_search_then_page",
+                json!({"path": "run.log", "query": "ERROR", "from_line": from, "max_matches": 2}),
+            )
             .ok();
         lines.extend(out["matches"].as_array().unwrap().iter().map(|m| m["match_line"].as_u64().unwrap()));
         from = out["next_from_line"].as_u64().unwrap();
@@ -228,10 +240,13 @@ fn search_then_page_pages_through_matches_with_context() {
         }
     }
     assert_eq!(lines, [10, 20, 30, 40, 50, 60]);
-    let last = mcp.call("rr_search_then_page", json!({"path": "run.log", "query": "error", "from_line": 60, "context_after": 6})).ok();
+    let last = mcp
+        .call("rr_search_then_page", json!({"path": "run.log", "query": "error", "from_line": 60, "context_after": 6}))
+        .ok();
     assert_eq!((last["matches"][0]["end_line"].as_u64(), last["has_more"].as_bool()), (Some(60), Some(false)));
     // Case-sensitive, and no match.
-    let out = mcp.call("rr_search_then_page", json!({"path": "run.log", "query": "error", "case_sensitive": true})).ok();
+    let out =
+        mcp.call("rr_search_then_page", json!({"path": "run.log", "query": "error", "case_sensitive": true})).ok();
     assert_eq!((out["matches_returned"].as_u64(), out["next_from_line"].as_u64()), (Some(0), Some(1)));
     assert_eq!(out["has_more"], false);
 }
@@ -240,7 +255,12 @@ fn search_then_page_pages_through_matches_with_context() {
 fn relative_paths_cannot_leave_the_workspace_reference_read_bug() {
     let mcp = Mcp::start();
     // A file right next to the workspace, and a symlink to it inside.
-    let outside = mcp.ws.path().parent().unwrap().join(format!("{}-outside.txt", mcp.ws.path().file_name().unwrap().to_str().unwrap()));
+    let outside = mcp
+        .ws
+        .path()
+        .parent()
+        .unwrap()
+        .join(format!("{}-outside.txt", mcp.ws.path().file_name().unwrap().to_str().unwrap()));
     std::fs::write(&outside, b"outside secret\n").unwrap();
     std::os::unix::fs::symlink(&outside, mcp.ws.abs("link.txt")).unwrap();
     let sneaky = format!("../{}", outside.file_name().unwrap().to_str().unwrap());
@@ -314,7 +334,9 @@ fn forged_cursor_cannot_read_outside_reference_read_bug() {
     other.ws.put("a.txt", b"workspace text\n");
     let foreign = other.call("rr_make_cursor", json!({"path": "a.txt"})).ok()["cursor"].clone();
     let flipped = format!("{payload}.{}", URL_SAFE_NO_PAD.encode([0u8; 32]));
-    for forged in [json!(reference), json!(retargeted), json!(moved), foreign, json!(flipped), json!("not a cursor"), json!("")] {
+    for forged in
+        [json!(reference), json!(retargeted), json!(moved), foreign, json!(flipped), json!("not a cursor"), json!("")]
+    {
         let env = mcp.call("rr_read_next", json!({"cursor": forged})).err();
         assert_eq!(env["error"], "policy_violation", "{forged}: {env}");
         assert_eq!(env["context"]["reason"], "cursor_invalid", "{forged}: {env}");
@@ -344,7 +366,10 @@ fn drift_is_file_changed_and_a_new_cursor_goes_on_paper_s3() {
     assert_eq!(env["error"], "stale_precondition");
     assert_eq!(env["context"]["reason"], "file_changed", "reference bug: a same-size rewrite went unnoticed");
     let c = &env["context"];
-    assert_eq!((c["expected_size"].as_u64(), c["actual_size"].as_u64()), (Some(text.len() as u64), Some(text.len() as u64)));
+    assert_eq!(
+        (c["expected_size"].as_u64(), c["actual_size"].as_u64()),
+        (Some(text.len() as u64), Some(text.len() as u64))
+    );
     assert_eq!(c["expected_mtime_ns"], c["actual_mtime_ns"]);
     assert_ne!(c["expected_ctime_ns"], c["actual_ctime_ns"]);
     assert_eq!(c["path"], "data.txt");
@@ -362,7 +387,10 @@ fn drift_is_file_changed_and_a_new_cursor_goes_on_paper_s3() {
     let cursor = mcp.call("rr_make_cursor", json!({"path": "data.txt"})).ok()["cursor"].clone();
     std::fs::remove_file(&path).unwrap();
     let env = mcp.call("rr_read_next", json!({"cursor": cursor})).err();
-    assert_eq!((env["error"].as_str(), env["context"]["reason"].as_str()), (Some("stale_precondition"), Some("not_found")));
+    assert_eq!(
+        (env["error"].as_str(), env["context"]["reason"].as_str()),
+        (Some("stale_precondition"), Some("not_found"))
+    );
 }
 
 #[test]
