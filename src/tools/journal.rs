@@ -528,7 +528,7 @@ impl Tally {
         };
         // Compose evidence and the live parts follow every row, whatever `since`.
         let composed = match op {
-            Op::Create | Op::Write if !row.path.starts_with(STATE_DIR) => self.compose(row.bytes),
+            Op::Create | Op::Write if row.path.split('/').next() != Some(STATE_DIR) => self.compose(row.bytes),
             _ => None,
         };
         if in_range {
