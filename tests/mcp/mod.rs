@@ -4,6 +4,8 @@
 mod checkpoint;
 mod chunks;
 mod handoff;
+mod journal;
+mod read;
 mod scratch;
 mod serving;
 mod validate;
