@@ -383,12 +383,17 @@ fn globs(patterns: &[String], text: &str) -> Result<GlobSet> {
 /// A YAML or type error, with the key found on the line it points at.
 fn yaml_error(text: &str, e: &serde_saphyr::Error) -> Error {
     let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+    Reason::BadPolicy { line, column, key: key_on_line(text, line), message: yaml_message(e) }.into()
+}
+
+/// A YAML error's message alone: its first line, without the `error: line L column C: ` prefix
+/// and the source snippet serde-saphyr adds (the location is reported separately).
+pub(crate) fn yaml_message(e: &serde_saphyr::Error) -> String {
     let message = e.to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-    let message = message
+    message
         .split_once(": ")
         .filter(|(head, _)| head.starts_with("line "))
-        .map_or(message.clone(), |(_, m)| m.to_string());
-    Reason::BadPolicy { line, column, key: key_on_line(text, line), message }.into()
+        .map_or(message.clone(), |(_, m)| m.to_string())
 }
 
 /// A validation error about `key`, located at the first line that mentions it.

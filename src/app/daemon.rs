@@ -106,8 +106,8 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let mut note = None;
     if let Some(addr) = request.mcp_http {
         let (token, new) = mcp::http_token(&state)?;
-        let listener = std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
-        drop(listener);
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
         if new {
             note = Some(format!(
                 "rwfs: MCP over HTTP at http://{addr}/mcp; bearer token (shown once, kept 0600 in {}/{}): {token}",
@@ -119,7 +119,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         std::thread::Builder::new()
             .name("rwfs-mcp-http".into())
             .spawn(move || {
-                if let Err(e) = mcp::serve_http(tools, addr, token, stop) {
+                if let Err(e) = mcp::serve_http(tools, listener, token, stop) {
                     tracing::error!(error = %e, "MCP over HTTP stopped");
                 }
             })

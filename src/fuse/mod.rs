@@ -28,8 +28,9 @@
 //! - names linked through the mount are one node (one inode number): a commit through any of
 //!   them installs the new version and links it over the others (`relink`), so every name shows
 //!   it; links made outside the mount are separate nodes, and a commit splits them;
-//! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/` and `scratch/`
-//!   (refused and quarantined content, out-of-band secrets) cannot be opened through the mount;
+//! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/`, `scratch/`
+//!   and `keys/` (refused and quarantined content, out-of-band secrets, the key that signs read
+//!   cursors) cannot be opened through the mount;
 //! - an open file that loses its name (unlink, rename over it) keeps being read and written
 //!   through its handles, into a draft that is never committed (POSIX's unlinked open file).
 //!
@@ -81,7 +82,7 @@ const REQUEST_THREADS: usize = 4;
 /// Threads running commits (more than request threads: concurrent commits share fsyncs).
 const COMMIT_THREADS: usize = 8;
 /// Parts of the state directory that cannot be read through the mount.
-const HIDDEN: &[&str] = &["objects", "drafts", "scratch"];
+const HIDDEN: &[&str] = &["objects", "drafts", "scratch", "keys"];
 
 /// How to mount.
 #[derive(Debug, Clone)]
@@ -278,8 +279,9 @@ impl Fs {
     }
 
     /// Refuse what the mount never lets a process read: the bytes of the files in `objects/`,
-    /// `drafts/` and `scratch/` (refused and quarantined content, out-of-band secrets). Their
-    /// names and attributes are listed, which reveals digests and sizes only.
+    /// `drafts/`, `scratch/` and `keys/` (refused and quarantined content, out-of-band secrets,
+    /// the cursor key). Their names and attributes are listed, which reveals digests and sizes
+    /// only.
     fn check_readable(&self, path: &str) -> Result<()> {
         let mut parts = path.split('/');
         if parts.next() == Some(STATE_DIR)

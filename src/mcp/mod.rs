@@ -9,11 +9,14 @@
 //! (`policy_violation`, `context.reason: "invalid_arguments"`), and dotted names
 //! (`rw.safe_write`) are accepted as aliases of the wire names (`rw_safe_write`).
 
-mod chunks;
-mod scratch;
 mod checkpoint;
+mod chunks;
 mod handoff;
+mod journal;
+mod read;
+mod scratch;
 mod serve;
+mod validate;
 mod write;
 
 use std::sync::Arc;
@@ -54,7 +57,10 @@ impl Server {
             + Self::chunks_router()
             + Self::scratch_router()
             + Self::handoff_router()
-            + Self::checkpoint_router();
+            + Self::checkpoint_router()
+            + Self::validate_router()
+            + Self::read_router()
+            + Self::journal_router();
         Server { tools, peer, tool_router: portable(tool_router) }
     }
 

@@ -13,7 +13,6 @@
 //! stdout carries only the protocol: logs go to stderr.
 
 use std::io::{Read, Write};
-use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
@@ -134,8 +133,9 @@ pub fn http_token(state: &Path) -> Result<(String, bool)> {
 /// The token file in the state directory.
 pub const TOKEN_FILE: &str = "mcp-http.token";
 
-/// Serve streamable HTTP on `addr` until `stop` is cancelled.
-pub fn serve_http(tools: Arc<Tools>, addr: SocketAddr, token: String, stop: CancellationToken) -> Result<()> {
+/// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
+/// it returns) until `stop` is cancelled.
+pub fn serve_http(tools: Arc<Tools>, listener: std::net::TcpListener, token: String, stop: CancellationToken) -> Result<()> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -170,7 +170,8 @@ pub fn serve_http(tools: Arc<Tools>, addr: SocketAddr, token: String, stop: Canc
                 }
             },
         ));
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await
     });
     runtime.shutdown_background();

@@ -12,6 +12,9 @@
 //! | `scratch` | `rw_scratch_put`, `rw_scratch_ref`, `rw_scratch_get` |
 //! | `handoff` | `rw_handoff_write`, `rw_handoff_read` |
 //! | `checkpoint` | `rw_checkpoint`, `rw_checkpoint_read`, `rw_checkpoint_list`, `rw_checkpoint_cleanup` |
+//! | `validate` | `rw_validate` |
+//! | `read` | `rr_stat`, `rr_read_bytes`, `rr_read_lines`, `rr_read_tail`, `rr_search_then_page`, `rr_make_cursor`, `rr_read_next` |
+//! | `journal` | `rw_journal_tail`, `rw_analytics`, `rw_history`, `rw_restore`, `rw_rejections` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
@@ -23,10 +26,13 @@
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
 
-pub mod chunks;
-pub mod scratch;
 pub mod checkpoint;
+pub mod chunks;
 pub mod handoff;
+pub mod journal;
+pub mod read;
+pub mod scratch;
+pub mod validate;
 pub mod write;
 
 use std::sync::Arc;
@@ -157,6 +163,14 @@ impl Tools {
         self.reject(call, ErrorKind::PolicyViolation, reason, message, context, None).hint("encoding")
     }
 
+    /// A malformed or out-of-range argument: [`Tools::invalid`] with reason `invalid_argument`
+    /// and `context.argument` naming it.
+    pub(crate) fn bad_argument(&self, call: &Call, argument: &str, message: impl Into<String>, context: Value) -> Failure {
+        let mut failure = self.invalid(call, "invalid_argument", message, context);
+        failure.0.context.insert("argument".into(), json!(argument));
+        failure
+    }
+
     fn envelope(&self, call: &Call, kind: ErrorKind, mut envelope: Envelope, attempt: Option<(&str, &[u8])>) -> Failure {
         if let Some((path, content)) = attempt
             && counts_against_budget(kind)
@@ -222,26 +236,39 @@ pub fn now_utc() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
-/// A time written by an agent or by the reference: RFC 3339 with `Z`, a `+HH:MM`/`-HH:MM`
-/// offset or none (UTC), `T` or a space between date and time, optional fractional seconds, or
-/// a bare date (midnight UTC). `None` for anything else.
-pub fn parse_time(s: &str) -> Option<SystemTime> {
-    let s = s.trim();
-    if s.len() == "2026-01-01".len() {
+/// An RFC 3339 time: `Z`, a numeric offset or no zone (UTC); or a bare date (midnight UTC).
+pub fn parse_time(input: &str) -> Option<SystemTime> {
+    let s = input.trim();
+    if s.len() == 10 {
         return humantime::parse_rfc3339_weak(&format!("{s}T00:00:00Z")).ok();
     }
-    if s.len() > 19
-        && s.is_char_boundary(s.len() - 6)
-        && let [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] = s.as_bytes()[s.len() - 6..]
-        && [h1, h2, m1, m2].iter().all(u8::is_ascii_digit)
-    {
-        let local = humantime::parse_rfc3339_weak(&s[..s.len() - 6]).ok()?;
-        let digit = |d: u8| u64::from(d - b'0');
-        let offset = Duration::from_secs((digit(h1) * 10 + digit(h2)) * 3600 + (digit(m1) * 10 + digit(m2)) * 60);
-        // Local time = UTC + offset.
-        return if sign == b'+' { local.checked_sub(offset) } else { local.checked_add(offset) };
+    let tail = s.get(19..)?;
+    let (body, offset) = match s.strip_suffix(['Z', 'z']) {
+        Some(body) => (body, 0i64),
+        None => match tail.rfind(['+', '-']) {
+            Some(i) => (&s[..19 + i], parse_offset(&tail[i..])?),
+            None => (s, 0),
+        },
+    };
+    let local = humantime::parse_rfc3339_weak(body).ok()?;
+    let shift = Duration::from_secs(offset.unsigned_abs());
+    if offset >= 0 { local.checked_sub(shift) } else { local.checked_add(shift) }
+}
+
+/// `+HH:MM`, `+HHMM` or `+HH` (or `-`): seconds east of UTC.
+fn parse_offset(s: &str) -> Option<i64> {
+    let sign = match s.as_bytes().first()? {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let digits: String = s[1..].chars().filter(|c| *c != ':').collect();
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || !matches!(digits.len(), 2 | 4) || s[1..].len() > 5 {
+        return None;
     }
-    humantime::parse_rfc3339_weak(s).ok()
+    let hours: i64 = digits[..2].parse().ok()?;
+    let minutes: i64 = if digits.len() == 4 { digits[2..].parse().ok()? } else { 0 };
+    (hours <= 23 && minutes <= 59).then_some(sign * (hours * 3600 + minutes * 60))
 }
 
 #[cfg(test)]

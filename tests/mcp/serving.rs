@@ -117,3 +117,27 @@ fn http_needs_the_bearer_token_and_a_loopback_host() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"serverInfo\""), "{body}");
 }
+
+#[test]
+fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
+    let mcp = crate::support::mcp::Mcp::start();
+    let names = mcp.tool_names();
+    let expected = [
+        // resilient-write 0.3.0 (notes/reference.md §2, §16), wire names.
+        "rw_risk_score", "rw_safe_write", "rw_safe_replace", "rw_chunk_write", "rw_chunk_append", "rw_chunk_compose",
+        "rw_chunk_reset", "rw_chunk_status", "rw_chunk_preview", "rw_scratch_put", "rw_scratch_ref", "rw_scratch_get",
+        "rw_handoff_write", "rw_handoff_read", "rw_journal_tail", "rw_validate", "rw_analytics", "rw_checkpoint",
+        "rw_checkpoint_read", "rw_checkpoint_list", "rw_checkpoint_cleanup",
+        // resilient-read (§14).
+        "rr_stat", "rr_read_bytes", "rr_read_lines", "rr_read_tail", "rr_search_then_page", "rr_make_cursor",
+        "rr_read_next",
+        // rwfs.
+        "rw_history", "rw_restore", "rw_rejections",
+    ];
+    let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    // Every dotted reference name is an alias.
+    mcp.call("rw.chunk_status", json!({"session": "s1"})).ok();
+    mcp.call("rr.stat", json!({"path": "nothing-here"})).err();
+}

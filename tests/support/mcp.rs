@@ -70,6 +70,14 @@ impl Mcp {
         Mcp { ws, engine, runtime, client: Some(client) }
     }
 
+    /// Stop the server and close the engine, then serve the same workspace again (a daemon
+    /// restart).
+    pub fn restart(mut self) -> Mcp {
+        let ws = std::mem::replace(&mut self.ws, Ws::new());
+        drop(self);
+        Mcp::start_with(ws, Settings::default())
+    }
+
     /// Call `tool` with `args` (a JSON object).
     #[track_caller]
     pub fn call(&self, tool: &str, args: Value) -> Answer {
