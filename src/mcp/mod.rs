@@ -81,10 +81,13 @@ impl Server {
     }
 
     fn actor(&self, tool: &'static str, ctx: &RequestContext<RoleServer>) -> Actor {
+        // The name from `initialize` (legacy protocol), else the one a 2026-07-28 client sends
+        // in every request's `_meta` (there is no `initialize`).
         let caller = ctx
             .peer
             .peer_info()
             .map(|info| info.client_info.name.clone())
+            .or_else(|| ctx.meta.client_info().map(|info| info.name))
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "mcp".to_string());
         Actor {
