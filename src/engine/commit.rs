@@ -65,6 +65,9 @@ pub enum WriteMode {
     Overwrite,
     /// Add to the end (creating the file if needed).
     Append,
+    /// Replace the content of a file after a find-and-replace (`rw_safe_replace`): written as
+    /// `Overwrite`, journaled with the reference's mode `replace`.
+    Replace,
 }
 
 impl WriteMode {
@@ -73,6 +76,7 @@ impl WriteMode {
             WriteMode::Create => "create",
             WriteMode::Overwrite => "overwrite",
             WriteMode::Append => "append",
+            WriteMode::Replace => "replace",
         }
     }
 }
@@ -196,7 +200,7 @@ impl Core {
         let target = self.resolve_for_write(req.path, req.expect, Scope::Workspace)?;
         let content = match req.mode {
             WriteMode::Append => Content::Append(req.content),
-            WriteMode::Create | WriteMode::Overwrite => Content::Bytes(req.content),
+            WriteMode::Create | WriteMode::Overwrite | WriteMode::Replace => Content::Bytes(req.content),
         };
         let plan = Plan {
             content,

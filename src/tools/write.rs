@@ -233,7 +233,7 @@ impl Tools {
         let request = WriteRequest {
             path,
             content: replaced.as_bytes(),
-            mode: WriteMode::Overwrite,
+            mode: WriteMode::Replace,
             // The file must still be what was read: the replacement is computed from it.
             expect: Some(Expect::Sha(sha)),
             actor: &call.actor,
