@@ -9,7 +9,8 @@
 5. a report in three chunks (rw_chunk_append ×3), rw_chunk_status, rw_chunk_compose;
 6. rw_handoff_write naming the last good state (paths and hashes);
 7. the file is edited after the handoff; a second client (a new process, another name) reads
-   the handoff and is warned of the drift (hash_mismatch), and finds the secret by label.
+   the handoff and is warned of the drift (hash_mismatch), finds the secret by label, and the
+   journal holds the refusal and the write of the notes, by the first client.
 
     python issue_scenario.py --rwfs target/debug/rwfs -w /tmp/ws
 """
@@ -121,6 +122,10 @@ async def run(args) -> None:
         check(drift[0]["expected_sha256"] == composed["sha256"], "the warning names the expected hash", drift)
         ref = await successor.ok("rw_scratch_ref", {"label": "stripe-key"})
         check(ref["entry"]["sha256"] == put["sha256"], "the successor finds the secret by label", ref)
+        tail = await successor.ok("rw_journal_tail", {"n": 50, "filter_path": "deploy/NOTES.md"})
+        history = [(e["mode"], e["caller"]) for e in tail["entries"]]
+        check(history == [("block", "agent-one"), ("create", "agent-one")],
+              "the journal has the refusal and the write of the notes, by the first client", history)
         say(f"handoff_read (second client): drift {[(d['path'], d['reason']) for d in drift]}")
 
 

@@ -62,10 +62,16 @@ REFUSALS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+# Maps keyed by data, not by field name (rw_analytics): their keys are not compared.
+DATA_MAPS = {"by_caller", "by_mode", "sessions", "checkpoints.by_name"}
+
+
 def missing(theirs: Any, mine: Any, prefix: str = "") -> list[str]:
     """The field paths of `theirs` that `mine` lacks (lists: compared by their first elements
     when both have one; the findings themselves may differ)."""
     out: list[str] = []
+    if prefix.rstrip(".") in DATA_MAPS:
+        return out
     if isinstance(theirs, dict) and isinstance(mine, dict):
         for k, v in theirs.items():
             if k not in mine:
@@ -98,6 +104,15 @@ async def run(args) -> None:
             lacking = missing(theirs.value, mine)
             check(not lacking, f"rwfs {tool} answers with every field of the reference's", lacking)
             say(f"{tool}: the reference's {count(theirs.value)} fields all in rwfs's {count(mine)}")
+        # Both journal a find-and-replace as the mode `replace`, attributed to the client.
+        for server, session in (("reference", ref), ("rwfs", rw)):
+            tail = await session.call("rw_journal_tail", {"n": 50, "filter_mode": "replace"})
+            entries = tail.value.get("entries", [])
+            check(len(entries) == 1 and entries[0]["path"] == "docs/a.md", f"{server} journals safe_replace as replace", tail.value)
+        rows = (await rw.ok("rw_journal_tail", {"n": 50}))["entries"]
+        callers = {row.get("caller") for row in rows}
+        check(callers == {"compat"}, "rwfs's journal names the client (from initialize or the request _meta)", callers)
+        say("journal: safe_replace is mode replace on both; rwfs attributes every row to the client")
         for tool, call in REFUSALS:
             theirs = await ref.call(tool, call)
             check(not theirs.is_error and theirs.value.get("ok") is False, f"reference refuses {tool} in-band", theirs.value)
