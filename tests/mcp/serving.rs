@@ -91,7 +91,7 @@ fn post(port: u16, host: &str, token: Option<&str>, body: &str) -> (u16, String)
 }
 
 #[test]
-fn http_needs_the_bearer_token_and_a_loopback_host() {
+fn http_needs_the_bearer_token_and_a_loopback_host_reference_bug_21() {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()

@@ -33,7 +33,7 @@ fn create_is_exclusive_and_the_envelope_names_the_existing_version() {
 }
 
 #[test]
-fn overwrite_keeps_the_mode_and_append_appends() {
+fn overwrite_keeps_the_mode_and_append_appends_reference_bugs_5_6() {
     use std::os::unix::fs::PermissionsExt;
     let mcp = Mcp::start();
     mcp.call("rw_safe_write", json!({"path": "run.sh", "content": "#!/bin/sh\n"})).ok();
@@ -65,7 +65,7 @@ fn expected_prev_sha256_is_a_compare_and_swap() {
 }
 
 #[test]
-fn hostile_paths_and_the_state_dir_are_refused() {
+fn hostile_paths_and_the_state_dir_are_refused_reference_bug_20() {
     let mcp = Mcp::start();
     for path in ["../escape.txt", "/etc/passwd", "", ".resilient_write/policy.yaml", "a/../../b"] {
         let env = mcp.call("rw_safe_write", json!({"path": path, "content": "x"})).err();
@@ -74,7 +74,7 @@ fn hostile_paths_and_the_state_dir_are_refused() {
 }
 
 #[test]
-fn a_blocked_write_returns_the_gate_envelope_and_identical_retries_spend_the_budget() {
+fn a_blocked_write_returns_the_gate_envelope_and_identical_retries_spend_the_budget_reference_bug_11() {
     let mcp = Mcp::start();
     let args = json!({"path": "config.py", "content": AWS_LINE});
     let env = mcp.call("rw_safe_write", args.clone()).err();
@@ -147,7 +147,7 @@ fn safe_replace_needs_exactly_the_asked_number_of_matches() {
 }
 
 #[test]
-fn dotted_names_are_aliases_and_unknown_tools_are_protocol_errors() {
+fn dotted_names_are_aliases_and_unknown_tools_are_protocol_errors_reference_bug_31() {
     let mcp = Mcp::start();
     mcp.call("rw.safe_write", json!({"path": "a.txt", "content": "x"})).ok();
     let message = mcp.call_protocol_error("rw_no_such_tool", json!({}));
@@ -177,4 +177,41 @@ fn every_tool_declares_all_four_annotations() {
         assert_eq!(a["openWorldHint"], false);
         assert_eq!(tool["inputSchema"]["type"], "object");
     }
+}
+
+#[test]
+fn create_is_exclusive_under_concurrency_reference_bug_7() {
+    let mcp = Mcp::start();
+    let wins = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..16)
+            .map(|i| {
+                let mcp = &mcp;
+                scope.spawn(move || mcp.call("rw_safe_write", json!({"path": "race.txt", "content": format!("writer {i}\n")})))
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).filter(|a| !a.is_error).count()
+    });
+    assert_eq!(wins, 1, "exactly one create succeeds (the reference let 11 of 16 'succeed')");
+    assert_eq!(mcp.ws.rows().iter().filter(|r| r.path == "race.txt").count(), 1);
+}
+
+#[test]
+fn expected_prev_sha256_holds_under_concurrency_reference_bug_8() {
+    let mcp = Mcp::start();
+    let base = mcp.call("rw_safe_write", json!({"path": "cas.txt", "content": "v0\n"})).ok();
+    let wins = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let (mcp, prev) = (&mcp, base["sha256"].clone());
+                scope.spawn(move || {
+                    mcp.call(
+                        "rw_safe_write",
+                        json!({"path": "cas.txt", "content": format!("v1 by {i}\n"), "mode": "overwrite", "expected_prev_sha256": prev}),
+                    )
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).filter(|a| !a.is_error).count()
+    });
+    assert_eq!(wins, 1, "one compare-and-swap wins; the others see stale_precondition");
 }
