@@ -130,3 +130,29 @@ fn the_policy_decides_and_a_broken_policy_changes_nothing() {
     assert!(err.to_string().contains("line 2"), "{err}");
     assert_eq!(ws.rows().len(), rows);
 }
+
+#[test]
+fn content_larger_than_the_scan_limit_is_judged_in_windows() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let size = rwfs::engine::SCAN_MAX + (1 << 20);
+    for at in [100, rwfs::engine::SCAN_MAX - 30, size - 200] {
+        // A secret at the start, across the first window's end, and in the last window.
+        let mut big = vec![b'x'; size];
+        for (i, chunk) in big.chunks_mut(80).enumerate() {
+            if i % 2 == 0 {
+                *chunk.last_mut().unwrap() = b'\n';
+            }
+        }
+        let line = aws_secret_line(at as u64);
+        let at = big[..at].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        big.splice(at..at + line.len(), line.bytes());
+        let err = write(&engine, "big.txt", &big, WriteMode::Overwrite).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Blocked, "secret at byte {at} of {size}");
+        assert!(ws.read("big.txt").is_none());
+        let Reason::Blocked(rejection) = err.reason() else { panic!("{err:?}") };
+        assert_eq!(ws.object(&rejection.sha256).unwrap().len(), size, "the whole refused content is kept");
+    }
+    let clean = vec![b'y'; rwfs::engine::SCAN_MAX + 10];
+    write(&engine, "big.txt", &clean, WriteMode::Overwrite).unwrap();
+}

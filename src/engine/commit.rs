@@ -349,20 +349,29 @@ impl Core {
         if let Some(expect) = plan.expect {
             expect.check(prev)?;
         }
-        if plan.gated
-            && let Some(content) = self.whole_version(&plan.content, current.as_ref())?
-            && let Some(judgement) = self.gate.judge(target.path.as_str(), &content)
-            && judgement.blocks()
-        {
-            return Err(self.refuse(Refusal {
-                path: &target.path,
-                content: Quarantine::Bytes(&content),
-                sha: Sha256::of(&content),
-                bytes: content.len() as u64,
-                prev,
-                judgement,
-                actor: plan.actor,
-            }));
+        if plan.gated {
+            // The whole new version when it fits the scanner; else the bytes sent, in windows.
+            let whole = self.whole_version(&plan.content, current.as_ref())?;
+            let judged = match (&whole, &plan.content) {
+                (Some(content), _) => self.gate.judge(target.path.as_str(), content).map(|j| (j, &content[..])),
+                (None, Content::Bytes(bytes) | Content::Append(bytes)) => {
+                    self.gate.judge_windows(target.path.as_str(), bytes).map(|j| (j, *bytes))
+                }
+                (None, Content::Version { .. }) => None,
+            };
+            if let Some((judgement, refused)) = judged
+                && judgement.blocks()
+            {
+                return Err(self.refuse(Refusal {
+                    path: &target.path,
+                    content: Quarantine::Bytes(refused),
+                    sha: Sha256::of(refused),
+                    bytes: refused.len() as u64,
+                    prev,
+                    judgement,
+                    actor: plan.actor,
+                }));
+            }
         }
         let source = match (&plan.content, &current) {
             (Content::Bytes(bytes), _) | (Content::Append(bytes), None) => Source::Bytes(bytes),

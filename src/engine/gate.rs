@@ -3,7 +3,8 @@
 //! journaled.
 //!
 //! ```text
-//!   judge    scan (binary content and content above SCAN_MAX are not scanned) → policy decision
+//!   judge    scan (binary content is not scanned; content above SCAN_MAX that a commit holds in
+//!            memory is scanned in overlapping windows) → policy decision
 //!   refuse   retry budget of (path, content) → content into objects/ (durably) → `block` row
 //!            → rejections/<id>.json and rejections/latest.json (the envelope) → Reason::Blocked
 //! ```
@@ -36,6 +37,8 @@ use super::Core;
 /// Content larger than this is not scanned as a whole (the mount's per-write checks still see
 /// every byte): scanning needs it in memory.
 pub const SCAN_MAX: usize = 16 << 20;
+/// How much consecutive windows of a large version overlap when it is judged in windows.
+pub const WINDOW_OVERLAP: usize = 64 << 10;
 /// Content with a NUL byte in its first this many bytes is binary and not scanned (as git does).
 const BINARY_PROBE: usize = 8000;
 /// The state directory's rejection envelopes.
@@ -120,6 +123,28 @@ impl Gate {
         let report = self.scanner.scan(content, Some(path));
         let decision = self.policy.decide(&report, path);
         Some(Judgement { report, decision })
+    }
+
+    /// Judge bytes larger than [`SCAN_MAX`] window by window (windows overlap by
+    /// [`WINDOW_OVERLAP`], longer than any credential, so none is cut in two unseen): the first
+    /// blocking window's judgement, else the last window's; `None` for binary content. Line numbers
+    /// in the report are relative to the window.
+    pub fn judge_windows(&self, path: &str, content: &[u8]) -> Option<Judgement> {
+        if content.len() <= SCAN_MAX {
+            return self.judge(path, content);
+        }
+        if content[..BINARY_PROBE].contains(&0) {
+            return None;
+        }
+        let mut start = 0;
+        loop {
+            let end = (start + SCAN_MAX).min(content.len());
+            let judgement = self.judge_any(Some(path), &content[start..end]);
+            if judgement.blocks() || end == content.len() {
+                return Some(judgement);
+            }
+            start = end - WINDOW_OVERLAP;
+        }
     }
 
     /// Score and judge `content` unconditionally (the risk-score tool).
