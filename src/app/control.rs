@@ -154,6 +154,10 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
     let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
     let mut line = String::new();
     reader.read_line(&mut line).step("read request")?;
+    if line.is_empty() {
+        // A probe (`answers`): connected and closed without a request.
+        return Ok(());
+    }
     if line.contains("\"jsonrpc\"") && !line.contains("\"rwfs_control\"") {
         let mut first = line.into_bytes();
         first.extend_from_slice(reader.buffer());
