@@ -158,6 +158,50 @@ fn a_refused_new_file_never_appears_and_can_be_written_again() {
 }
 
 #[test]
+fn a_file_too_big_to_scan_whole_is_still_judged_at_commit() {
+    // The policy blocks personal data; the address is split across two writes made out of
+    // order, so no single write shows it, and the file is larger than the whole-draft scan:
+    // only the commit, judging the draft in windows, can see it. (Python writes: a descriptor
+    // of this multi-threaded test process would be copied into every child another test
+    // forks, and each copy's close is a FUSE flush, which commits.)
+    let ws = Ws::new();
+    ws.put(".resilient_write/policy.yaml", b"rules:\n  - family: pii\n    action: block\n");
+    let m = Mounted::with(ws, false, &[]);
+    let script = r#"
+import os, sys
+path, blocks = sys.argv[1], int(sys.argv[2])
+email = b"contact: jane.doe@acme-logistics.io\n"
+head, tail = email[:20], email[20:]
+line = b"log line: nothing to see here\n"
+base = (line * ((1 << 20) // len(line) + 1))[: 1 << 20]
+def block(i):
+    if i == 9:
+        return base[: len(base) - len(head)] + head
+    if i == 10:
+        return (tail + base)[: 1 << 20]
+    return base
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in [i for i in range(blocks) if i != 10] + [10]:
+    os.pwrite(fd, block(i), i << 20)
+try:
+    os.fsync(fd)
+    print("fsync ok")
+except PermissionError:
+    print("fsync refused")
+try:
+    os.close(fd)
+except PermissionError:
+    pass
+"#;
+    let blocks = ((rwfs::engine::SCAN_MAX >> 20) + 2).to_string();
+    let out = Command::new("python3").arg("-c").arg(script).arg(m.path("big.txt")).arg(&blocks).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fsync refused", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(m.backing("big.txt").map(|b| b.len()), None, "never reached the tree:\n{}", m.log());
+    let latest = m.read(".resilient_write/rejections/latest.json").unwrap();
+    assert!(String::from_utf8_lossy(&latest).contains("pii"), "{}", String::from_utf8_lossy(&latest));
+}
+
+#[test]
 fn names_seen_absent_appear_when_the_engine_creates_them() {
     // The kernel may remember absent names: whatever the engine creates behind its back must
     // still appear at once (a CLI write, also into a new directory; a rejection envelope).

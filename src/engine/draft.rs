@@ -378,6 +378,23 @@ impl Core {
         Ok((hasher.finish(), keep.then_some(whole)))
     }
 
+    /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window.
+    fn judge_draft_windows(&self, path: &str, draft: &Draft) -> Result<Option<Judgement>> {
+        let disk = self.disk();
+        self.gate.judge_windows_with(path, draft.len as usize, |start, end| {
+            let mut buf = vec![0u8; end - start];
+            let mut got = 0;
+            while got < buf.len() {
+                match disk.read_at(&draft.file, &mut buf[got..], (start + got) as u64).step("read draft")? {
+                    0 => break,
+                    n => got += n,
+                }
+            }
+            buf.truncate(got);
+            Ok(std::borrow::Cow::Owned(buf))
+        })
+    }
+
     fn commit_draft(&self, mut draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
         let fail = |error: Error, draft: Draft| Box::new(DraftError { error, draft: Some(draft) });
         let disk = self.disk();
@@ -405,7 +422,17 @@ impl Core {
             Ok(dir) => dir,
             Err(e) => return Err(fail(e, draft)),
         };
-        if let Some(judgement) = whole.as_deref().and_then(|w| self.gate.judge(target.path.as_str(), w))
+        let judged = match whole.as_deref() {
+            Some(whole) => Ok(self.gate.judge(target.path.as_str(), whole)),
+            // Too big to hold: judged in windows read back from the draft (binary drafts are
+            // recognised from the first window and not scanned).
+            None => self.judge_draft_windows(target.path.as_str(), &draft),
+        };
+        let judged = match judged {
+            Ok(judged) => judged,
+            Err(e) => return Err(fail(e, draft)),
+        };
+        if let Some(judgement) = judged
             && judgement.blocks()
         {
             let error = self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor);

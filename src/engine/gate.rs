@@ -133,15 +133,28 @@ impl Gate {
         if content.len() <= SCAN_MAX {
             return self.judge(path, content);
         }
-        if content[..BINARY_PROBE].contains(&0) {
-            return None;
-        }
+        let read = |start: usize, end: usize| Ok(std::borrow::Cow::Borrowed(&content[start..end]));
+        self.judge_windows_with(path, content.len(), read).unwrap_or(None)
+    }
+
+    /// [`Gate::judge_windows`] of `len` bytes that `read(start, end)` brings in one window at a
+    /// time (a draft on disk: at most one window in memory).
+    pub(crate) fn judge_windows_with<'a>(
+        &self,
+        path: &str,
+        len: usize,
+        mut read: impl FnMut(usize, usize) -> Result<std::borrow::Cow<'a, [u8]>>,
+    ) -> Result<Option<Judgement>> {
         let mut start = 0;
         loop {
-            let end = (start + SCAN_MAX).min(content.len());
-            let judgement = self.judge_any(Some(path), &content[start..end]);
-            if judgement.blocks() || end == content.len() {
-                return Some(judgement);
+            let end = (start + SCAN_MAX).min(len);
+            let window = read(start, end)?;
+            if start == 0 && window[..window.len().min(BINARY_PROBE)].contains(&0) {
+                return Ok(None);
+            }
+            let judgement = self.judge_any(Some(path), &window);
+            if judgement.blocks() || end == len {
+                return Ok(Some(judgement));
             }
             start = end - WINDOW_OVERLAP;
         }
