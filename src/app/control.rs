@@ -116,6 +116,24 @@ pub fn listen(canonical: &Path, state: &Path) -> Result<UnixListener> {
     Ok(listener)
 }
 
+/// Listen on the workspace's socket and serve `daemon` there on a thread of its own. A socket
+/// that cannot be set up is logged, not fatal: the process then works without it (CLI commands
+/// and further MCP sessions cannot reach its engine).
+pub fn start(canonical: &Path, state: &Path, daemon: Arc<dyn Daemon>) -> Result<()> {
+    match listen(canonical, state) {
+        Ok(listener) => {
+            std::thread::Builder::new()
+                .name("rwfs-control".into())
+                .spawn(move || serve(listener, daemon))
+                .step("start control socket")?;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no socket: CLI commands and other MCP sessions cannot reach this engine")
+        }
+    }
+    Ok(())
+}
+
 /// Remove the socket and its link (at shutdown).
 pub fn unlisten(canonical: &Path, state: &Path) {
     let _ = std::fs::remove_file(state.join(SOCKET_LINK));

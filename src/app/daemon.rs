@@ -125,18 +125,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
             })
             .step("start MCP HTTP thread")?;
     }
-    match control::listen(&workspace, &state) {
-        Ok(listener) => {
-            let daemon: Arc<dyn Daemon> = shared.clone();
-            std::thread::Builder::new()
-                .name("rwfs-control".into())
-                .spawn(move || control::serve(listener, daemon))
-                .step("start control socket")?;
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "no control socket: CLI commands cannot reach this daemon")
-        }
-    }
+    control::start(&workspace, &state, shared.clone())?;
     std::thread::Builder::new()
         .name("rwfs-signals".into())
         .spawn(move || {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::control::{self, Daemon};
 use crate::durable::STATE_DIR;
 use crate::engine::{Engine, Options};
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 use crate::mcp::{self, Peer};
 use crate::tools::Tools;
 
@@ -33,28 +33,13 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
     let owner = Arc::new(Owner { engine: engine.clone(), tools: tools.clone(), sessions: AtomicUsize::new(0) });
     let workspace: PathBuf = engine.workspace().path().to_path_buf();
     let state = engine.state_dir_path()?;
-    let listening = match control::listen(&workspace, &state) {
-        Ok(listener) => {
-            let daemon: Arc<dyn Daemon> = owner.clone();
-            std::thread::Builder::new()
-                .name("rwfs-control".into())
-                .spawn(move || control::serve(listener, daemon))
-                .step("start control socket")?;
-            true
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "no socket: other sessions cannot share this engine");
-            false
-        }
-    };
+    control::start(&workspace, &state, owner.clone())?;
     let served = mcp::serve_stdio(tools, control::agent_host(std::process::id()));
     // Relayed sessions keep the engine until they end.
     while owner.sessions.load(Ordering::SeqCst) > 0 {
         std::thread::sleep(Duration::from_millis(100));
     }
-    if listening {
-        control::unlisten(&workspace, &state);
-    }
+    control::unlisten(&workspace, &state);
     drop(owner);
     let closed = Arc::try_unwrap(engine).map_or(Ok(()), Engine::close);
     served.and(closed)

@@ -18,7 +18,7 @@
 use std::sync::MutexGuard;
 
 use crate::durable::resolve::{open_parent, resolve};
-use crate::durable::{FileKind, STATE_DIR, Scope, Stat, WorkspacePath, hash_file};
+use crate::durable::{FileKind, STATE_DIR, Scope, Stat, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::sha::Sha256;
@@ -206,18 +206,6 @@ impl Workspace {
         };
         let file = disk.open_read(&target.parent, &target.name).map_err(|e| Error::io("open file", e).at(&at))?;
         Ok(Opened { path: target.path, file: std::fs::File::from(file.into_fd()), stat })
-    }
-
-    /// The digest of the workspace file `input` (`None` when absent).
-    pub fn sha_of(&self, input: &str) -> Result<Option<Sha256>> {
-        match self.open_file(input) {
-            Ok(opened) => {
-                let file = crate::durable::File::new(opened.file.into(), opened.stat.id);
-                Ok(Some(hash_file(&*self.disk, &file).step("read file")?.0))
-            }
-            Err(e) if *e.reason() == Reason::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 }
 
