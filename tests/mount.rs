@@ -619,10 +619,20 @@ fn a_directory_holding_only_uncommitted_files_is_not_empty() {
     let m = Mounted::new();
     std::fs::create_dir(m.path("from")).unwrap();
     std::fs::create_dir(m.path("to")).unwrap();
-    let open = std::fs::File::create(m.path("to/pending.txt")).unwrap();
-    let err = std::fs::rename(m.path("from"), m.path("to")).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(nix::libc::ENOTEMPTY));
-    drop(open);
+    // In a child process: a descriptor of this multi-threaded test process is copied into the
+    // children other tests fork, and its last close (the commit) would wait for theirs.
+    let script = r#"
+import errno, os, sys
+fd = os.open(sys.argv[1] + "/to/pending.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+try:
+    os.rename(sys.argv[1] + "/from", sys.argv[1] + "/to")
+    print("renamed")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+os.close(fd)
+"#;
+    let out = Command::new("python3").arg("-c").arg(script).arg(m.mountpoint()).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ENOTEMPTY", "{}", String::from_utf8_lossy(&out.stderr));
     // A stat waits for the commit the last close makes.
     assert_eq!(std::fs::metadata(m.path("to/pending.txt")).unwrap().len(), 0);
     assert_eq!(m.backing("to/pending.txt").unwrap(), b"");
