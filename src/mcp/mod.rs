@@ -47,6 +47,8 @@ pub struct Peer {
 pub struct Server {
     tools: Arc<Tools>,
     peer: Peer,
+    /// The peer's process name, read once: the agent host of a session does not change.
+    comm: Option<String>,
     tool_router: ToolRouter<Server>,
 }
 
@@ -61,7 +63,8 @@ impl Server {
             + Self::validate_router()
             + Self::read_router()
             + Self::journal_router();
-        Server { tools, peer, tool_router: portable(tool_router) }
+        let comm = peer.pid.and_then(process_name);
+        Server { tools, peer, comm, tool_router: portable(tool_router) }
     }
 
     /// Run `tool` on a blocking thread and shape its outcome.
@@ -94,7 +97,7 @@ impl Server {
             via: Via::Mcp,
             caller,
             pid: self.peer.pid,
-            comm: self.peer.pid.and_then(process_name),
+            comm: self.comm.clone(),
             uid: self.peer.uid,
             tool: Some(tool),
         }
