@@ -13,6 +13,11 @@ use serde_json::Value;
 use crate::support::mount::{Mounted, rwfs};
 use crate::support::*;
 
+/// Run a Python script with `args`; its stdout (it must succeed).
+fn python<A: AsRef<std::ffi::OsStr>>(script: &str, args: &[A]) -> String {
+    String::from_utf8_lossy(&run_ok(Command::new("python3").arg("-c").arg(script).args(args)).stdout).into_owned()
+}
+
 /// The rows of `path`, in order.
 fn rows_of(m: &Mounted, path: &str) -> Vec<rwfs::journal::Row> {
     m.ws.rows().into_iter().filter(|r| r.path == path).collect()
@@ -39,6 +44,75 @@ fn a_write_is_committed_at_close_with_its_writer_in_the_row() {
     assert_eq!(row.pid, Some(pid));
     assert_eq!(row.comm.as_deref(), Some("python3"));
     assert_eq!(row.uid, Some(0));
+}
+
+#[test]
+fn a_forked_childs_close_does_not_commit_its_parents_half_written_file() {
+    // A child inherits the writer's descriptor and exits (or execs) while the parent is still
+    // writing: its close is a FUSE flush, but not the writer's, so nothing is committed until
+    // the parent's own close, which commits the whole file as one version.
+    let m = Mounted::new();
+    let script = r#"
+import os, sys
+path, backing = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"first half\n")
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+print("after child:", os.path.exists(backing) and open(backing, "rb").read() == b"first half\n")
+os.write(fd, b"second half\n")
+os.close(fd)
+print(os.getpid())
+"#;
+    let stdout = python(script, &[m.path("two.txt"), m.ws.path().join("two.txt")]);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("after child: False"), "the child's close committed the first half:\n{}", m.log());
+    let pid: u32 = lines.next().unwrap().parse().unwrap();
+    assert_eq!(m.backing("two.txt").unwrap(), b"first half\nsecond half\n");
+    let rows = rows_of(&m, "two.txt");
+    assert_eq!(rows.len(), 1, "one version: {rows:?}");
+    assert_eq!(rows[0].pid, Some(pid));
+}
+
+#[test]
+fn a_file_written_by_one_thread_and_closed_by_another_is_judged_at_that_close() {
+    // FUSE names the thread, not the process: a write from a worker thread (Node's libuv pool,
+    // Python threads) and the close from the main thread are one writer, so the close commits
+    // and a refusal reaches it. The row names the process.
+    let ws = Ws::new();
+    ws.put(".resilient_write/policy.yaml", b"rules:\n  - family: pii\n    action: block\n");
+    let m = Mounted::with(ws, false, &[]);
+    let script = r#"
+import os, sys, threading
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def write(data):
+    os.write(fd, data)
+for data in (b"contact: jane", b".doe@acme-logistics.io\n"):
+    t = threading.Thread(target=write, args=(data,))
+    t.start()
+    t.join()
+try:
+    os.close(fd)
+    print("closed")
+except PermissionError:
+    print("refused")
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+t = threading.Thread(target=write, args=(b"plain text\n",))
+t.start()
+t.join()
+os.close(fd)
+print(os.getpid())
+"#;
+    let stdout = python(script, &[m.path("contact.txt"), m.path("plain.txt")]);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("refused"), "{}", m.log());
+    let pid: u32 = lines.next().unwrap().parse().unwrap();
+    assert_eq!(m.backing("contact.txt").map(|b| b.len()), None);
+    assert_eq!(m.backing("plain.txt").unwrap(), b"plain text\n");
+    let rows = rows_of(&m, "plain.txt");
+    assert_eq!(rows.iter().map(|r| r.pid).collect::<Vec<_>>(), vec![Some(pid)], "{rows:?}");
 }
 
 #[test]
@@ -163,7 +237,7 @@ fn a_file_too_big_to_scan_whole_is_still_judged_at_commit() {
     // order, so no single write shows it, and the file is larger than the whole-draft scan:
     // only the commit, judging the draft in windows, can see it. (Python writes: a descriptor
     // of this multi-threaded test process would be copied into every child another test
-    // forks, and each copy's close is a FUSE flush, which commits.)
+    // forks, and would be released only when the last of them closes it.)
     let ws = Ws::new();
     ws.put(".resilient_write/policy.yaml", b"rules:\n  - family: pii\n    action: block\n");
     let m = Mounted::with(ws, false, &[]);

@@ -241,7 +241,7 @@ impl Fs {
         let path = self.path(ino)?;
         match self.engine.write_draft(&mut state.draft, &path, offset, data, &actor) {
             Ok(()) => {
-                state.writer = Some(actor);
+                state.changed_by(actor);
                 Ok(data.len() as u32)
             }
             Err(e) => {
@@ -283,6 +283,7 @@ impl Fs {
     /// the tree); the kernel forgets the refused pages.
     fn refused(&self, ino: u64, state: &mut FileState, caller: Caller) {
         state.refused = true;
+        state.writers.clear();
         if self.is_pending(ino)
             && let Ok(path) = self.path(ino)
         {
@@ -326,7 +327,7 @@ impl Fs {
                 state.draft = Some(draft);
             }
         }
-        state.writer = Some(self.actor(caller.pid, caller.uid));
+        state.changed_by(self.actor(caller.pid, caller.uid));
         if by_path || state.handles == 0 {
             self.commit(ino, &mut state, caller)?;
         }
@@ -369,7 +370,7 @@ impl Fs {
         // commit an empty version). The last close commits the rest (see `last_close`).
         let commit = match &state.draft {
             Some(draft) if sync => draft.needs_commit() || self.is_pending(ino),
-            Some(draft) => draft.is_dirty(),
+            Some(draft) => draft.is_dirty() && state.closed_by_writer(self.process(caller.pid).map(|p| p.pid)),
             None => false,
         };
         if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
@@ -486,6 +487,7 @@ impl Fs {
             Ok((_, file)) => {
                 drop(file);
                 state.backing = None;
+                state.writers.clear();
                 let aliases = {
                     let mut table = self.table();
                     if let Some(node) = table.get_mut(ino) {

@@ -45,8 +45,34 @@ pub struct FileState {
     pub refused: bool,
     /// Who wrote last (the journal row's author).
     pub writer: Option<Actor>,
+    /// The processes that changed the draft since its last commit. A close by any other
+    /// process does not commit it: that is a copy of a writer's descriptor inherited by a
+    /// child (closed at its `exec` or exit), and committing there would install whatever half
+    /// of the file the writer had written so far. The writer's own close commits.
+    pub writers: Vec<u32>,
     /// Releases of the last handle whose last close (a commit) is still to run.
     pub closing: u32,
+}
+
+impl FileState {
+    /// Record a change to the draft by `actor` (whose pid is a process id, not a thread's).
+    pub fn changed_by(&mut self, actor: Actor) {
+        if let Some(pid) = actor.pid
+            && !self.writers.contains(&pid)
+        {
+            self.writers.push(pid);
+        }
+        self.writer = Some(actor);
+    }
+
+    /// Does a close by process `pid` (`None`: unknown) commit the draft? Yes unless it is
+    /// known not to be one of the draft's writers.
+    pub fn closed_by_writer(&self, pid: Option<u32>) -> bool {
+        match pid {
+            Some(pid) => self.writers.is_empty() || self.writers.contains(&pid),
+            None => true,
+        }
+    }
 }
 
 /// A regular file's shared state.

@@ -119,10 +119,23 @@ pub(crate) struct Fs {
     pass_through: GlobSet,
     blocked: i32,
     read_only: bool,
-    /// Process names by pid (a writer writes many times).
-    names: Mutex<HashMap<u32, Option<String>>>,
+    /// What requests' thread ids stand for (a writer writes many times).
+    processes: Mutex<HashMap<u32, Process>>,
     /// Time of the last commit through the mount (for status).
     last_commit: Mutex<Option<SystemTime>>,
+}
+
+/// A process that sent requests.
+#[derive(Clone)]
+struct Process {
+    pid: u32,
+    comm: Option<String>,
+}
+
+/// The process (thread group) of thread `tid`.
+fn thread_group(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }
 
 /// An open file or directory.
@@ -157,7 +170,7 @@ impl Mount {
             notifier: OnceLock::new(),
             pass_through,
             read_only: options.read_only,
-            names: Mutex::default(),
+            processes: Mutex::default(),
             last_commit: Mutex::default(),
         });
         let mut config = fuser::Config::default();
@@ -243,18 +256,30 @@ impl Mount {
 }
 
 impl Fs {
-    /// The actor of a request: the writer's pid, process name and uid.
-    fn actor(&self, pid: u32, uid: u32) -> Actor {
-        let comm = if pid == 0 {
-            None
-        } else {
-            let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
-            if names.len() > 4096 {
-                names.clear();
-            }
-            names.entry(pid).or_insert_with(|| process_name(pid)).clone()
+    /// The actor of a request: the writer's process id, process name and uid.
+    fn actor(&self, tid: u32, uid: u32) -> Actor {
+        let (pid, comm) = match self.process(tid) {
+            Some(p) => (Some(p.pid), p.comm),
+            None => (None, None),
         };
-        Actor { via: Via::Fuse, caller: "rwfs-mount".into(), pid: (pid != 0).then_some(pid), comm, uid: Some(uid), tool: None }
+        Actor { via: Via::Fuse, caller: "rwfs-mount".into(), pid, comm, uid: Some(uid), tool: None }
+    }
+
+    /// The process of the thread `tid` that sent a request (FUSE names threads), `None` for the
+    /// kernel's own requests (tid 0). A process gone before we look keeps its thread id.
+    fn process(&self, tid: u32) -> Option<Process> {
+        if tid == 0 {
+            return None;
+        }
+        let mut processes = self.processes.lock().unwrap_or_else(PoisonError::into_inner);
+        if processes.len() > 4096 {
+            processes.clear();
+        }
+        let found = processes.entry(tid).or_insert_with(|| {
+            let pid = thread_group(tid).unwrap_or(tid);
+            Process { pid, comm: process_name(pid) }
+        });
+        Some(found.clone())
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
