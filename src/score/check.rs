@@ -223,7 +223,19 @@ pub fn url_password_ok(url: &str) -> bool {
     let Some((user, password)) = userinfo.split_once(':') else {
         return false;
     };
-    password_ok(user, password)
+    !documented(user, &password.replace("%20", " ")) && password_ok(user, password)
+}
+
+/// The example credentials of RFC 7617 (Basic; in URLs often without the space, as in hyper's
+/// and reqwest's documentation) and RFC 6749 (OAuth 2.0 client credentials).
+fn documented(user: &str, password: &str) -> bool {
+    const DOCUMENTED: &[(&str, &str)] = &[
+        ("Aladdin", "open sesame"),
+        ("Aladdin", "opensesame"),
+        ("s6BhdRkqt3", "gX1fBat3bV"),
+        ("s6BhdRkqt3", "7Fjfp0ZBr1KtDRbnfVdmIw"),
+    ];
+    DOCUMENTED.contains(&(user, password))
 }
 
 /// A password that is not empty, the user name, a trivial word or a placeholder.
@@ -252,12 +264,7 @@ pub fn basic_auth_ok(value: &str) -> bool {
     let Some((user, password)) = text.split_once(':') else {
         return false;
     };
-    /// The examples of RFC 7617 (Basic) and RFC 6749 (OAuth 2.0 client credentials).
-    const DOCUMENTED: &[&str] = &["Aladdin:open sesame", "s6BhdRkqt3:gX1fBat3bV", "s6BhdRkqt3:7Fjfp0ZBr1KtDRbnfVdmIw"];
-    !user.is_empty()
-        && !text.chars().any(char::is_control)
-        && !DOCUMENTED.contains(&text)
-        && password_ok(user, password)
+    !user.is_empty() && !text.chars().any(char::is_control) && !documented(user, password) && password_ok(user, password)
 }
 
 /// A bech32 string (BIP-173): `hrp` `1` data, one case, data in the bech32 alphabet, valid
@@ -338,6 +345,7 @@ mod tests {
         assert!(!basic_auth_ok("dXNlcjp1c2Vy")); // user:user
         assert!(!basic_auth_ok("bm9jb2xvbg==")); // nocolon
         assert!(!basic_auth_ok("czZCaGRSa3F0MzpnWDFmQmF0M2JW"), "RFC 6749's example");
+        assert!(!basic_auth_ok("QWxhZGRpbjpvcGVuIHNlc2FtZQ=="), "RFC 7617's example");
     }
 
     #[test]
@@ -356,5 +364,9 @@ mod tests {
         assert!(!url_password_ok("postgres://app:${DB_PASSWORD}@db/app"));
         assert!(!url_password_ok("postgres://app:password@db/app"));
         assert!(!url_password_ok("https://example.com/path"));
+        // RFC 7617's example, as hyper-util's docs and tests write it.
+        assert!(!url_password_ok("https://Aladdin:opensesame@localhost:8887"));
+        assert!(!url_password_ok("http://Aladdin:open%20sesame@y.ep"));
+        assert!(url_password_ok("http://Aladdin:Zx81kq0Pa9@y.ep"));
     }
 }
