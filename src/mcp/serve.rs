@@ -33,6 +33,8 @@ pub fn settings_from_env() -> Settings {
 /// Serve one MCP session on this process's stdin and stdout, until the client closes it.
 pub fn serve_stdio(tools: Arc<Tools>, peer: Peer) -> Result<()> {
     let runtime = runtime()?;
+    // Taken before stdin and stdout may be made non-blocking, given back when the session ends.
+    let _flags = stdio::Flags::save();
     let served = runtime.block_on(async move {
         let service = match stdio::pollable()? {
             Some(pair) => Server::new(tools, peer).serve(pair).await,
@@ -43,7 +45,6 @@ pub fn serve_stdio(tools: Arc<Tools>, peer: Peer) -> Result<()> {
         Ok::<(), std::io::Error>(())
     });
     runtime.shutdown_background();
-    stdio::restore();
     served.step("serve MCP on stdio")
 }
 
@@ -64,7 +65,7 @@ mod stdio {
     type Writer = Pin<Box<dyn AsyncWrite + Send>>;
 
     /// `(stdin, stdout)` registered with the runtime's poller (both set non-blocking; see
-    /// [`restore`]), or `None` when either is something else (a terminal, a file), served the
+    /// [`Flags`]), or `None` when either is something else (a terminal, a file), served the
     /// default way.
     pub(super) fn pollable() -> io::Result<Option<(Reader, Writer)>> {
         let (Some(input), Some(output)) = (kind(io::stdin().as_fd()), kind(io::stdout().as_fd())) else {
@@ -81,12 +82,22 @@ mod stdio {
         Ok(Some((reader, writer)))
     }
 
-    /// Give stdin and stdout back blocking: the flag belongs to the open file, which the
-    /// process that spawned us may share.
-    pub(super) fn restore() {
-        for fd in [io::stdin().as_fd(), io::stdout().as_fd()] {
-            if let Ok(flags) = fcntl(fd, FcntlArg::F_GETFL) {
-                let _ = fcntl(fd, FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK));
+    /// The file status flags stdin and stdout had, put back on drop: they belong to the open
+    /// file, which the process that spawned us may share.
+    pub(super) struct Flags([Option<OFlag>; 2]);
+
+    impl Flags {
+        pub(super) fn save() -> Flags {
+            Flags([io::stdin().as_fd(), io::stdout().as_fd()].map(|fd| fcntl(fd, FcntlArg::F_GETFL).ok().map(OFlag::from_bits_retain)))
+        }
+    }
+
+    impl Drop for Flags {
+        fn drop(&mut self) {
+            for (fd, flags) in [io::stdin().as_fd(), io::stdout().as_fd()].into_iter().zip(self.0) {
+                if let Some(flags) = flags {
+                    let _ = fcntl(fd, FcntlArg::F_SETFL(flags));
+                }
             }
         }
     }
