@@ -30,4 +30,4 @@ pub use disk::{
 };
 pub use os::OsDisk;
 pub use resolve::{STATE_DIR, Scope, Target, WorkspacePath};
-pub use stage::{Displaced, Install, Source, Staged, hash_file, stage};
+pub use stage::{Displaced, Install, Source, Staged, hash_file, stage, stage_into};

@@ -85,6 +85,11 @@ pub struct Displaced {
 /// Write `source` into a new temp file in `dir` and verify it.
 pub fn stage(disk: &dyn Disk, dir: &Dir, source: Source<'_>, attrs: &Attrs) -> Result<Staged> {
     let temp = disk.create_temp(dir, 0o666).step("create temp file")?;
+    stage_into(disk, dir, temp, source, attrs)
+}
+
+/// [`stage`] into `temp`, an empty file [`Disk::create_temp`] made in `dir` beforehand.
+pub fn stage_into(disk: &dyn Disk, dir: &Dir, temp: Temp, source: Source<'_>, attrs: &Attrs) -> Result<Staged> {
     match fill(disk, &temp.file, source, attrs) {
         Ok((sha256, len, attrs_skipped)) => Ok(Staged { temp, home: None, sha256, len, attrs_skipped }),
         Err(e) => {

@@ -42,7 +42,7 @@ use nix::libc;
 
 use crate::durable::{
     Attrs, Disk, Displaced, File, FileKind, Install, Scope, Source, Staged, Stat, Target, WorkspacePath, hash_file,
-    resolve::resolve, stage,
+    resolve::resolve, stage, stage_into,
 };
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
@@ -384,7 +384,10 @@ impl Core {
             Some(cur) => cur.attrs(disk)?,
             None => Attrs { perm: plan.new_perm, ..Attrs::default() },
         };
-        let staged = stage(disk, &target.parent, source, &attrs)?;
+        let staged = match self.spares.take(disk, &target.parent) {
+            Some(spare) => stage_into(disk, &target.parent, spare, source, &attrs)?,
+            None => stage(disk, &target.parent, source, &attrs)?,
+        };
         if let Content::Version { sha, .. } = plan.content
             && staged.sha256() != sha
         {
@@ -401,7 +404,12 @@ impl Core {
             (Content::Append(_), Some(_)) => Op::Append,
             _ => Op::Write,
         };
-        self.land(target, &staged, current.as_ref(), op, plan.mode, plan.actor)
+        let landed = self.land(target, &staged, current.as_ref(), op, plan.mode, plan.actor);
+        if landed.is_ok() {
+            // The next small commit in this directory starts with its inode made.
+            self.spares.prepare(&target.parent);
+        }
+        landed
     }
 
     /// The second half of every commit, once a verified version is staged: round 1 (the row

@@ -26,6 +26,7 @@ mod gate;
 mod locks;
 mod recovery;
 mod settle;
+mod spares;
 mod state;
 mod tree;
 mod verify;
@@ -41,6 +42,7 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::Sender;
 
 use crate::durable::resolve::lookup;
+use spares::Spares;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Actor, Change, Journal, Op};
@@ -89,6 +91,8 @@ pub(crate) struct Core {
     pub(crate) unsettled: Mutex<Vec<(Displaced, Sha256, Token)>>,
     /// The watermark last written to the lock file.
     recorded: AtomicU64,
+    /// Temp files made ahead of small commits (see `spares.rs`).
+    pub(crate) spares: Spares,
 }
 
 /// Which version [`Engine::restore`] brings back.
@@ -136,6 +140,8 @@ impl Engine {
         let objects = Objects::open(disk.clone(), &state)?;
         let mut claims = Claims::default();
         let (journal, _scan) = journal::open(disk.clone(), &state, |entry| claims.observe(&entry.row, settled))?;
+        // Spares only on the real disk: hooked test disks see exactly a commit's calls.
+        let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
         let core = Arc::new(Core {
@@ -150,6 +156,7 @@ impl Engine {
             gate,
             unsettled: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
+            spares,
         });
         let mut recovery = core.recover(claims)?;
         recovery.drafts_kept = core.recover_drafts(&journal::Actor::engine())?;
