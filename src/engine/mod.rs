@@ -42,7 +42,6 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::Sender;
 
 use crate::durable::resolve::lookup;
-use spares::Spares;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Actor, Change, Journal, Op};
@@ -63,6 +62,7 @@ pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, scannable};
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;
 use settle::{OwnerLock, Previous, Token, Tracker};
+use spares::Spares;
 use workspace::open_root;
 
 /// How often the settle thread advances the watermark.
