@@ -26,14 +26,11 @@ fn rows_of(m: &Mounted, path: &str) -> Vec<rwfs::journal::Row> {
 #[test]
 fn a_write_is_committed_at_close_with_its_writer_in_the_row() {
     let m = Mounted::new();
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg("import os, sys\nwith open(sys.argv[1], 'w') as f: f.write('hello\\n')\nprint(os.getpid())")
-        .arg(m.path("notes.txt"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let out = python(
+        "import os, sys\nwith open(sys.argv[1], 'w') as f: f.write('hello\\n')\nprint(os.getpid())",
+        &[m.path("notes.txt")],
+    );
+    let pid: u32 = out.trim().parse().unwrap();
     assert_eq!(m.backing("notes.txt").unwrap(), b"hello\n");
     let rows = rows_of(&m, "notes.txt");
     assert_eq!(rows.len(), 1, "one open-write-close is one version: {rows:?}");
@@ -462,8 +459,7 @@ with open(sys.argv[1], "r+b") as f:
     mm.flush()
     mm.close()
 "#;
-    let out = Command::new("python3").arg("-c").arg(script).arg(m.path("m.bin")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    python(script, &[m.path("m.bin")]);
     assert_eq!(&m.read("m.bin").unwrap()[100..105], b"HELLO");
     // The last pages may arrive with the release, just after close returns.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
