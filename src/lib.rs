@@ -38,5 +38,6 @@ pub mod score;
 pub mod sha;
 pub mod store;
 pub mod tools;
+pub mod vfs;
 
 pub use error::{Error, ErrorKind, Reason, Result};

@@ -9,6 +9,7 @@ mod crash;
 mod faults;
 mod journal;
 mod model;
+mod vfs;
 
 mod bad_state;
 mod cli;

@@ -70,8 +70,6 @@ struct Envelope {
 /// What the daemon serves: the engine, and hooks into the mount.
 pub trait Daemon: Send + Sync {
     fn engine(&self) -> &Engine;
-    /// The engine changed `path` (the mount must forget its caches).
-    fn changed(&self, path: &str);
     /// `{pid, workspace, mountpoint, drafts_open, last_commit}`.
     fn status(&self) -> Value;
     fn shutdown(&self);
@@ -230,12 +228,10 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
                 expect: expect(&e)?,
                 actor,
             })?;
-            daemon.changed(committed.path.as_str());
             Ok(committed_json(&committed))
         }
         Request::Rm { path, expect: e } => {
             let committed = engine.delete(&path, expect(&e)?, actor)?;
-            daemon.changed(committed.path.as_str());
             Ok(committed_json(&committed))
         }
         Request::Restore { path, sha, at_unix_ns } => {
@@ -247,10 +243,7 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
                 }
             };
             match engine.restore(&path, &to, actor)? {
-                Restored::Committed(committed) => {
-                    daemon.changed(committed.path.as_str());
-                    Ok(committed_json(&committed))
-                }
+                Restored::Committed(committed) => Ok(committed_json(&committed)),
                 Restored::AlreadyCurrent { path, sha256 } => {
                     Ok(json!({"ok": true, "path": path.as_str(), "sha256": sha256, "unchanged": true}))
                 }

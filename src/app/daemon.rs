@@ -86,21 +86,13 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         },
     )?;
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
-    let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| {
-        let me = me.clone();
-        let changed: crate::tools::Changed = Arc::new(move |path: &str| {
-            if let Some(shared) = me.upgrade() {
-                shared.changed(path);
-            }
-        });
-        Shared {
-            engine: engine.clone(),
-            tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env(), changed)),
-            mount: Mutex::new(Some(mount)),
-            workspace: workspace.clone(),
-            mountpoint,
-            stop: stop_tx.clone(),
-        }
+    let shared = Arc::new(Shared {
+        engine: engine.clone(),
+        tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env())),
+        mount: Mutex::new(Some(mount)),
+        workspace: workspace.clone(),
+        mountpoint,
+        stop: stop_tx.clone(),
     });
     let http_stop = CancellationToken::new();
     let mut note = None;
@@ -197,12 +189,6 @@ struct Shared {
 impl Daemon for Shared {
     fn engine(&self) -> &Engine {
         &self.engine
-    }
-
-    fn changed(&self, path: &str) {
-        if let Some(mount) = self.mount.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-            mount.changed(path);
-        }
     }
 
     fn status(&self) -> Value {

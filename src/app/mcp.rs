@@ -29,7 +29,7 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
         return mcp::relay(&root.join(STATE_DIR).join(control::SOCKET_LINK));
     }
     let engine = Arc::new(Engine::open(root, options)?);
-    let tools = Arc::new(Tools::new(engine.clone(), mcp::settings_from_env(), Arc::new(|_: &str| {})));
+    let tools = Arc::new(Tools::new(engine.clone(), mcp::settings_from_env()));
     let owner = Arc::new(Owner { engine: engine.clone(), tools: tools.clone(), sessions: AtomicUsize::new(0) });
     let workspace: PathBuf = engine.workspace().path().to_path_buf();
     let state = engine.state_dir_path()?;
@@ -56,8 +56,6 @@ impl Daemon for Owner {
     fn engine(&self) -> &Engine {
         &self.engine
     }
-
-    fn changed(&self, _path: &str) {}
 
     fn status(&self) -> Value {
         json!({

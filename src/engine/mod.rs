@@ -22,6 +22,7 @@
 
 mod commit;
 mod draft;
+mod events;
 mod gate;
 mod locks;
 mod recovery;
@@ -50,6 +51,7 @@ use crate::store::{Objects, open_or_create};
 
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
+pub use events::{Changed, Subscriber};
 pub use recovery::Recovery;
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
@@ -57,6 +59,7 @@ pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
 pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
 
+use events::Subscribers;
 use gate::Gate;
 pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, scannable};
 use locks::{DigestCache, PathLocks};
@@ -73,6 +76,7 @@ pub struct Engine {
     core: Arc<Core>,
     settler: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
     recovery: Recovery,
+    subscribers: Subscribers,
 }
 
 pub(crate) struct Core {
@@ -165,7 +169,7 @@ impl Engine {
         }
         core.record_watermark(true)?;
         let settler = start_settler(core.clone())?;
-        Ok(Engine { core, settler: Mutex::new(Some(settler)), recovery })
+        Ok(Engine { core, settler: Mutex::new(Some(settler)), recovery, subscribers: Subscribers::default() })
     }
 
     /// The read-only view of this workspace.
@@ -186,14 +190,28 @@ impl Engine {
         &self.recovery
     }
 
+    /// Be told of every path the engine changes through its own API (see `events.rs`).
+    pub fn subscribe(&self, subscriber: Subscriber) {
+        self.subscribers.add(subscriber);
+    }
+
+    /// Tell the subscribers about a change that is durable now.
+    fn publish(&self, committed: &Committed, actor: &Actor) {
+        self.subscribers.publish(&Changed { path: committed.path.to_string(), via: actor.via });
+    }
+
     /// Write a new version of a file (see [`WriteRequest`]).
     pub fn safe_write(&self, req: &WriteRequest<'_>) -> Result<Committed> {
-        self.core.safe_write(req)
+        let committed = self.core.safe_write(req)?;
+        self.publish(&committed, req.actor);
+        Ok(committed)
     }
 
     /// Delete a file; its content stays restorable.
     pub fn delete(&self, path: &str, expect: Option<Expect>, actor: &Actor) -> Result<Committed> {
-        self.core.delete(path, expect, Scope::Workspace, actor)
+        let committed = self.core.delete(path, expect, Scope::Workspace, actor)?;
+        self.publish(&committed, actor);
+        Ok(committed)
     }
 
     /// Bring back a previous version of `path` as a new, journaled commit.
@@ -208,7 +226,9 @@ impl Engine {
         }
         let file =
             self.core.objects.open_object(&sha)?.ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(&at))?;
-        self.core.restore_version(&history.path, &file, sha, actor).map(Restored::Committed)
+        let committed = self.core.restore_version(&history.path, &file, sha, actor)?;
+        self.publish(&committed, actor);
+        Ok(Restored::Committed(committed))
     }
 
     /// Remove versions that left the tree more than `keep` ago.

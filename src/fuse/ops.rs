@@ -1,6 +1,6 @@
-//! `fuser::Filesystem`: each request decoded, handed to [`Fs`], and answered. Commits (flush,
-//! fsync, release, truncate) run on the commit pool, which owns the reply; everything else is
-//! answered on the request thread.
+//! `fuser::Filesystem`: each request decoded, handed to [`Vfs`], and answered. Requests that
+//! may commit (flush, fsync, release, truncate, rename) run on the commit pool, which owns the
+//! reply; everything else is answered on the request thread.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -14,17 +14,26 @@ use fuser::{
 };
 use nix::libc;
 
-use super::files::Caller;
-use super::names::SetAttr;
-use super::{Fs, TTL, absent, attr_ttl, errno};
+use super::pool::Pool;
+use super::process::Processes;
+use super::{TTL, absent, attr_ttl, errno, file_attr, file_type};
 use crate::durable::SetTime;
 use crate::error::{Error, Reason};
+use crate::vfs::{Attr, Caller, SetAttr, Vfs};
 
 /// The filesystem handed to fuser.
-pub(crate) struct Glue(pub Arc<Fs>);
+pub(crate) struct Glue {
+    pub vfs: Arc<Vfs>,
+    /// Where requests that may commit run (they own their reply).
+    pub commits: Arc<Pool>,
+    pub processes: Processes,
+    /// The errno of a blocked write.
+    pub blocked: i32,
+}
 
-fn caller(req: &Request) -> Caller {
-    Caller { pid: req.pid(), uid: req.uid(), gid: req.gid() }
+/// An entry reply: the attributes with their TTL, the name with the entry TTL.
+fn entry(reply: ReplyEntry, attr: &Attr) {
+    reply.entry_with_ttls(&attr_ttl(attr), &TTL, &file_attr(attr), Generation(0))
 }
 
 fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
@@ -42,7 +51,17 @@ impl Glue {
         if e.kind() != crate::error::ErrorKind::StalePrecondition || e.raw_os_error().is_some() {
             tracing::debug!(error = %e, "request failed");
         }
-        errno(e, self.0.blocked)
+        errno(e, self.blocked)
+    }
+
+    fn caller(&self, req: &Request) -> Caller {
+        self.processes.caller(req.pid(), req.uid(), req.gid())
+    }
+
+    /// Run `job` on the commit pool with what it needs to answer.
+    fn later(&self, job: impl FnOnce(&Vfs, i32) + Send + 'static) {
+        let (vfs, blocked) = (self.vfs.clone(), self.blocked);
+        self.commits.run(move || job(&vfs, blocked));
     }
 }
 
@@ -57,15 +76,15 @@ impl Filesystem for Glue {
     }
 
     fn destroy(&mut self) {
-        self.0.settle_drafts();
+        self.vfs.settle_drafts();
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.0.lookup(parent.0, name) {
-            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
+        match self.vfs.lookup(parent.0, name) {
+            Ok(attr) => entry(reply, &attr),
             // Absent, and the kernel may remember it: `lstat` then `open(O_CREAT)` (git
             // checkout), or a build probing for files, asks once.
-            Err(e) if *e.reason() == Reason::NotFound && self.0.absence_cacheable(parent.0) => {
+            Err(e) if *e.reason() == Reason::NotFound && self.vfs.absence_cacheable(parent.0) => {
                 reply.entry(&TTL, &absent(), Generation(0))
             }
             Err(e) => reply.error(self.err(&e)),
@@ -73,12 +92,12 @@ impl Filesystem for Glue {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.0.forget(ino.0, nlookup);
+        self.vfs.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.0.getattr(ino.0) {
-            Ok(attr) => reply.attr(&attr_ttl(&attr), &attr),
+        match self.vfs.getattr(ino.0) {
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -103,18 +122,17 @@ impl Filesystem for Glue {
     ) {
         let (atime, mtime, by_path) = (set_time(atime), set_time(mtime), fh.is_none());
         let set = SetAttr { mode, uid, gid, size, atime, mtime, by_path };
-        let (fs, caller) = (self.0.clone(), caller(req));
-        let blocked = self.0.blocked;
-        // A truncation commits when no handle is open: off the request thread.
-        let job = move || match fs.setattr(ino.0, set, caller) {
-            Ok(attr) => reply.attr(&attr_ttl(&attr), &attr),
+        let caller = self.caller(req);
+        let job = move |vfs: &Vfs, blocked| match vfs.setattr(ino.0, set, &caller) {
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr)),
             Err(e) => reply.error(errno(&e, blocked)),
         };
-        if size.is_some() { self.0.commits.run(job) } else { job() }
+        // A truncation commits when no handle is open: off the request thread.
+        if size.is_some() { self.later(job) } else { job(&self.vfs, self.blocked) }
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match self.0.readlink(ino.0) {
+        match self.vfs.readlink(ino.0) {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(self.err(&e)),
         }
@@ -130,36 +148,36 @@ impl Filesystem for Glue {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        match self.0.mknod(parent.0, name, mode, rdev, caller(req)) {
-            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
+        match self.vfs.mknod(parent.0, name, mode, rdev, &self.caller(req)) {
+            Ok(attr) => entry(reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
-        match self.0.mkdir(parent.0, name, mode, caller(req)) {
-            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
+        match self.vfs.mkdir(parent.0, name, mode, &self.caller(req)) {
+            Ok(attr) => entry(reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.0.unlink(parent.0, name, caller(req)) {
+        match self.vfs.unlink(parent.0, name, &self.caller(req)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.0.rmdir(parent.0, name) {
+        match self.vfs.rmdir(parent.0, name) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        match self.0.symlink(parent.0, link_name, target.as_os_str(), caller(req)) {
-            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
+        match self.vfs.symlink(parent.0, link_name, target.as_os_str(), &self.caller(req)) {
+            Ok(attr) => entry(reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -177,26 +195,25 @@ impl Filesystem for Glue {
         if flags.contains(RenameFlags::RENAME_WHITEOUT) {
             return reply.error(Errno::EINVAL);
         }
-        let (fs, caller) = (self.0.clone(), caller(req));
+        let caller = self.caller(req);
         let (name, newname) = (name.to_os_string(), newname.to_os_string());
         // A rename may commit a pending file first and syncs directories: off the request thread.
-        self.0.commits.run(move || match fs.rename(parent.0, &name, newparent.0, &newname, flags.bits(), caller) {
+        self.later(move |vfs, blocked| match vfs.rename(parent.0, &name, newparent.0, &newname, flags.bits(), &caller) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e, fs.blocked)),
+            Err(e) => reply.error(errno(&e, blocked)),
         });
     }
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        match self.0.link(ino.0, newparent.0, newname, caller(req)) {
-            Ok(attr) => reply.entry_with_ttls(&attr_ttl(&attr), &TTL, &attr, Generation(0)),
+        match self.vfs.link(ino.0, newparent.0, newname, &self.caller(req)) {
+            Ok(attr) => entry(reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let (fs, caller) = (self.0.clone(), caller(req));
-        // An O_TRUNC open of an existing file may start a draft: cheap, but keep it uniform.
-        match fs.open(ino.0, flags.0, caller) {
+        // An O_TRUNC open of an existing file may start a draft: cheap enough for this thread.
+        match self.vfs.open(ino.0, flags.0, &self.caller(req)) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(self.err(&e)),
         }
@@ -213,7 +230,7 @@ impl Filesystem for Glue {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.0.read(fh.0, offset, size) {
+        match self.vfs.read(fh.0, offset, size) {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(self.err(&e)),
         }
@@ -231,7 +248,7 @@ impl Filesystem for Glue {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.0.write(fh.0, offset, data, caller(req)) {
+        match self.vfs.write(fh.0, offset, data, &self.caller(req)) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(self.err(&e)),
         }
@@ -239,15 +256,15 @@ impl Filesystem for Glue {
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         // Most closes are readers' (a build, git): nothing to commit, no commit thread.
-        let ino = match self.0.flush_target(fh.0, false) {
+        let ino = match self.vfs.flush_target(fh.0, false) {
             Ok(Some(ino)) => ino,
             Ok(None) => return reply.ok(),
             Err(e) => return reply.error(self.err(&e)),
         };
-        let (fs, caller) = (self.0.clone(), caller(req));
-        self.0.commits.run(move || match fs.flush_file(ino, false, caller) {
+        let caller = self.caller(req);
+        self.later(move |vfs, blocked| match vfs.flush_file(ino, false, &caller) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e, fs.blocked)),
+            Err(e) => reply.error(errno(&e, blocked)),
         });
     }
 
@@ -261,35 +278,36 @@ impl Filesystem for Glue {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let (fs, caller) = (self.0.clone(), caller(req));
+        let caller = self.caller(req);
         // The handle goes now (a stat that overtakes the commit waits for it), the last close
         // on the pool.
-        let closing = self.0.release_handle(fh.0);
-        self.0.commits.run(move || {
+        let closing = self.vfs.release_handle(fh.0);
+        self.later(move |vfs, _| {
             if let Some(closing) = closing {
-                fs.finish_release(closing, caller);
+                vfs.finish_release(closing, &caller);
             }
             reply.ok();
         });
     }
 
     fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let (fs, caller) = (self.0.clone(), caller(req));
-        self.0.commits.run(move || match fs.flush(fh.0, true, caller) {
+        let caller = self.caller(req);
+        self.later(move |vfs, blocked| match vfs.flush(fh.0, true, &caller) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e, fs.blocked)),
+            Err(e) => reply.error(errno(&e, blocked)),
         });
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.0.opendir(ino.0) {
+        match self.vfs.opendir(ino.0) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let filled = self.0.readdir(fh.0, offset, |ino, next, kind, name| reply.add(INodeNo(ino), next, kind, name));
+        let filled =
+            self.vfs.readdir(fh.0, offset, |e, next| reply.add(INodeNo(e.ino), next, file_type(e.kind), &e.name));
         match filled {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),
@@ -297,7 +315,7 @@ impl Filesystem for Glue {
     }
 
     fn releasedir(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
-        self.0.release(fh.0, caller(req));
+        self.vfs.release(fh.0, &self.caller(req));
         reply.ok();
     }
 
@@ -307,7 +325,7 @@ impl Filesystem for Glue {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.0.statfs() {
+        match self.vfs.statfs() {
             Ok(s) => reply.statfs(
                 s.blocks,
                 s.blocks_free,
@@ -332,28 +350,28 @@ impl Filesystem for Glue {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        match self.0.setxattr(ino.0, name, value, flags) {
+        match self.vfs.setxattr(ino.0, name, value, flags) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        match self.0.getxattr(ino.0, name) {
+        match self.vfs.getxattr(ino.0, name) {
             Ok(value) => sized(reply, size, &value),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        match self.0.listxattr(ino.0) {
+        match self.vfs.listxattr(ino.0) {
             Ok(list) => sized(reply, size, &list),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.0.removexattr(ino.0, name) {
+        match self.vfs.removexattr(ino.0, name) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),
         }
@@ -361,7 +379,7 @@ impl Filesystem for Glue {
 
     fn access(&self, _req: &Request, _ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         // default_permissions: the kernel checks the mode bits; only read-only is ours to say.
-        if self.0.read_only && mask.contains(AccessFlags::W_OK) {
+        if self.vfs.read_only() && mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
         reply.ok();
@@ -377,11 +395,13 @@ impl Filesystem for Glue {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.0.create(parent.0, name, mode, flags, caller(req)) {
+        match self.vfs.create(parent.0, name, mode, flags, &self.caller(req)) {
             // The new file's attributes are its draft's until its first commit (at a close after
             // a write, an fsync, or its last close, which the kernel does not wait for): no TTL,
             // so a stat after close() asks, and waits for that commit.
-            Ok((attr, fh)) => reply.created(&Duration::ZERO, &attr, Generation(0), FileHandle(fh), FopenFlags::empty()),
+            Ok((attr, fh)) => {
+                reply.created(&Duration::ZERO, &file_attr(&attr), Generation(0), FileHandle(fh), FopenFlags::empty())
+            }
             Err(e) => reply.error(self.err(&e)),
         }
     }

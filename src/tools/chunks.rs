@@ -186,7 +186,6 @@ impl Tools {
         };
         let attempt = Some((path, joined.content.as_slice()));
         let committed = self.engine().safe_write(&request).map_err(|e| self.fail(call, e, attempt))?;
-        self.changed(committed.path.as_str());
         // The output is written: a failed cleanup is reported, not turned into a failure.
         let cleaned_up = args.cleanup && chunks.reset(&session).is_ok();
         Ok(ok(json!({

@@ -243,7 +243,6 @@ impl Tools {
             actor: &call.actor,
         };
         let committed = self.engine().safe_write(&request).map_err(|e| self.fail(call, e, attempt))?;
-        self.changed(committed.path.as_str());
         let state = envelope["last_good_state"].clone();
         let mut out = json!({
             "handoff_path": committed.path.as_str(),

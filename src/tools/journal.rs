@@ -207,7 +207,6 @@ impl Tools {
         };
         match self.engine().restore(&args.path, &to, &call.actor).map_err(|e| self.fail(call, e, None))? {
             Restored::Committed(c) => {
-                self.changed(c.path.as_str());
                 Ok(ok(json!({
                     "path": c.path.as_str(), "sha256": c.sha256, "bytes": c.bytes, "journal_id": c.journal_id,
                     "wrote_at": c.ts, "seq": c.seq, "prev_sha256": c.prev_sha256, "op": c.op.as_str(),

@@ -93,19 +93,15 @@ pub struct Settings {
     pub scratch_get_disabled: bool,
 }
 
-/// Told which workspace path the engine changed (the mount forgets its caches).
-pub type Changed = Arc<dyn Fn(&str) + Send + Sync>;
-
 /// The tools of one workspace.
 pub struct Tools {
     engine: Arc<Engine>,
     settings: Settings,
-    changed: Changed,
 }
 
 impl Tools {
-    pub fn new(engine: Arc<Engine>, settings: Settings, changed: Changed) -> Tools {
-        Tools { engine, settings, changed }
+    pub fn new(engine: Arc<Engine>, settings: Settings) -> Tools {
+        Tools { engine, settings }
     }
 
     pub fn engine(&self) -> &Engine {
@@ -114,11 +110,6 @@ impl Tools {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
-    }
-
-    /// Tell the front ends that `path` changed.
-    pub(crate) fn changed(&self, path: &str) {
-        (self.changed)(path)
     }
 
     /// The envelope of an engine error. `attempt` is the (path, content) a refused write

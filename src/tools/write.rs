@@ -155,7 +155,6 @@ impl Tools {
         let request =
             WriteRequest { path: &args.path, content: args.content.as_bytes(), mode, expect, actor: &call.actor };
         let committed = self.engine().safe_write(&request).map_err(|e| self.fail(call, e, attempt))?;
-        self.changed(committed.path.as_str());
         Ok(self.written(&committed, mode.as_str(), json!({})))
     }
 
@@ -239,7 +238,6 @@ impl Tools {
             actor: &call.actor,
         };
         let committed = self.engine().safe_write(&request).map_err(|e| self.fail(call, e, attempt))?;
-        self.changed(committed.path.as_str());
         Ok(self.written(&committed, "replace", json!({"replacements": found})))
     }
 

@@ -57,7 +57,7 @@ impl Mcp {
 
     pub fn start_with(ws: Ws, settings: Settings) -> Mcp {
         let engine = Arc::new(ws.open());
-        let tools = Arc::new(Tools::new(engine.clone(), settings, Arc::new(|_: &str| {})));
+        let tools = Arc::new(Tools::new(engine.clone(), settings));
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let client = runtime.block_on(async move {
             let (server_end, client_end) = tokio::io::duplex(1 << 20);

@@ -5,13 +5,13 @@
 
 use std::ffi::{OsStr, OsString};
 
-use fuser::{FileAttr, FileType};
 use nix::libc;
 
-use super::files::Caller;
-use super::inodes::ROOT;
-use super::{Fs, Handle, absent, attr, file_type};
-use crate::durable::{FileKind, SetTime};
+use super::data::os_error;
+use super::file::FileState;
+use super::table::ROOT;
+use super::{Attr, Caller, DirEntry, Handle, Vfs};
+use crate::durable::{FileKind, SetTime, Stat};
 use crate::engine::{Entry, Owner, RenameHow};
 use crate::error::{Error, Reason, Result};
 
@@ -28,29 +28,49 @@ pub struct SetAttr {
     pub by_path: bool,
 }
 
-/// The attributes of a file that has no name any more.
-fn detached_attr(ino: u64, stat: Option<crate::durable::Stat>) -> FileAttr {
-    let mut attr = match stat {
-        Some(stat) => attr(ino, &stat),
-        None => {
-            let now = std::time::SystemTime::now();
-            FileAttr { ino: fuser::INodeNo(ino), atime: now, mtime: now, ctime: now, crtime: now, perm: 0o644, ..absent() }
-        }
-    };
-    attr.nlink = 0;
-    attr
+impl SetAttr {
+    /// Does it change metadata (anything but the size)?
+    fn touches_meta(&self) -> bool {
+        self.mode.is_some() || self.uid.is_some() || self.gid.is_some() || self.atime.is_some() || self.mtime.is_some()
+    }
 }
 
-impl Fs {
+/// The attributes of a file that has no name any more: what it was (`stat`), with no link
+/// left; a placeholder when nothing of it is open.
+fn detached_attr(ino: u64, stat: Option<Stat>) -> Attr {
+    let mut stat = stat.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        Stat {
+            id: crate::durable::FileId { dev: 0, ino: 0 },
+            kind: FileKind::File,
+            perm: 0o644,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            nlink: 0,
+            blocks: 0,
+            rdev: 0,
+            atime_ns: now,
+            mtime_ns: now,
+            ctime_ns: now,
+        }
+    });
+    stat.nlink = 0;
+    Attr { ino, stat }
+}
+
+impl Vfs {
     /// The attributes of `ino` now.
-    pub(crate) fn getattr(&self, ino: u64) -> Result<FileAttr> {
+    pub fn getattr(&self, ino: u64) -> Result<Attr> {
         let file_node = self.file_of(ino);
         if let Some(file_node) = &file_node {
             let state = file_node.lock_closed();
             let unlinked = self.table().path(ino).is_none();
             if let Some(mut attr) = self.file_attr(ino, &state)? {
                 if unlinked {
-                    attr.nlink = 0;
+                    attr.stat.nlink = 0;
                 }
                 return Ok(attr);
             }
@@ -69,7 +89,7 @@ impl Fs {
             self.wait_for_closes_in(ino);
         }
         let stat = self.engine.stat(&path)?.ok_or_else(|| Error::from(Reason::NotFound))?;
-        Ok(attr(ino, &stat))
+        Ok(Attr { ino, stat })
     }
 
     /// A commit puts a file into its directory by a rename, which changes the directory's
@@ -86,7 +106,7 @@ impl Fs {
     }
 
     /// Resolve `name` in `parent`, counting a lookup.
-    pub(crate) fn lookup(&self, parent: u64, name: &OsStr) -> Result<FileAttr> {
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let path = self.child_path(parent, name)?;
         let known = self.child_of(parent, name);
         if let Some(ino) = known
@@ -110,22 +130,21 @@ impl Fs {
         };
         let ino = self.table().lookup(parent, name, stat.kind);
         match self.file_of(ino) {
-            Some(file_node) => Ok(self.file_attr(ino, &file_node.lock_closed())?.unwrap_or_else(|| attr(ino, &stat))),
-            None => Ok(attr(ino, &stat)),
+            Some(file_node) => Ok(self.file_attr(ino, &file_node.lock_closed())?.unwrap_or(Attr { ino, stat })),
+            None => Ok(Attr { ino, stat }),
         }
     }
 
-    pub(crate) fn forget(&self, ino: u64, n: u64) {
+    pub fn forget(&self, ino: u64, n: u64) {
         self.table().forget(ino, n);
     }
 
-    pub(crate) fn setattr(&self, ino: u64, set: SetAttr, caller: Caller) -> Result<FileAttr> {
+    pub fn setattr(&self, ino: u64, set: SetAttr, caller: &Caller) -> Result<Attr> {
         if self.is_unlinked(ino) && self.file_of(ino).is_some() {
             return self.setattr_unlinked(ino, set, caller);
         }
         let path = self.path(ino)?;
-        let touches_meta =
-            set.mode.is_some() || set.uid.is_some() || set.gid.is_some() || set.atime.is_some() || set.mtime.is_some();
+        let touches_meta = set.touches_meta();
         if touches_meta || set.size.is_some() {
             self.check_writable(&path)?;
         }
@@ -135,7 +154,7 @@ impl Fs {
         if touches_meta {
             let file_node = self.file_of(ino);
             let state = file_node.as_ref().map(|f| f.lock());
-            let draft = state.as_ref().and_then(|s| s.draft.as_ref());
+            let draft = state.as_ref().and_then(|s| s.draft());
             let pending = self.is_pending(ino);
             // The tree's entry (unless it is not there yet) and the draft the next version is.
             let mut entries: Vec<Entry<'_>> = Vec::new();
@@ -164,12 +183,11 @@ impl Fs {
 
     /// `ftruncate`, `fchmod`, `fchown`, `futimens` on a file that lost its name while open:
     /// they change its draft, which is never committed.
-    fn setattr_unlinked(&self, ino: u64, set: SetAttr, caller: Caller) -> Result<FileAttr> {
+    fn setattr_unlinked(&self, ino: u64, set: SetAttr, caller: &Caller) -> Result<Attr> {
         if let Some(size) = set.size {
             self.truncate(ino, size, false, caller)?;
         }
-        let touches_meta =
-            set.mode.is_some() || set.uid.is_some() || set.gid.is_some() || set.atime.is_some() || set.mtime.is_some();
+        let touches_meta = set.touches_meta();
         if touches_meta && let Some(file_node) = self.file_of(ino) {
             let mut state = file_node.lock();
             let draft = self.unlinked_draft(&mut state)?;
@@ -187,35 +205,35 @@ impl Fs {
         self.getattr(ino)
     }
 
-    pub(crate) fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         use std::os::unix::ffi::OsStringExt;
         Ok(self.engine.read_link(&self.path(ino)?)?.into_vec())
     }
 
     /// A new entry made by `make`, as a node with one lookup.
-    fn made(&self, parent: u64, name: &OsStr, make: impl FnOnce(&str) -> Result<()>) -> Result<FileAttr> {
+    fn made(&self, parent: u64, name: &OsStr, make: impl FnOnce(&str) -> Result<()>) -> Result<Attr> {
         let path = self.child_path(parent, name)?;
         self.check_writable(&path)?;
         if self.child_of(parent, name).is_some_and(|ino| self.is_pending(ino)) {
-            return Err(Error::io("create", std::io::Error::from_raw_os_error(libc::EEXIST)));
+            return Err(os_error("create", libc::EEXIST));
         }
         make(&path)?;
         let stat = self.engine.stat(&path)?.ok_or_else(|| Error::from(Reason::NotFound))?;
         let ino = self.table().insert(parent, name, stat.kind, None);
-        Ok(attr(ino, &stat))
+        Ok(Attr { ino, stat })
     }
 
-    pub(crate) fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, caller: Caller) -> Result<FileAttr> {
+    pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, caller: &Caller) -> Result<Attr> {
         let owner = Owner { uid: caller.uid, gid: caller.gid };
         self.made(parent, name, |path| self.engine.mkdir(path, mode & 0o7777, owner))
     }
 
-    pub(crate) fn symlink(&self, parent: u64, name: &OsStr, target: &OsStr, caller: Caller) -> Result<FileAttr> {
+    pub fn symlink(&self, parent: u64, name: &OsStr, target: &OsStr, caller: &Caller) -> Result<Attr> {
         let owner = Owner { uid: caller.uid, gid: caller.gid };
         self.made(parent, name, |path| self.engine.symlink(target, path, owner))
     }
 
-    pub(crate) fn mknod(&self, parent: u64, name: &OsStr, mode: u32, rdev: u32, caller: Caller) -> Result<FileAttr> {
+    pub fn mknod(&self, parent: u64, name: &OsStr, mode: u32, rdev: u32, caller: &Caller) -> Result<Attr> {
         let kind = match mode & libc::S_IFMT {
             libc::S_IFIFO => FileKind::Fifo,
             libc::S_IFSOCK => FileKind::Socket,
@@ -227,7 +245,7 @@ impl Fs {
                 let flushed = self.flush(fh, false, caller);
                 self.release(fh, caller);
                 flushed?;
-                return self.getattr(attr.ino.0);
+                return self.getattr(attr.ino);
             }
             _ => return Err(Reason::InvalidArgument { what: "file type" }.into()),
         };
@@ -235,7 +253,7 @@ impl Fs {
         self.made(parent, name, |path| self.engine.mknod(path, kind, mode & 0o7777, u64::from(rdev), owner))
     }
 
-    pub(crate) fn unlink(&self, parent: u64, name: &OsStr, caller: Caller) -> Result<()> {
+    pub fn unlink(&self, parent: u64, name: &OsStr, caller: &Caller) -> Result<()> {
         let path = self.child_path(parent, name)?;
         self.check_writable(&path)?;
         let known = self.child_of(parent, name);
@@ -245,7 +263,7 @@ impl Fs {
             if self.is_pending(ino) {
                 // Never committed: it only ever existed here.
                 if state.handles == 0
-                    && let Some(draft) = state.draft.take()
+                    && let Some(draft) = state.discard()
                 {
                     self.engine.discard_draft(draft);
                 }
@@ -259,7 +277,7 @@ impl Fs {
             self.keep_open_version(&mut state, &path);
         }
         let keep = !self.in_place(&path);
-        self.engine.remove(&path, keep, &self.actor(caller.pid, caller.uid))?;
+        self.engine.remove(&path, keep, &self.actor(caller))?;
         let detached = self.table().detach(parent, name);
         // A hard-linked file lives on under another of its names.
         if let Some(ino) = detached
@@ -271,18 +289,18 @@ impl Fs {
     }
 
     /// The file at `path` is about to be removed or replaced: its open handles keep reading it.
-    fn keep_open_version(&self, state: &mut super::inodes::FileState, path: &str) {
-        if state.handles > 0 && state.draft.is_none() && state.backing.is_none() {
+    fn keep_open_version(&self, state: &mut FileState, path: &str) {
+        if state.handles > 0 && state.draft().is_none() && state.backing.is_none() {
             state.backing = self.engine.open_file(path).ok().map(std::sync::Arc::new);
         }
     }
 
-    pub(crate) fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
+    pub fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
         let path = self.child_path(parent, name)?;
         self.check_writable(&path)?;
         let pending_inside = self.child_of(parent, name).is_some_and(|ino| !self.table().pending_in(ino).is_empty());
         if pending_inside {
-            return Err(Error::io("rmdir", std::io::Error::from_raw_os_error(libc::ENOTEMPTY)));
+            return Err(os_error("rmdir", libc::ENOTEMPTY));
         }
         self.engine.rmdir(&path)?;
         self.table().detach(parent, name);
@@ -296,7 +314,7 @@ impl Fs {
     }
 
     /// Commit a pending file so the tree has it (before a rename or a link moves its name).
-    fn materialize(&self, parent: u64, name: &OsStr, caller: Caller) -> Result<()> {
+    fn materialize(&self, parent: u64, name: &OsStr, caller: &Caller) -> Result<()> {
         let Some(ino) = self.child_of(parent, name) else {
             return Ok(());
         };
@@ -307,20 +325,20 @@ impl Fs {
             return Ok(());
         };
         let mut state = file_node.lock();
-        if state.refused {
+        if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
         self.commit(ino, &mut state, caller)
     }
 
-    pub(crate) fn rename(
+    pub fn rename(
         &self,
         parent: u64,
         name: &OsStr,
         new_parent: u64,
         new_name: &OsStr,
         flags: u32,
-        caller: Caller,
+        caller: &Caller,
     ) -> Result<()> {
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
@@ -342,12 +360,12 @@ impl Fs {
             && !self.table().pending_in(dir).is_empty()
         {
             // A directory whose only entries are files not committed yet is not empty.
-            return Err(Error::io("rename", std::io::Error::from_raw_os_error(libc::ENOTEMPTY)));
+            return Err(os_error("rename", libc::ENOTEMPTY));
         } else if let Some(ino) = self.child_of(new_parent, new_name)
             && self.is_pending(ino)
         {
             if how == RenameHow::NoReplace {
-                return Err(Error::io("rename", std::io::Error::from_raw_os_error(libc::EEXIST)));
+                return Err(os_error("rename", libc::EEXIST));
             }
             // Replacing a file that was never committed: nothing of it is in the tree to keep.
             self.unlink(new_parent, new_name, caller)?;
@@ -359,7 +377,7 @@ impl Fs {
         }
         let keep = !(self.in_place(&from) && self.in_place(&to));
         let from_gated = !self.in_place(&from);
-        self.engine.rename(&from, &to, how, keep, from_gated, &self.actor(caller.pid, caller.uid))?;
+        self.engine.rename(&from, &to, how, keep, from_gated, &self.actor(caller))?;
         let moved = self.child_of(parent, name);
         self.table().rename(parent, name, new_parent, new_name, how == RenameHow::Exchange);
         if let Some(ino) = moved {
@@ -370,7 +388,7 @@ impl Fs {
 
     /// Drafts below a renamed node now belong to new paths (for recovery's note).
     fn retarget(&self, ino: u64) {
-        let nodes: Vec<(u64, std::sync::Arc<super::inodes::FileNode>)> = {
+        let nodes: Vec<(u64, std::sync::Arc<super::file::FileNode>)> = {
             let table = self.table();
             std::iter::once(ino)
                 .chain(table.descendants(ino))
@@ -379,13 +397,13 @@ impl Fs {
         };
         for (ino, file_node) in nodes {
             let state = file_node.lock();
-            if let (Some(draft), Ok(path)) = (&state.draft, self.path(ino)) {
+            if let (Some(draft), Ok(path)) = (state.draft(), self.path(ino)) {
                 self.engine.retarget_draft(draft, &path);
             }
         }
     }
 
-    pub(crate) fn link(&self, ino: u64, new_parent: u64, new_name: &OsStr, caller: Caller) -> Result<FileAttr> {
+    pub fn link(&self, ino: u64, new_parent: u64, new_name: &OsStr, caller: &Caller) -> Result<Attr> {
         let (parent, name) = {
             let table = self.table();
             let node = table.get(ino).ok_or_else(|| Error::from(Reason::NotFound))?;
@@ -396,14 +414,14 @@ impl Fs {
         let to = self.child_path(new_parent, new_name)?;
         self.check_writable(&to)?;
         let keep = !self.in_place(&to);
-        self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller.pid, caller.uid))?;
+        self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller))?;
         if self.in_place(&from) != self.in_place(&to) {
             // Across the gate's boundary the names are written differently: two nodes. What
             // the kernel cached for the old one (one link, the old ctime) is stale now.
-            self.invalidate_attr_now(ino);
+            self.kernel.forget_attr(ino);
             let stat = self.engine.stat(&to)?.ok_or_else(|| Error::from(Reason::NotFound))?;
             let new = self.table().insert(new_parent, new_name, stat.kind, None);
-            return Ok(attr(new, &stat));
+            return Ok(Attr { ino: new, stat });
         }
         // The new name is the same inode (see `inodes`), with its new link count.
         self.table().alias(ino, new_parent, new_name);
@@ -413,7 +431,7 @@ impl Fs {
     /// Make the hard link `to` follow the version just committed at `from` (the commit gave
     /// `from` a new file): a link under a temporary name, renamed over `to`, which keeps and
     /// journals `to`'s previous version like any rename over a file.
-    pub(crate) fn relink(&self, from: &str, to: &str, actor: &crate::journal::Actor) -> Result<()> {
+    pub fn relink(&self, from: &str, to: &str, actor: &crate::journal::Actor) -> Result<()> {
         let tmp = match to.rsplit_once('/') {
             Some((dir, _)) => format!("{dir}/{}", crate::durable::temp_name()),
             None => crate::durable::temp_name(),
@@ -426,31 +444,27 @@ impl Fs {
         renamed
     }
 
-    pub(crate) fn opendir(&self, ino: u64) -> Result<u64> {
+    pub fn opendir(&self, ino: u64) -> Result<u64> {
         self.path(ino)?;
         self.table().get_mut(ino).ok_or_else(|| Error::from(Reason::NotFound))?.opens += 1;
         Ok(self.new_handle(Handle::Dir { ino, entries: std::sync::Mutex::new(None) }))
     }
 
     /// Directory entries from `offset` on (`.` and `..` first, then the tree's entries and the
-    /// pending files), read once per open directory.
-    pub(crate) fn readdir(
-        &self,
-        fh: u64,
-        offset: u64,
-        mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
-    ) -> Result<()> {
-        self.with_handle(fh, |fs, handle| {
+    /// pending files), read once per open directory; `add` takes an entry and the offset of the
+    /// next one, and says when the reply is full.
+    pub fn readdir(&self, fh: u64, offset: u64, mut add: impl FnMut(&DirEntry, u64) -> bool) -> Result<()> {
+        self.with_handle(fh, |vfs, handle| {
             let Handle::Dir { ino, entries } = handle else {
                 return Err(Reason::NotADirectory.into());
             };
             let mut entries = entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if entries.is_none() {
-                *entries = Some(fs.list(*ino)?);
+                *entries = Some(vfs.list(*ino)?);
             }
             let list = entries.as_ref().map_or(&[][..], |v| &v[..]);
-            for (i, (child, kind, name)) in list.iter().enumerate().skip(offset as usize) {
-                if add(*child, i as u64 + 1, *kind, name) {
+            for (i, entry) in list.iter().enumerate().skip(offset as usize) {
+                if add(entry, i as u64 + 1) {
                     break;
                 }
             }
@@ -458,59 +472,59 @@ impl Fs {
         })
     }
 
-    fn list(&self, ino: u64) -> Result<Vec<(u64, FileType, OsString)>> {
+    fn list(&self, ino: u64) -> Result<Vec<DirEntry>> {
         let path = self.path(ino)?;
         let parent = self.table().get(ino).map_or(ROOT, |n| n.parent);
-        let mut out =
-            vec![(ino, FileType::Directory, OsString::from(".")), (parent, FileType::Directory, OsString::from(".."))];
+        let dir = |ino, name: &str| DirEntry { ino, kind: FileKind::Dir, name: OsString::from(name) };
+        let mut out = vec![dir(ino, "."), dir(parent, "..")];
         let listed = self.engine.list(&path)?;
         let table = self.table();
         for (name, kind) in &listed {
-            // An inode number for readdir only; `stat` gives the node's (d_ino is advisory).
+            // A number for readdir only; `stat` gives the node's (d_ino is advisory).
             let child = table.child(ino, name).unwrap_or(u64::MAX);
-            out.push((child, file_type(*kind), name.clone()));
+            out.push(DirEntry { ino: child, kind: *kind, name: name.clone() });
         }
         for (name, child) in table.pending_in(ino) {
             if !listed.iter().any(|(n, _)| *n == name) {
-                out.push((child, FileType::RegularFile, name));
+                out.push(DirEntry { ino: child, kind: FileKind::File, name });
             }
         }
         Ok(out)
     }
 
-    pub(crate) fn getxattr(&self, ino: u64, attr: &OsStr) -> Result<Vec<u8>> {
-        self.with_entry(ino, |fs, entry| fs.engine.get_xattr(entry, attr))
+    pub fn getxattr(&self, ino: u64, attr: &OsStr) -> Result<Vec<u8>> {
+        self.with_entry(ino, |vfs, entry| vfs.engine.get_xattr(entry, attr))
     }
 
-    pub(crate) fn listxattr(&self, ino: u64) -> Result<Vec<u8>> {
+    pub fn listxattr(&self, ino: u64) -> Result<Vec<u8>> {
         use std::os::unix::ffi::OsStrExt;
-        let names = self.with_entry(ino, |fs, entry| fs.engine.list_xattrs(entry))?;
+        let names = self.with_entry(ino, |vfs, entry| vfs.engine.list_xattrs(entry))?;
         Ok(names.iter().flat_map(|n| n.as_bytes().iter().copied().chain([0])).collect())
     }
 
-    pub(crate) fn setxattr(&self, ino: u64, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
+    pub fn setxattr(&self, ino: u64, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
         self.check_writable(&self.path(ino)?)?;
-        self.each_entry(ino, |fs, entry| fs.engine.set_xattr(entry, attr, value, flags))
+        self.each_entry(ino, |vfs, entry| vfs.engine.set_xattr(entry, attr, value, flags))
     }
 
-    pub(crate) fn removexattr(&self, ino: u64, attr: &OsStr) -> Result<()> {
+    pub fn removexattr(&self, ino: u64, attr: &OsStr) -> Result<()> {
         self.check_writable(&self.path(ino)?)?;
-        self.each_entry(ino, |fs, entry| fs.engine.remove_xattr(entry, attr))
+        self.each_entry(ino, |vfs, entry| vfs.engine.remove_xattr(entry, attr))
     }
 
     /// Read from the draft when there is one, else from the tree.
-    fn with_entry<T>(&self, ino: u64, f: impl FnOnce(&Fs, Entry<'_>) -> Result<T>) -> Result<T> {
+    fn with_entry<T>(&self, ino: u64, f: impl FnOnce(&Vfs, Entry<'_>) -> Result<T>) -> Result<T> {
         let path = self.path(ino)?;
         let file_node = self.file_of(ino);
         let state = file_node.as_ref().map(|f| f.lock());
-        match state.as_ref().and_then(|s| s.draft.as_ref()) {
+        match state.as_ref().and_then(|s| s.draft()) {
             Some(draft) => f(self, Entry::Draft(draft)),
             None => f(self, Entry::Path(&path)),
         }
     }
 
     /// Change the tree's entry (unless pending) and the draft (when there is one).
-    fn each_entry(&self, ino: u64, mut f: impl FnMut(&Fs, Entry<'_>) -> Result<()>) -> Result<()> {
+    fn each_entry(&self, ino: u64, mut f: impl FnMut(&Vfs, Entry<'_>) -> Result<()>) -> Result<()> {
         let path = self.path(ino)?;
         let pending = self.is_pending(ino);
         let file_node = self.file_of(ino);
@@ -518,13 +532,13 @@ impl Fs {
         if !pending {
             f(self, Entry::Path(&path))?;
         }
-        if let Some(draft) = state.as_ref().and_then(|s| s.draft.as_ref()) {
+        if let Some(draft) = state.as_ref().and_then(|s| s.draft()) {
             f(self, Entry::Draft(draft))?;
         }
         Ok(())
     }
 
-    pub(crate) fn statfs(&self) -> Result<crate::durable::FsStats> {
+    pub fn statfs(&self) -> Result<crate::durable::FsStats> {
         self.engine.statfs()
     }
 }

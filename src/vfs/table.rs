@@ -11,7 +11,7 @@
 //! - A hard link made through the mount is an alias of its source's node, so both names have
 //!   one inode number, as `link(2)` promises (`git clone` and `tar` check it). Whichever name a
 //!   writer opened, the commit lands at the node's own name and is then linked over each alias
-//!   (see `Fs::commit`), so every name shows the new version, as on any filesystem.
+//!   (see `Vfs::commit`), so every name shows the new version, as on any filesystem.
 //! - A node is forgotten (removed) when its lookup count reaches zero and no handle is open; a
 //!   file created through the mount and not yet committed (`pending`) stays until then too.
 //! - Numbers are never reused (a 64-bit counter), so the generation is always 0.
@@ -22,87 +22,16 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 
-use crate::durable::{File, FileKind};
-use crate::engine::Draft;
-use crate::journal::Actor;
+use super::file::FileNode;
+use crate::durable::FileKind;
 
 /// The root's inode number (fixed by FUSE).
 pub const ROOT: u64 = 1;
 
-/// What the mount knows of one regular file, shared by all its handles.
-#[derive(Default)]
-pub struct FileState {
-    /// Open handles on this inode.
-    pub handles: u32,
-    /// The bytes being written (see `engine::draft`).
-    pub draft: Option<Draft>,
-    /// The committed version, open for reads while there is no draft.
-    pub backing: Option<Arc<File>>,
-    /// The policy refused this file's draft: writes and commits fail until it is truncated to
-    /// nothing or its last handle closes.
-    pub refused: bool,
-    /// Who wrote last (the journal row's author).
-    pub writer: Option<Actor>,
-    /// The processes that changed the draft since its last commit. A close by any other
-    /// process does not commit it: that is a copy of a writer's descriptor inherited by a
-    /// child (closed at its `exec` or exit), and committing there would install whatever half
-    /// of the file the writer had written so far. The writer's own close commits.
-    pub writers: Vec<u32>,
-    /// Releases of the last handle whose last close (a commit) is still to run.
-    pub closing: u32,
-}
-
-impl FileState {
-    /// Record a change to the draft by `actor` (whose pid is a process id, not a thread's).
-    pub fn changed_by(&mut self, actor: Actor) {
-        if let Some(pid) = actor.pid
-            && !self.writers.contains(&pid)
-        {
-            self.writers.push(pid);
-        }
-        self.writer = Some(actor);
-    }
-
-    /// Does a close by process `pid` (`None`: unknown) commit the draft? Yes unless it is
-    /// known not to be one of the draft's writers.
-    pub fn closed_by_writer(&self, pid: Option<u32>) -> bool {
-        match pid {
-            Some(pid) => self.writers.is_empty() || self.writers.contains(&pid),
-            None => true,
-        }
-    }
-}
-
-/// A regular file's shared state.
-#[derive(Default)]
-pub struct FileNode {
-    state: Mutex<FileState>,
-    /// Signalled when a last close is done.
-    closed: Condvar,
-}
-
-impl FileNode {
-    pub fn lock(&self) -> std::sync::MutexGuard<'_, FileState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The state once no last close is pending: the kernel answers `close()` before it sends
-    /// the release, so a `stat` right after `close()` can overtake the commit the release
-    /// makes; it waits for it here and sees the committed version.
-    pub fn lock_closed(&self) -> std::sync::MutexGuard<'_, FileState> {
-        let state = self.lock();
-        self.closed.wait_while(state, |s| s.closing > 0).unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A last close is done: wake whoever waits in [`FileNode::lock_closed`].
-    pub fn closed(&self, state: &mut FileState) {
-        state.closing = state.closing.saturating_sub(1);
-        self.closed.notify_all();
-    }
-}
-
+/// One name the kernel may hold: a directory, a regular file (with its shared state), or any
+/// other entry.
 pub struct Node {
     pub parent: u64,
     pub name: OsString,
@@ -113,7 +42,9 @@ pub struct Node {
     pub opens: u64,
     /// Reachable by its name (false once unlinked or replaced).
     pub linked: bool,
-    /// A file created through the mount and never committed: it exists only here.
+    /// A file created through the mount whose first version is not committed yet: its name
+    /// exists only in this table (lookups, listings and `rmdir` account for it), and its
+    /// content only in its draft.
     pub pending: bool,
     /// Other names of the same file: hard links made through the mount (see the module docs).
     pub aliases: Vec<(u64, OsString)>,

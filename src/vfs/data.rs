@@ -5,17 +5,15 @@
 use std::ffi::OsStr;
 use std::sync::Arc;
 
-use fuser::FileAttr;
 use nix::libc;
 
-use super::inodes::{FileNode, FileState};
-use super::{Fs, Handle, attr};
-use crate::durable::FileKind;
+use super::file::{FileNode, FileState};
+use super::{Attr, Caller, Handle, Vfs};
 use crate::engine::{DraftBase, DraftError};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::journal::Actor;
 
-/// A released file handle whose last close is still to run (see [`Fs::release_handle`]).
+/// A released file handle whose last close is still to run (see [`Vfs::release_handle`]).
 pub struct Closing {
     ino: u64,
     file_node: Option<Arc<FileNode>>,
@@ -23,21 +21,18 @@ pub struct Closing {
     last: bool,
 }
 
-/// Who is asking: the request's pid, uid and gid.
-#[derive(Debug, Clone, Copy)]
-pub struct Caller {
-    pub pid: u32,
-    pub uid: u32,
-    pub gid: u32,
+/// An errno from the operating system's vocabulary (`EBADF`, `EEXIST`, …).
+pub(super) fn os_error(what: &'static str, errno: i32) -> Error {
+    Error::io(what, std::io::Error::from_raw_os_error(errno))
 }
 
-impl Fs {
+impl Vfs {
     fn file_node(&self, ino: u64) -> Result<Arc<FileNode>> {
         let table = self.table();
         let node = table.get(ino).ok_or_else(|| Error::from(Reason::NotFound))?;
         match (&node.file, node.kind) {
             (Some(file), _) => Ok(file.clone()),
-            (None, FileKind::Dir) => Err(Reason::IsDirectory.into()),
+            (None, crate::durable::FileKind::Dir) => Err(Reason::IsDirectory.into()),
             (None, _) => Err(Reason::NotRegularFile.into()),
         }
     }
@@ -72,14 +67,15 @@ impl Fs {
     }
 
     /// The attributes of a regular file: its draft's while it has one.
-    pub(crate) fn file_attr(&self, ino: u64, state: &FileState) -> Result<Option<FileAttr>> {
-        match &state.draft {
-            Some(draft) => Ok(Some(attr(ino, &self.engine.stat_draft(draft)?))),
+    pub(crate) fn file_attr(&self, ino: u64, state: &FileState) -> Result<Option<Attr>> {
+        match state.draft() {
+            Some(draft) => Ok(Some(Attr { ino, stat: self.engine.stat_draft(draft)? })),
             None => Ok(None),
         }
     }
 
-    pub(crate) fn open(&self, ino: u64, flags: i32, caller: Caller) -> Result<u64> {
+    /// `open(2)` of an existing node with `flags`; returns the handle.
+    pub fn open(&self, ino: u64, flags: i32, caller: &Caller) -> Result<u64> {
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let truncate = writable && flags & libc::O_TRUNC != 0;
         let path = match self.path(ino) {
@@ -87,23 +83,10 @@ impl Fs {
             // A refused new file was dropped at its last close, but the kernel still had its
             // name cached: a rewrite (`open(O_WRONLY|O_TRUNC)`) creates it again.
             Err(e) => {
-                let revived = truncate && self.file_of(ino).is_some() && self.table().relink(ino);
-                if !revived {
+                if !(truncate && self.file_of(ino).is_some() && self.revive(ino, caller)?) {
                     return Err(e);
                 }
-                if let Some(node) = self.table().get_mut(ino) {
-                    node.pending = true;
-                }
-                let path = self.path(ino)?;
-                if let Some(file_node) = self.file_of(ino) {
-                    let mut state = file_node.lock();
-                    state.draft = Some(
-                        self.engine
-                            .start_draft(&path, DraftBase::New { perm: 0o644, uid: caller.uid, gid: caller.gid })?,
-                    );
-                    state.refused = false;
-                }
-                path
+                self.path(ino)?
             }
         };
         self.check_readable(&path)?;
@@ -121,39 +104,70 @@ impl Fs {
         }
         let mut state = file_node.lock();
         if truncate {
-            match &mut state.draft {
-                Some(draft) => self.engine.truncate_draft(draft, 0)?,
-                None => state.draft = Some(self.engine.start_draft(&path, DraftBase::Truncated)?),
-            }
-            state.refused = false;
-            state.writer = Some(self.actor(caller.pid, caller.uid));
+            self.rewrite(&path, &mut state, caller)?;
         }
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);
-        Ok(self.new_handle(Handle::File { ino, writable, opener: caller }))
+        Ok(self.new_handle(Handle::File { ino, writable, opener: caller.clone() }))
     }
 
-    /// `open(O_CREAT)` of a name the kernel believes absent.
-    pub(crate) fn create(
-        &self,
-        parent: u64,
-        name: &OsStr,
-        mode: u32,
-        flags: i32,
-        caller: Caller,
-    ) -> Result<(FileAttr, u64)> {
+    /// Give a detached, never-committed file its name back as a new pending file with an
+    /// empty draft; whether it could (the name is still free).
+    fn revive(&self, ino: u64, caller: &Caller) -> Result<bool> {
+        if !self.table().relink(ino) {
+            return Ok(false);
+        }
+        if let Some(node) = self.table().get_mut(ino) {
+            node.pending = true;
+        }
+        let path = self.path(ino)?;
+        if let Some(file_node) = self.file_of(ino) {
+            let draft =
+                self.engine.start_draft(&path, DraftBase::New { perm: 0o644, uid: caller.uid, gid: caller.gid })?;
+            let mut state = file_node.lock();
+            if let Some(old) = state.start(draft, Some(self.actor(caller))) {
+                self.engine.discard_draft(old);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Truncate to nothing (`O_TRUNC`): the draft is emptied, or an empty one started; a
+    /// refusal is forgotten (a rewrite), and a refused new file's placeholder becomes its draft.
+    fn rewrite(&self, path: &str, state: &mut FileState, caller: &Caller) -> Result<()> {
+        let actor = self.actor(caller);
+        if let Some(placeholder) = state.take_placeholder() {
+            state.start(placeholder, Some(actor.clone()));
+        }
+        match state.draft_mut() {
+            Some(draft) => {
+                self.engine.truncate_draft(draft, 0)?;
+                state.changed_by(actor);
+            }
+            None => {
+                let draft = self.engine.start_draft(path, DraftBase::Truncated)?;
+                if let Some(old) = state.start(draft, Some(actor)) {
+                    self.engine.discard_draft(old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `open(O_CREAT)` of a name the kernel believes absent: the new node and its handle.
+    pub fn create(&self, parent: u64, name: &OsStr, mode: u32, flags: i32, caller: &Caller) -> Result<(Attr, u64)> {
         let path = self.child_path(parent, name)?;
         self.check_writable(&path)?;
         let exists =
             self.child_of(parent, name).is_some_and(|ino| self.is_pending(ino)) || self.engine.stat(&path)?.is_some();
         if exists {
             if flags & libc::O_EXCL != 0 {
-                return Err(Error::io("create", std::io::Error::from_raw_os_error(libc::EEXIST)));
+                return Err(os_error("create", libc::EEXIST));
             }
             // A name created behind the kernel's back (an MCP write): open what is there.
             let attr = self.lookup(parent, name)?;
-            let fh = self.open(attr.ino.0, flags, caller)?;
+            let fh = self.open(attr.ino, flags, caller)?;
             return Ok((attr, fh));
         }
         let perm = mode & 0o7777;
@@ -161,22 +175,21 @@ impl Fs {
         if self.in_place(&path) {
             let file = self.engine.open_in_place(&path, Some((perm, owner)))?;
             let stat = self.engine.stat_file(&file)?;
-            let ino = self.table().insert(parent, name, FileKind::File, None);
+            let ino = self.table().insert(parent, name, crate::durable::FileKind::File, None);
             self.set_opens(ino, 1);
-            return Ok((attr(ino, &stat), self.new_handle(Handle::InPlace { ino, file })));
+            return Ok((Attr { ino, stat }, self.new_handle(Handle::InPlace { ino, file })));
         }
         let draft = self.engine.start_draft(&path, DraftBase::New { perm, uid: caller.uid, gid: caller.gid })?;
         let stat = self.engine.stat_draft(&draft)?;
         let file_node = Arc::new(FileNode::default());
         {
             let mut state = file_node.lock();
-            state.draft = Some(draft);
+            state.start(draft, Some(self.actor(caller)));
             state.handles = 1;
-            state.writer = Some(self.actor(caller.pid, caller.uid));
         }
         let ino = {
             let mut table = self.table();
-            let ino = table.insert(parent, name, FileKind::File, Some(file_node));
+            let ino = table.insert(parent, name, crate::durable::FileKind::File, Some(file_node));
             if let Some(node) = table.get_mut(ino) {
                 node.pending = true;
                 node.opens = 1;
@@ -184,14 +197,15 @@ impl Fs {
             ino
         };
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
-        Ok((attr(ino, &stat), self.new_handle(Handle::File { ino, writable, opener: caller })))
+        Ok((Attr { ino, stat }, self.new_handle(Handle::File { ino, writable, opener: caller.clone() })))
     }
 
-    pub(crate) fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+    /// Up to `size` bytes at `offset` (fewer only at the end of the file).
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; size as usize];
-        let n = self.with_handle(fh, |fs, handle| match handle {
-            Handle::InPlace { file, .. } => fs.engine.read_at(file, &mut buf, offset),
-            Handle::File { ino, .. } => fs.read_file(*ino, &mut buf, offset),
+        let n = self.with_handle(fh, |vfs, handle| match handle {
+            Handle::InPlace { file, .. } => vfs.engine.read_at(file, &mut buf, offset),
+            Handle::File { ino, .. } => vfs.read_file(*ino, &mut buf, offset),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
         })?;
         buf.truncate(n);
@@ -201,7 +215,7 @@ impl Fs {
     fn read_file(&self, ino: u64, buf: &mut [u8], offset: u64) -> Result<usize> {
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
-        if let Some(draft) = &state.draft {
+        if let Some(draft) = state.draft() {
             return read_full(|b, at| self.engine.read_draft(draft, at, b), buf, offset);
         }
         let backing = match &state.backing {
@@ -216,19 +230,20 @@ impl Fs {
         read_full(|b, at| self.engine.read_at(&backing, b, at), buf, offset)
     }
 
-    pub(crate) fn write(&self, fh: u64, offset: u64, data: &[u8], caller: Caller) -> Result<u32> {
-        let ino = self.with_handle(fh, |fs, handle| match handle {
-            Handle::InPlace { file, .. } => fs.engine.write_at(file, data, offset).map(|()| None),
-            Handle::File { ino, writable: true, opener } => Ok(Some((*ino, *opener))),
-            Handle::File { .. } => Err(Error::io("write", std::io::Error::from_raw_os_error(libc::EBADF))),
+    /// `write(2)`: all of `data` at `offset`, or the errno of a refusal.
+    pub fn write(&self, fh: u64, offset: u64, data: &[u8], caller: &Caller) -> Result<u32> {
+        let target = self.with_handle(fh, |vfs, handle| match handle {
+            Handle::InPlace { file, .. } => vfs.engine.write_at(file, data, offset).map(|()| None),
+            Handle::File { ino, writable: true, opener } => Ok(Some((*ino, opener.clone()))),
+            Handle::File { .. } => Err(os_error("write", libc::EBADF)),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
         })?;
-        let Some((ino, opener)) = ino else {
+        let Some((ino, opener)) = target else {
             return Ok(data.len() as u32);
         };
         // Pages of a shared mapping are written back by the kernel (no pid): they are the
         // writes of a process that has the file open for writing.
-        let caller = if caller.pid == 0 { opener } else { caller };
+        let caller = if caller.pid == 0 { &opener } else { caller };
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
         if self.is_unlinked(ino) {
@@ -236,10 +251,10 @@ impl Fs {
             self.engine.write_unlinked_draft(draft, offset, data)?;
             return Ok(data.len() as u32);
         }
-        self.ensure_draft(ino, &mut state)?;
-        let actor = self.actor(caller.pid, caller.uid);
         let path = self.path(ino)?;
-        match self.engine.write_draft(&mut state.draft, &path, offset, data, &actor) {
+        self.ensure_draft(&path, &mut state)?;
+        let actor = self.actor(caller);
+        match state.write_with(|draft| self.engine.write_draft(draft, &path, offset, data, &actor)) {
             Ok(()) => {
                 state.changed_by(actor);
                 Ok(data.len() as u32)
@@ -255,12 +270,13 @@ impl Fs {
 
     /// A draft to write into: the existing one, or a copy of the committed version. A file
     /// whose draft was refused takes no more bytes until it is truncated.
-    fn ensure_draft(&self, ino: u64, state: &mut FileState) -> Result<()> {
-        if state.refused {
+    fn ensure_draft(&self, path: &str, state: &mut FileState) -> Result<()> {
+        if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
-        if state.draft.is_none() {
-            state.draft = Some(self.engine.start_draft(&self.path(ino)?, DraftBase::Current)?);
+        if state.draft_mut().is_none() {
+            let draft = self.engine.start_draft(path, DraftBase::Current)?;
+            state.start(draft, None);
         }
         Ok(())
     }
@@ -268,37 +284,40 @@ impl Fs {
     /// The draft of a file that lost its name while open: its handles keep reading and writing
     /// it (POSIX), but it is never committed; its last close discards it.
     pub(crate) fn unlinked_draft<'s>(&self, state: &'s mut FileState) -> Result<&'s mut crate::engine::Draft> {
-        if state.refused {
+        if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
-        if state.draft.is_none() {
+        if state.draft_mut().is_none() {
             let backing = state.backing.clone().ok_or_else(|| Error::from(Reason::NotFound))?;
-            state.draft = Some(self.engine.start_unlinked_draft(&backing)?);
+            state.start(self.engine.start_unlinked_draft(&backing)?, None);
         }
-        state.draft.as_mut().ok_or_else(|| Reason::NotFound.into())
+        state.draft_mut().ok_or_else(|| Reason::NotFound.into())
     }
 
     /// The draft was refused and quarantined: the file refuses further writes and commits; a
     /// pending file keeps an empty placeholder until its last handle closes (it never reaches
     /// the tree); the kernel forgets the refused pages.
-    fn refused(&self, ino: u64, state: &mut FileState, caller: Caller) {
-        state.refused = true;
-        state.writers.clear();
-        if self.is_pending(ino)
+    fn refused(&self, ino: u64, state: &mut FileState, caller: &Caller) {
+        let placeholder = if self.is_pending(ino)
             && let Ok(path) = self.path(ino)
         {
-            state.draft =
-                self.engine.start_draft(&path, DraftBase::New { perm: 0o600, uid: caller.uid, gid: caller.gid }).ok();
+            self.engine.start_draft(&path, DraftBase::New { perm: 0o600, uid: caller.uid, gid: caller.gid }).ok()
+        } else {
+            None
+        };
+        if let Some(old) = state.refuse(placeholder) {
+            self.engine.discard_draft(old);
         }
-        self.invalidate(ino);
+        self.kernel.forget_node(ino);
     }
 
     /// Set the size of a file (`truncate`, `ftruncate`, `O_TRUNC` without atomic truncation).
     /// `truncate(2)` by path (`by_path`), or any truncation without an open handle, is committed
     /// at once: the kernel sends the release of a file just closed after `close()` returns, so
     /// a handle may still be counted that its process no longer has. A file that lost its name
-    /// while open truncates its draft, which is never committed.
-    pub(crate) fn truncate(&self, ino: u64, size: u64, by_path: bool, caller: Caller) -> Result<()> {
+    /// while open truncates its draft, which is never committed. Truncating to nothing forgets
+    /// a refusal (a rewrite); any other size of a refused file is refused.
+    pub(crate) fn truncate(&self, ino: u64, size: u64, by_path: bool, caller: &Caller) -> Result<()> {
         if self.is_unlinked(ino) {
             let file_node = self.file_node(ino)?;
             let mut state = file_node.lock();
@@ -314,28 +333,27 @@ impl Fs {
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
         if size == 0 {
-            state.refused = false;
-        }
-        let refused = state.refused;
-        match &mut state.draft {
-            Some(draft) => self.engine.truncate_draft(draft, size)?,
-            None if refused => return Err(Reason::StillBlocked.into()),
-            None => {
-                let base = if size == 0 { DraftBase::Truncated } else { DraftBase::Current };
-                let mut draft = self.engine.start_draft(&path, base)?;
-                self.engine.truncate_draft(&mut draft, size)?;
-                state.draft = Some(draft);
+            self.rewrite(&path, &mut state, caller)?;
+            // Marked written: a close after `ftruncate(fd, 0)` commits the empty version.
+            if let Some(draft) = state.draft_mut() {
+                self.engine.truncate_draft(draft, 0)?;
             }
+        } else {
+            self.ensure_draft(&path, &mut state)?;
+            if let Some(draft) = state.draft_mut() {
+                self.engine.truncate_draft(draft, size)?;
+            }
+            state.changed_by(self.actor(caller));
         }
-        state.changed_by(self.actor(caller.pid, caller.uid));
         if by_path || state.handles == 0 {
             self.commit(ino, &mut state, caller)?;
         }
         Ok(())
     }
 
-    /// `flush` (every `close`) and `fsync`: commit the inode's draft if it has changes.
-    pub(crate) fn flush(&self, fh: u64, sync: bool, caller: Caller) -> Result<()> {
+    /// `flush` (every `close`) and `fsync` (`sync`) of handle `fh`: commit the file's draft if
+    /// it has changes.
+    pub fn flush(&self, fh: u64, sync: bool, caller: &Caller) -> Result<()> {
         match self.flush_target(fh, sync)? {
             Some(ino) => self.flush_file(ino, sync, caller),
             None => Ok(()),
@@ -345,48 +363,48 @@ impl Fs {
     /// The file whose draft a `flush` (`sync`: an `fsync`) of `fh` may commit, if any. A
     /// reader's close does not commit a writer's draft; an fsync on any handle does. The fsync
     /// of a file written in place is done here. `None` is cheap enough for a request thread.
-    pub(crate) fn flush_target(&self, fh: u64, sync: bool) -> Result<Option<u64>> {
-        self.with_handle(fh, |fs, handle| match handle {
-            Handle::InPlace { file, .. } if sync => fs.engine.sync_file(file, false).map(|()| None),
+    pub fn flush_target(&self, fh: u64, sync: bool) -> Result<Option<u64>> {
+        self.with_handle(fh, |vfs, handle| match handle {
+            Handle::InPlace { file, .. } if sync => vfs.engine.sync_file(file, false).map(|()| None),
             Handle::InPlace { .. } | Handle::Dir { .. } => Ok(None),
             Handle::File { ino, writable, .. } if *writable || sync => Ok(Some(*ino)),
             Handle::File { .. } => Ok(None),
         })
     }
 
-    /// The commit half of a flush of file `ino`.
-    pub(crate) fn flush_file(&self, ino: u64, sync: bool, caller: Caller) -> Result<()> {
+    /// The commit half of a flush of file `ino`. A close commits what its process wrote; an
+    /// fsync also what was only created or truncated (`echo x > f` closes a dup of its
+    /// descriptor before writing: that close must not commit an empty version). The last
+    /// close commits the rest (see [`Vfs::finish_release`]).
+    pub fn flush_file(&self, ino: u64, sync: bool, caller: &Caller) -> Result<()> {
         if self.is_unlinked(ino) {
             // Nothing to commit: the file is gone (its draft goes at the last close).
             return Ok(());
         }
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
-        if state.refused {
-            return self.ensure_draft(ino, &mut state);
+        if state.is_refused() {
+            return Err(Reason::StillBlocked.into());
         }
-        // A close commits what was written; fsync also what was only created or truncated
-        // (`echo x > f` closes a dup of its descriptor before writing: that close must not
-        // commit an empty version). The last close commits the rest (see `last_close`).
-        let commit = match &state.draft {
-            Some(draft) if sync => draft.needs_commit() || self.is_pending(ino),
-            Some(draft) => draft.is_dirty() && state.closed_by_writer(self.process(caller.pid).map(|p| p.pid)),
-            None => false,
+        let commit = if sync {
+            state.needs_commit() || (self.is_pending(ino) && state.draft().is_some())
+        } else {
+            state.commits_at_close_by((caller.pid != 0).then_some(caller.pid))
         };
         if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
     }
 
     /// The release of a handle, both halves at once.
-    pub(crate) fn release(&self, fh: u64, caller: Caller) {
+    pub fn release(&self, fh: u64, caller: &Caller) {
         if let Some(closing) = self.release_handle(fh) {
             self.finish_release(closing, caller);
         }
     }
 
-    /// The first half of a release, on the request thread: the handle is gone, and when it
-    /// was the file's last, the file is `closing` (a stat waits for the second half, so one
-    /// made right after `close()` sees the commit). `None` when nothing is left to do.
-    pub(crate) fn release_handle(&self, fh: u64) -> Option<Closing> {
+    /// The first half of a release, cheap enough for a request thread: the handle is gone, and
+    /// when it was the file's last, the file is `closing` (a stat waits for the second half,
+    /// so one made right after `close()` sees the commit). `None` when nothing is left to do.
+    pub fn release_handle(&self, fh: u64) -> Option<Closing> {
         let handle = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&fh)?;
         let ino = match *handle {
             Handle::InPlace { ino, .. } | Handle::Dir { ino, .. } => {
@@ -409,8 +427,8 @@ impl Fs {
         Some(Closing { ino, file_node, last })
     }
 
-    /// The second half, on the commit pool: the last close, if no handle was opened since.
-    pub(crate) fn finish_release(&self, closing: Closing, caller: Caller) {
+    /// The second half (it may commit): the last close, if no handle was opened since.
+    pub fn finish_release(&self, closing: Closing, caller: &Caller) {
         if let Some(file_node) = &closing.file_node
             && closing.last
         {
@@ -427,67 +445,64 @@ impl Fs {
         self.set_opens(closing.ino, -1);
     }
 
-    /// No handle is left: commit what is still dirty (late mmap pages arrive before release),
-    /// forget a refusal, and drop drafts of files that are gone.
-    fn last_close(&self, ino: u64, state: &mut FileState, caller: Caller) {
+    /// No handle is left: commit what is still to commit (late mmap pages arrive before
+    /// release), forget a refusal, and drop drafts of files that are gone.
+    fn last_close(&self, ino: u64, state: &mut FileState, caller: &Caller) {
         let (linked, pending) = self.table().get(ino).map_or((false, false), |n| (n.linked, n.pending));
-        if state.refused || !linked {
-            state.refused = false;
-            if let Some(draft) = state.draft.take() {
-                self.engine.discard_draft(draft);
-            }
-            if pending {
-                // Never committed: the name never reached the tree; the kernel forgets it too.
-                let mut table = self.table();
-                if let Some(node) = table.get_mut(ino) {
-                    node.pending = false;
-                }
-                if let Some((parent, name)) = table.get(ino).map(|n| (n.parent, n.name.clone())) {
-                    table.detach(parent, &name);
-                    drop(table);
-                    self.forget_name(parent, name);
+        let mut drop_it = state.is_refused() || !linked;
+        let keep = if !drop_it && (state.needs_commit() || (pending && state.draft().is_some())) {
+            match self.commit(ino, state, caller) {
+                Ok(()) => false,
+                Err(e) => {
+                    // close() has already returned: the journal (block row, quarantine) and the
+                    // log are where this outcome is recorded. A draft that failed for another
+                    // reason stays, for the next commit point (shutdown settles it).
+                    tracing::warn!(ino, error = %e, "commit at release failed");
+                    drop_it = e.kind() == ErrorKind::Blocked;
+                    !drop_it
                 }
             }
-            return;
-        }
-        let dirty = state.draft.as_ref().is_some_and(|d| d.needs_commit()) || pending;
-        if dirty {
-            if let Err(e) = self.commit(ino, state, caller) {
-                // close() has already returned: the journal (block row, quarantine) and the log
-                // are where this outcome is recorded.
-                tracing::warn!(ino, error = %e, "commit at release failed");
-                if e.kind() == ErrorKind::Blocked {
-                    state.refused = false;
-                    if let Some(draft) = state.draft.take() {
-                        self.engine.discard_draft(draft);
-                    }
-                }
-            }
-        } else if let Some(draft) = state.draft.take() {
+        } else {
+            false
+        };
+        if !keep && let Some(draft) = state.discard() {
             self.engine.discard_draft(draft);
+        }
+        let pending = self.table().get(ino).is_some_and(|n| n.pending);
+        if drop_it && pending {
+            // Never committed: the name never reached the tree; the kernel forgets it too.
+            let mut table = self.table();
+            if let Some(node) = table.get_mut(ino) {
+                node.pending = false;
+            }
+            if let Some((parent, name)) = table.get(ino).map(|n| (n.parent, n.name.clone())) {
+                table.detach(parent, &name);
+                drop(table);
+                self.kernel.forget_name(parent, &name);
+            }
         }
     }
 
-    /// Commit the inode's draft at its current path, durably; afterwards reads open the
-    /// committed file (read-only: a writable descriptor on it would make `execve` of the backing
-    /// file fail with `ETXTBSY`).
-    pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: Caller) -> Result<()> {
-        let Some(draft) = state.draft.take() else {
+    /// Commit the file's draft at its current path, durably: Drafting → Clean, or Refused, or
+    /// Drafting again when the commit failed for another reason. Afterwards reads open the
+    /// committed file (read-only: a writable descriptor on it would make `execve` of the
+    /// backing file fail with `ETXTBSY`).
+    pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: &Caller) -> Result<()> {
+        let Some((draft, authors)) = state.take_for_commit() else {
             return Ok(());
         };
         let path = match self.path(ino) {
             Ok(path) => path,
             Err(e) => {
-                state.draft = Some(draft);
+                state.resume(draft, authors);
                 return Err(e);
             }
         };
-        let actor = state.writer.clone().unwrap_or_else(|| self.actor(caller.pid, caller.uid));
+        let actor = authors.writer.clone().unwrap_or_else(|| self.actor(caller));
         match self.engine.commit_draft(draft, &path, &actor) {
             Ok((_, file)) => {
                 drop(file);
                 state.backing = None;
-                state.writers.clear();
                 let aliases = {
                     let mut table = self.table();
                     if let Some(node) = table.get_mut(ino) {
@@ -502,18 +517,20 @@ impl Fs {
                     if let Err(e) = self.relink(&path, &alias, &actor) {
                         tracing::warn!(path = alias, error = %e, "a hard link keeps the previous version");
                         self.table().detach(parent, &name);
-                        self.forget_name(parent, name);
+                        self.kernel.forget_name(parent, &name);
                     }
                 }
                 // Installing the draft changed its ctime: the kernel's copy of the attributes
                 // (the draft's) is stale.
-                self.invalidate_attr_now(ino);
+                self.kernel.forget_attr(ino);
                 self.committed();
                 Ok(())
             }
             Err(failed) => {
                 let DraftError { error, draft } = *failed;
-                state.draft = draft;
+                if let Some(draft) = draft {
+                    state.resume(draft, authors);
+                }
                 if error.kind() == ErrorKind::Blocked {
                     self.refused(ino, state, caller);
                 }
@@ -522,21 +539,18 @@ impl Fs {
         }
     }
 
-    /// Commit every open draft (shutdown); returns how many were settled.
-    pub(crate) fn settle_drafts(&self) -> usize {
+    /// Commit (or, if refused, quarantine) every open draft (shutdown); how many were settled.
+    pub fn settle_drafts(&self) -> usize {
         let files = self.table().files();
         let mut settled = 0;
-        let engine_caller = Caller { pid: 0, uid: 0, gid: 0 };
+        let daemon = Caller::kernel();
         for (ino, file_node) in files {
             let mut state = file_node.lock();
-            let dirty = state.draft.as_ref().is_some_and(|d| d.needs_commit()) || self.is_pending(ino);
-            if state.refused || !dirty || state.draft.is_none() {
+            if !(state.needs_commit() || (self.is_pending(ino) && !state.is_refused() && state.draft().is_some())) {
                 continue;
             }
-            if state.writer.is_none() {
-                state.writer = Some(Actor::engine());
-            }
-            if let Err(e) = self.commit(ino, &mut state, engine_caller) {
+            state.author_unless_known(Actor::engine());
+            if let Err(e) = self.commit(ino, &mut state, &daemon) {
                 tracing::warn!(ino, error = %e, "draft not committed at shutdown");
             }
             settled += 1;
@@ -546,18 +560,18 @@ impl Fs {
 
     pub(crate) fn open_drafts(&self) -> usize {
         let files = self.table().files();
-        files.iter().filter(|(_, f)| f.lock().draft.is_some()).count()
+        files.iter().filter(|(_, f)| f.lock().draft().is_some()).count()
     }
 
     /// Run `f` on an open handle (the handle table is not locked meanwhile).
-    pub(crate) fn with_handle<T>(&self, fh: u64, f: impl FnOnce(&Fs, &Handle) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_handle<T>(&self, fh: u64, f: impl FnOnce(&Vfs, &Handle) -> Result<T>) -> Result<T> {
         let handle = self
             .handles
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&fh)
             .cloned()
-            .ok_or_else(|| Error::io("handle", std::io::Error::from_raw_os_error(libc::EBADF)))?;
+            .ok_or_else(|| os_error("handle", libc::EBADF))?;
         f(self, &handle)
     }
 }

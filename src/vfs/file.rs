@@ -1,0 +1,266 @@
+//! One regular file as the mount sees it: the state machine of its next version.
+//!
+//! ```text
+//!              write / truncate / O_TRUNC              commit ok
+//!   ┌───────┐ ─────────────────────────────► ┌──────────┐ ──────────► Clean
+//!   │ Clean │                                │ Drafting │
+//!   └───────┘ ◄───────────────────────────── └──────────┘
+//!       ▲         last close, nothing to commit    │  gate refuses (at write or commit)
+//!       │                                          ▼
+//!       │      truncate to 0 / O_TRUNC       ┌─────────┐
+//!       │      (a rewrite) → Drafting        │ Refused │
+//!       └─────────────────────────────────── └─────────┘
+//!                     last close
+//! ```
+//!
+//! What a writer sees in each state:
+//! - [`Phase::Clean`]: reads see the committed version (opened lazily, dropped at the last
+//!   close); a close or an fsync has nothing to commit.
+//! - [`Phase::Drafting`]: every handle of the file reads and writes one draft; the tree keeps the
+//!   committed version until a commit; a close by a process that changed the draft commits it
+//!   (its errno is that close's), an fsync on any handle commits it, the last close commits
+//!   what is left.
+//! - [`Phase::Refused`]: the gate refused the draft, which is quarantined; every write, close
+//!   and fsync fails with the blocked errno until the file is truncated to nothing (a rewrite,
+//!   which starts a new draft) or its last handle closes (which forgets the refusal). A file
+//!   that was never committed keeps an empty placeholder draft until then, so its name stays
+//!   visible to its handles and then disappears.
+//!
+//! Counters that are not states: `handles` (open handles of the file) and `closing` (last
+//! closes whose commit is still running; a `stat` waits for them, see [`FileNode::lock_closed`]).
+//! Whether the file has a name, and whether that name exists only in the mount (a file created
+//! and not committed yet), is the namespace's (`table.rs`).
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use crate::durable::File;
+use crate::engine::Draft;
+use crate::error::Result;
+use crate::journal::Actor;
+
+/// What the next version of a file is.
+#[derive(Debug, Default)]
+pub enum Phase {
+    /// No draft: the committed version is the file.
+    #[default]
+    Clean,
+    /// A draft holds the next version.
+    Drafting(Drafting),
+    /// The gate refused the last draft; `placeholder` keeps a never-committed file's name.
+    Refused { placeholder: Option<Draft> },
+}
+
+/// A draft and who changed it.
+#[derive(Debug)]
+pub struct Drafting {
+    pub draft: Draft,
+    pub authors: Authors,
+}
+
+/// Who changed a draft.
+#[derive(Debug, Default)]
+pub struct Authors {
+    /// The author of the row the commit writes: who changed the draft last (or started it).
+    pub writer: Option<Actor>,
+    /// The processes that changed the draft since it was started. A close by any other
+    /// process does not commit it: that is a copy of a writer's descriptor inherited by a
+    /// child (closed at its `exec` or exit), and committing there would install whatever half
+    /// of the file the writer had written so far.
+    writers: Vec<u32>,
+}
+
+/// A regular file's shared state (see the module docs).
+#[derive(Debug, Default)]
+pub struct FileState {
+    /// Open handles on this file.
+    pub handles: u32,
+    /// Releases of the last handle whose last close is still to run.
+    pub closing: u32,
+    /// The committed version, open for reads while there is no draft (and for the handles of
+    /// a file that lost its name).
+    pub backing: Option<Arc<File>>,
+    phase: Phase,
+}
+
+impl FileState {
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    /// The draft reads see: the next version, or a refused new file's empty placeholder.
+    pub fn draft(&self) -> Option<&Draft> {
+        match &self.phase {
+            Phase::Drafting(d) => Some(&d.draft),
+            Phase::Refused { placeholder } => placeholder.as_ref(),
+            Phase::Clean => None,
+        }
+    }
+
+    /// The draft being written, if any (not a placeholder: a refused file takes no bytes).
+    pub fn draft_mut(&mut self) -> Option<&mut Draft> {
+        match &mut self.phase {
+            Phase::Drafting(d) => Some(&mut d.draft),
+            _ => None,
+        }
+    }
+
+    pub fn is_refused(&self) -> bool {
+        matches!(self.phase, Phase::Refused { .. })
+    }
+
+    /// Written or truncated since its draft started (what a writer's close commits).
+    pub fn is_dirty(&self) -> bool {
+        matches!(&self.phase, Phase::Drafting(d) if d.draft.is_dirty())
+    }
+
+    /// Differs from the committed version: dirty, or a draft started empty (what an fsync and
+    /// the last close commit).
+    pub fn needs_commit(&self) -> bool {
+        matches!(&self.phase, Phase::Drafting(d) if d.draft.needs_commit())
+    }
+
+    /// Clean or Refused → Drafting with `draft`, started by `writer`. A refusal is forgotten:
+    /// this is a rewrite. Returns the placeholder a refusal held, for the caller to discard.
+    pub fn start(&mut self, draft: Draft, writer: Option<Actor>) -> Option<Draft> {
+        let old = std::mem::replace(&mut self.phase, Phase::Clean);
+        let writers = writer.as_ref().and_then(|w| w.pid).into_iter().collect();
+        self.phase = Phase::Drafting(Drafting { draft, authors: Authors { writer, writers } });
+        match old {
+            Phase::Refused { placeholder } => placeholder,
+            Phase::Drafting(d) => Some(d.draft),
+            Phase::Clean => None,
+        }
+    }
+
+    /// Record a change to the draft by `actor` (whose pid is a process id, not a thread's).
+    pub fn changed_by(&mut self, actor: Actor) {
+        if let Phase::Drafting(d) = &mut self.phase {
+            let authors = &mut d.authors;
+            if let Some(pid) = actor.pid
+                && !authors.writers.contains(&pid)
+            {
+                authors.writers.push(pid);
+            }
+            authors.writer = Some(actor);
+        }
+    }
+
+    /// Name `actor` the draft's author if nobody changed it (a draft settled at shutdown).
+    pub fn author_unless_known(&mut self, actor: Actor) {
+        if let Phase::Drafting(d) = &mut self.phase
+            && d.authors.writer.is_none()
+        {
+            d.authors.writer = Some(actor);
+        }
+    }
+
+    /// Does a close by process `pid` (`None`: unknown) commit the draft? Only when it is dirty,
+    /// and the closer is not known to be someone other than its writers.
+    pub fn commits_at_close_by(&self, pid: Option<u32>) -> bool {
+        match (&self.phase, pid) {
+            (Phase::Drafting(d), Some(pid)) => {
+                let writers = &d.authors.writers;
+                d.draft.is_dirty() && (writers.is_empty() || writers.contains(&pid))
+            }
+            (Phase::Drafting(d), None) => d.draft.is_dirty(),
+            _ => false,
+        }
+    }
+
+    /// Drafting → Clean for a commit: the draft and its author. Put it back with
+    /// [`FileState::resume`] if the commit fails for a reason other than a refusal.
+    pub fn take_for_commit(&mut self) -> Option<(Draft, Authors)> {
+        match std::mem::take(&mut self.phase) {
+            Phase::Drafting(d) => Some((d.draft, d.authors)),
+            other => {
+                self.phase = other;
+                None
+            }
+        }
+    }
+
+    /// A commit failed and left the draft: Drafting again, as before.
+    pub fn resume(&mut self, draft: Draft, authors: Authors) {
+        self.phase = Phase::Drafting(Drafting { draft, authors });
+    }
+
+    /// Write into the draft through `write`, which may consume it (the engine quarantines a
+    /// draft whose bytes are certainly refused): Drafting stays Drafting, or becomes Clean when
+    /// the draft is gone (the caller then records the refusal, see [`FileState::refuse`]).
+    /// Clean or Refused: `StillBlocked`, nothing to write into.
+    pub fn write_with(&mut self, write: impl FnOnce(&mut Option<Draft>) -> Result<()>) -> Result<()> {
+        let Some((draft, authors)) = self.take_for_commit() else {
+            return Err(crate::error::Reason::StillBlocked.into());
+        };
+        let mut slot = Some(draft);
+        let written = write(&mut slot);
+        self.phase = match slot {
+            Some(draft) => Phase::Drafting(Drafting { draft, authors }),
+            None => Phase::Clean,
+        };
+        written
+    }
+
+    /// Refused with a placeholder → Clean, handing the placeholder over (a rewrite of a refused
+    /// new file makes it the file's draft again).
+    pub fn take_placeholder(&mut self) -> Option<Draft> {
+        match &mut self.phase {
+            Phase::Refused { placeholder } => {
+                let taken = placeholder.take();
+                if taken.is_some() {
+                    self.phase = Phase::Clean;
+                }
+                taken
+            }
+            _ => None,
+        }
+    }
+
+    /// → Refused: the gate refused the draft (already quarantined by the engine). Returns
+    /// whatever draft the state still held, for the caller to discard.
+    pub fn refuse(&mut self, placeholder: Option<Draft>) -> Option<Draft> {
+        match std::mem::replace(&mut self.phase, Phase::Refused { placeholder }) {
+            Phase::Drafting(d) => Some(d.draft),
+            Phase::Refused { placeholder } => placeholder,
+            Phase::Clean => None,
+        }
+    }
+
+    /// → Clean, dropping the draft or placeholder (returned for the caller to discard): the
+    /// last close of a refused or nameless file, or of one with nothing to commit.
+    pub fn discard(&mut self) -> Option<Draft> {
+        match std::mem::take(&mut self.phase) {
+            Phase::Drafting(d) => Some(d.draft),
+            Phase::Refused { placeholder } => placeholder,
+            Phase::Clean => None,
+        }
+    }
+}
+
+/// A regular file's shared state, and the signal of its last closes.
+#[derive(Default)]
+pub struct FileNode {
+    state: Mutex<FileState>,
+    /// Signalled when a last close is done.
+    closed: Condvar,
+}
+
+impl FileNode {
+    pub fn lock(&self) -> MutexGuard<'_, FileState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state once no last close is pending: the kernel answers `close()` before it sends
+    /// the release, so a `stat` right after `close()` can overtake the commit the release
+    /// makes; it waits for it here and sees the committed version.
+    pub fn lock_closed(&self) -> MutexGuard<'_, FileState> {
+        let state = self.lock();
+        self.closed.wait_while(state, |s| s.closing > 0).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A last close is done: wake whoever waits in [`FileNode::lock_closed`].
+    pub fn closed(&self, state: &mut FileState) {
+        state.closing = state.closing.saturating_sub(1);
+        self.closed.notify_all();
+    }
+}

@@ -1,0 +1,335 @@
+//! The mount's filesystem without a kernel: nodes, handles, the draft state machine and the
+//! commit points (DESIGN §5). [`Vfs`] answers every request the kernel can send — lookup,
+//! open, read, write, flush, fsync, release, rename, unlink, link … — with plain types ([`Attr`]:
+//! a node number and a backing [`Stat`]; typed [`Error`]s), so its semantics are tested without
+//! root or `/dev/fuse` (`tests/vfs.rs`). `fuse/` is the adapter that speaks fuser; this module
+//! never imports it.
+//!
+//! ```text
+//!   open(O_TRUNC) / first write / truncate   → one draft per file (engine::Draft), shared by
+//!                                              every handle; reads see it
+//!   write                                    → into the draft; a certain secret → errno now
+//!   flush (every close) if dirty, fsync      → commit: errno reaches close()/fsync()
+//!   release (last handle) if still dirty     → commit (late mmap pages); errno is lost, so the
+//!                                              outcome is journaled (a block row, quarantine)
+//!   create                                   → a pending file: only in the node table and its
+//!                                              draft until the first commit
+//!   pass-through paths (.git/**, target/**…) → opened and written in place, no draft
+//! ```
+//!
+//! Semantics a writer sees (each defended in `tests/vfs.rs`, then through a kernel in
+//! `tests/mount.rs`):
+//! - `write()` succeeds unless the written bytes alone are certainly refused (then the
+//!   policy's errno, `EACCES` by default, and the draft is quarantined);
+//! - `close()` and `fsync()` return only once the new version, its directory entry and its
+//!   journal row are durable, or fail with the errno of what went wrong (blocked: `EACCES`);
+//!   the tree keeps the previous version until then; a close commits only when the closing
+//!   process changed the draft (see [`file`]);
+//! - after a refusal every write and close of that file fails the same way, until the file is
+//!   truncated to nothing (a rewrite) or its last handle closes (the state machine in [`file`]);
+//! - `unlink` and rename-over keep the old version in `objects/`; open files keep reading the
+//!   version they opened after an unlink or a rename over them;
+//! - names linked through the mount are one node (one inode number): a commit through any of
+//!   them installs the new version and links it over the others, so every name shows it; links
+//!   made outside the mount are separate nodes, and a commit splits them;
+//! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/`, `scratch/`
+//!   and `keys/` (refused and quarantined content, out-of-band secrets, the key that signs read
+//!   cursors) cannot be opened through the mount;
+//! - an open file that loses its name (unlink, rename over it) keeps being read and written
+//!   through its handles, into a draft that is never committed (POSIX's unlinked open file).
+//!
+//! Kernel caches are the adapter's, but when to drop them is decided here and said through the
+//! [`Kernel`] trait: a refused draft drops the file's pages, a commit drops its attributes, a
+//! change the engine made behind the kernel's back (an MCP or CLI write, a restore — published
+//! by the engine as a [`crate::engine::Changed`] event, to which a `Vfs` subscribes) drops the
+//! node and the name. [`Attr::cacheable`] and [`Vfs::absence_cacheable`] say which answers the
+//! kernel may keep.
+//!
+//! Threads: any method may be called from several threads at once. Locks: a file's state, then
+//! the node table, then the handle table; never the other way round.
+
+mod data;
+mod file;
+mod names;
+mod table;
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
+
+use crate::durable::{FileKind, STATE_DIR, Stat};
+use crate::engine::Engine;
+use crate::error::{Reason, Result};
+use crate::journal::{Actor, Via};
+
+pub use data::Closing;
+pub use file::{FileState, Phase};
+pub use names::SetAttr;
+pub use table::ROOT;
+
+use table::Table;
+
+/// Parts of the state directory that cannot be read through the mount.
+const HIDDEN: &[&str] = &["objects", "drafts", "scratch", "keys"];
+
+/// What the filesystem is asked to be.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub read_only: bool,
+    /// Globs written in place besides the policy's `pass_through`.
+    pub pass_through: Vec<String>,
+}
+
+/// Who sends a request: the process (not the thread: FUSE names threads, the adapter maps
+/// them) and its credentials. `pid` 0 is the kernel itself (writeback of mapped pages).
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    pub pid: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// The process name, for the journal.
+    pub comm: Option<String>,
+}
+
+impl Caller {
+    /// The kernel's own requests, and the daemon's (shutdown).
+    pub fn kernel() -> Caller {
+        Caller::default()
+    }
+}
+
+/// The attributes of a node: its number and what the backing tree (or its draft) says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub stat: Stat,
+}
+
+impl Attr {
+    /// May the kernel keep these attributes for a while? Not for a file with several names:
+    /// each name is a node of its own here (inodes are synthetic), so a change made through
+    /// one name (a link, an unlink, a chmod) cannot reach what the kernel caches for the
+    /// others: it asks every time instead.
+    pub fn cacheable(&self) -> bool {
+        self.stat.kind == FileKind::Dir || self.stat.nlink <= 1
+    }
+}
+
+/// The kernel's caches, as far as the filesystem needs to drop entries from them. The FUSE
+/// adapter implements it with notifications; tests record the calls.
+pub trait Kernel: Send + Sync {
+    /// Drop the node's cached pages and attributes (asynchronously: never inside a request
+    /// the kernel may be waiting on with the inode locked).
+    fn forget_node(&self, ino: u64);
+    /// Drop the node's cached attributes now (no page is touched, so no lock a request holds
+    /// is needed), before the reply of the request that changed them.
+    fn forget_attr(&self, ino: u64);
+    /// Drop the kernel's entry for `name` in `parent` (positive or negative), asynchronously.
+    fn forget_name(&self, parent: u64, name: &OsStr);
+    /// Wait (bounded) until the asynchronous forgets asked for so far are done.
+    fn settle(&self);
+}
+
+/// A kernel with no caches (tests that do not observe invalidations).
+pub struct NoKernel;
+
+impl Kernel for NoKernel {
+    fn forget_node(&self, _ino: u64) {}
+    fn forget_attr(&self, _ino: u64) {}
+    fn forget_name(&self, _parent: u64, _name: &OsStr) {}
+    fn settle(&self) {}
+}
+
+/// An open file or directory.
+pub(crate) enum Handle {
+    /// A regular file through the gate: its state is the file's. `opener` opened it.
+    File { ino: u64, writable: bool, opener: Caller },
+    /// A file written in place (pass-through): its own descriptor.
+    InPlace { ino: u64, file: crate::durable::File },
+    /// A directory: its entries, read at the first `readdir`.
+    Dir { ino: u64, entries: Mutex<Option<Vec<DirEntry>>> },
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The node's number when the table knows it (`u64::MAX` otherwise: `d_ino` is advisory,
+    /// `stat` gives the node's).
+    pub ino: u64,
+    pub kind: FileKind,
+    pub name: OsString,
+}
+
+/// The mount's filesystem (see the module docs).
+pub struct Vfs {
+    engine: Arc<Engine>,
+    kernel: Arc<dyn Kernel>,
+    table: Mutex<Table>,
+    handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    next_handle: AtomicU64,
+    /// Last closes whose commit is still to run (see [`Vfs::release_handle`]).
+    closing: AtomicUsize,
+    read_only: bool,
+    pass_through: globset::GlobSet,
+    /// Time of the last commit through the mount (for status).
+    last_commit: Mutex<Option<SystemTime>>,
+}
+
+impl Vfs {
+    /// The filesystem of `engine`'s workspace; `kernel` is told what to forget. Starts no
+    /// session and no thread. It follows the engine's changes (see the module docs) for as
+    /// long as it lives.
+    pub fn new(engine: Arc<Engine>, options: Options, kernel: Arc<dyn Kernel>) -> Result<Arc<Vfs>> {
+        let mut globs = globset::GlobSetBuilder::new();
+        for pattern in &options.pass_through {
+            globs.add(globset::Glob::new(pattern).map_err(|_| Reason::InvalidArgument { what: "pass-through glob" })?);
+        }
+        let pass_through = globs.build().map_err(|_| Reason::InvalidArgument { what: "pass-through glob" })?;
+        let vfs = Arc::new(Vfs {
+            pass_through,
+            engine,
+            kernel,
+            table: Mutex::default(),
+            handles: Mutex::default(),
+            next_handle: AtomicU64::new(1),
+            closing: AtomicUsize::new(0),
+            read_only: options.read_only,
+            last_commit: Mutex::default(),
+        });
+        let weak = Arc::downgrade(&vfs);
+        vfs.engine.subscribe(Box::new(move |changed| match weak.upgrade() {
+            Some(vfs) => {
+                if changed.via != Via::Fuse {
+                    vfs.changed(&changed.path);
+                }
+                true
+            }
+            None => false,
+        }));
+        Ok(vfs)
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Open drafts and the time of the last commit.
+    pub fn status(&self) -> (usize, Option<SystemTime>) {
+        (self.open_drafts(), *self.last_commit.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The journal's actor for a request of `caller`.
+    fn actor(&self, caller: &Caller) -> Actor {
+        let pid = (caller.pid != 0).then_some(caller.pid);
+        Actor {
+            via: Via::Fuse,
+            caller: "rwfs-mount".into(),
+            pid,
+            comm: caller.comm.clone(),
+            uid: Some(caller.uid),
+            tool: None,
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The path of a node, or `ENOENT` (detached) / `EILSEQ` (a name that is not UTF-8).
+    fn path(&self, ino: u64) -> Result<String> {
+        self.table().path(ino).ok_or_else(|| Reason::NotFound.into())
+    }
+
+    fn child_path(&self, parent: u64, name: &OsStr) -> Result<String> {
+        if name.to_str().is_none() {
+            return Err(Reason::NotUtf8.into());
+        }
+        self.table().child_path(parent, name).ok_or_else(|| Reason::NotFound.into())
+    }
+
+    /// Is `path` written in place (no draft, no scan, no journal)?
+    fn in_place(&self, path: &str) -> bool {
+        self.engine.is_pass_through(path) || self.pass_through.is_match(path)
+    }
+
+    /// Refuse what the mount never lets a process read: the bytes of the files in `objects/`,
+    /// `drafts/`, `scratch/` and `keys/` (refused and quarantined content, out-of-band secrets,
+    /// the cursor key). Their names and attributes are listed, which reveals digests and sizes
+    /// only.
+    fn check_readable(&self, path: &str) -> Result<()> {
+        let mut parts = path.split('/');
+        if parts.next() == Some(STATE_DIR)
+            && parts.next().is_some_and(|p| HIDDEN.contains(&p))
+            && parts.next().is_some()
+        {
+            return Err(Reason::PermissionDenied.into());
+        }
+        Ok(())
+    }
+
+    /// Refuse changes on a read-only mount and inside the state directory.
+    fn check_writable(&self, path: &str) -> Result<()> {
+        if self.read_only || path.split('/').next() == Some(STATE_DIR) {
+            return Err(Reason::ReadOnlyFilesystem.into());
+        }
+        Ok(())
+    }
+
+    fn new_handle(&self, handle: Handle) -> u64 {
+        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        self.handles.lock().unwrap_or_else(PoisonError::into_inner).insert(fh, Arc::new(handle));
+        fh
+    }
+
+    /// The engine changed `path` behind the kernel's back (a write, delete or restore from the
+    /// CLI or MCP): forget what this filesystem and the kernel cached about it, and return once
+    /// the kernel has (so that whoever is told "written" then finds the name).
+    pub fn changed(&self, path: &str) {
+        // The node at `path`, and the name the kernel may hold an entry for (positive, or
+        // negative: "absent"): the last one, or the first one on the way that the table does
+        // not know (a directory the engine just created for the change).
+        let (node, parent) = {
+            let table = self.table();
+            let (mut at, mut entry, mut known) = (ROOT, None, true);
+            for name in path.split('/').filter(|c| !c.is_empty()) {
+                entry = Some((at, OsString::from(name)));
+                match table.child(at, OsStr::new(name)) {
+                    Some(child) => at = child,
+                    None => {
+                        known = false;
+                        break;
+                    }
+                }
+            }
+            (known.then_some(at).filter(|&ino| ino != ROOT), entry)
+        };
+        if let Some(ino) = node {
+            if let Some(file_node) = self.file_of(ino) {
+                file_node.lock().backing = None;
+            }
+            self.kernel.forget_node(ino);
+        }
+        if let Some((dir, name)) = parent {
+            self.kernel.forget_name(dir, &name);
+        }
+        self.kernel.settle();
+    }
+
+    /// May the kernel remember that a name in `parent` is absent? Not inside the state
+    /// directory, whose files the engine creates behind the kernel's back (rejection
+    /// envelopes, objects); everywhere else a name appears through this module, or through
+    /// the engine, which says so ([`Vfs::changed`]).
+    pub fn absence_cacheable(&self, parent: u64) -> bool {
+        self.table().path(parent).is_some_and(|p| p.split('/').next() != Some(STATE_DIR))
+    }
+
+    fn committed(&self) {
+        *self.last_commit.lock().unwrap_or_else(PoisonError::into_inner) = Some(SystemTime::now());
+    }
+}

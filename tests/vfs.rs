@@ -1,0 +1,801 @@
+//! The mount's filesystem without a kernel (`rwfs::vfs`): every semantic rule of DESIGN §5 is
+//! tested here first, as requests a kernel would send, on a plain temporary workspace — no
+//! root, no `/dev/fuse`. `tests/mount.rs` then proves the adapter and the kernel keep them.
+//!
+//! The last test is a model test: random sequences of opens, writes, closes (including a
+//! forked child's close of an inherited descriptor), fsyncs, truncations, renames, unlinks and
+//! refused writes over several handles and processes, checked after every step against a
+//! plain in-memory model of what a writer must see (through every handle) and what the backing
+//! tree must hold.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::sync::{Arc, Mutex};
+
+use nix::libc;
+use rwfs::engine::{Engine, WriteMode};
+use rwfs::journal::{Op, Via};
+use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
+use rwfs::{ErrorKind, Reason, Result};
+
+use crate::support::{Ws, aws_secret_line, sha, write};
+
+/// What the filesystem asked the kernel to forget, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Forgot {
+    Node(u64),
+    Attr(u64),
+    Name(u64, String),
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Forgot>>);
+
+impl Recorder {
+    fn take(&self) -> Vec<Forgot> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl Kernel for Recorder {
+    fn forget_node(&self, ino: u64) {
+        self.0.lock().unwrap().push(Forgot::Node(ino));
+    }
+    fn forget_attr(&self, ino: u64) {
+        self.0.lock().unwrap().push(Forgot::Attr(ino));
+    }
+    fn forget_name(&self, parent: u64, name: &OsStr) {
+        self.0.lock().unwrap().push(Forgot::Name(parent, name.to_string_lossy().into_owned()));
+    }
+    fn settle(&self) {}
+}
+
+/// A workspace, its engine and the filesystem over it.
+struct Fx {
+    ws: Ws,
+    engine: Arc<Engine>,
+    vfs: Arc<Vfs>,
+    kernel: Arc<Recorder>,
+}
+
+const RDONLY: i32 = libc::O_RDONLY;
+const WRONLY: i32 = libc::O_WRONLY;
+const TRUNC: i32 = libc::O_WRONLY | libc::O_TRUNC;
+
+fn process(pid: u32) -> Caller {
+    Caller { pid, uid: nix::unistd::getuid().as_raw(), gid: nix::unistd::getgid().as_raw(), comm: Some(format!("p{pid}")) }
+}
+
+impl Fx {
+    fn new() -> Fx {
+        Fx::with(Ws::new(), Options::default())
+    }
+
+    fn with(ws: Ws, options: Options) -> Fx {
+        let engine = Arc::new(ws.open());
+        let kernel = Arc::new(Recorder::default());
+        let vfs = Vfs::new(engine.clone(), options, kernel.clone()).expect("vfs");
+        Fx { ws, engine, vfs, kernel }
+    }
+
+    /// The node at `path`, looked up from the root as the kernel does.
+    fn node(&self, path: &str) -> Result<u64> {
+        let mut at = ROOT;
+        for name in path.split('/') {
+            at = self.vfs.lookup(at, OsStr::new(name))?.ino;
+        }
+        Ok(at)
+    }
+
+    /// The parent node and last name of `path`.
+    fn parent(&self, path: &str) -> (u64, &'static OsStr) {
+        let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+        let parent = if dir.is_empty() { ROOT } else { self.node(dir).expect("parent") };
+        (parent, OsStr::new(Box::leak(name.to_string().into_boxed_str())))
+    }
+
+    /// `open(path, flags | O_CREAT, 0644)` by `who`: CREATE when the name is absent, else OPEN.
+    fn open(&self, path: &str, flags: i32, who: &Caller) -> Result<u64> {
+        match self.node(path) {
+            Ok(ino) => self.vfs.open(ino, flags, who),
+            Err(e) if *e.reason() == Reason::NotFound => {
+                let (parent, name) = self.parent(path);
+                self.vfs.create(parent, name, 0o644, flags | libc::O_CREAT, who).map(|(_, fh)| fh)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write(&self, fh: u64, offset: u64, data: &[u8], who: &Caller) -> Result<()> {
+        self.vfs.write(fh, offset, data, who).map(|n| assert_eq!(n as usize, data.len()))
+    }
+
+    fn read(&self, fh: u64) -> Vec<u8> {
+        self.vfs.read(fh, 0, 1 << 20).expect("read")
+    }
+
+    /// `close(2)`: the flush (whose errno is close's) and the release.
+    fn close(&self, fh: u64, who: &Caller) -> Result<()> {
+        let flushed = self.vfs.flush(fh, false, who);
+        self.vfs.release(fh, who);
+        flushed
+    }
+
+    fn ftruncate(&self, path: &str, size: u64, who: &Caller) -> Result<Attr> {
+        let set = SetAttr { size: Some(size), ..SetAttr::default() };
+        self.vfs.setattr(self.node(path)?, set, who)
+    }
+
+    fn backing(&self, path: &str) -> Option<Vec<u8>> {
+        self.ws.read(path)
+    }
+
+    /// Write `data` to `path` in one open/write/close by `who`.
+    fn put(&self, path: &str, data: &[u8], who: &Caller) -> Result<()> {
+        let fh = self.open(path, TRUNC, who)?;
+        let wrote = self.write(fh, 0, data, who);
+        let closed = self.close(fh, who);
+        wrote.and(closed)
+    }
+}
+
+fn blocked<T: std::fmt::Debug>(r: Result<T>) {
+    let e = r.expect_err("refused");
+    assert_eq!(e.kind(), ErrorKind::Blocked, "{e}");
+}
+
+#[test]
+fn a_write_is_committed_at_close_with_its_writer_in_the_row() {
+    let fx = Fx::new();
+    let p = process(4242);
+    let fh = fx.open("a.txt", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"hello\n", &p).unwrap();
+    assert_eq!(fx.backing("a.txt"), None, "nothing reaches the tree before close");
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("a.txt").unwrap(), b"hello\n");
+    let row = fx.ws.rows().into_iter().rfind(|r| r.path == "a.txt").unwrap();
+    assert_eq!((row.op(), row.pid, row.comm.as_deref()), (Op::Create, Some(4242), Some("p4242")));
+    assert_eq!(row.sha256, Some(sha(b"hello\n")));
+}
+
+#[test]
+fn readers_see_the_draft_and_the_tree_keeps_the_old_version_until_close() {
+    let fx = Fx::new();
+    let p = process(10);
+    fx.put("f", b"old\n", &p).unwrap();
+    let writer = fx.open("f", TRUNC, &p).unwrap();
+    let reader = fx.open("f", RDONLY, &process(11)).unwrap();
+    fx.write(writer, 0, b"new\n", &p).unwrap();
+    assert_eq!(fx.read(reader), b"new\n", "one draft per file, shared by every handle");
+    assert_eq!(fx.backing("f").unwrap(), b"old\n");
+    fx.close(reader, &process(11)).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"old\n", "a reader's close commits nothing");
+    fx.close(writer, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"new\n");
+}
+
+#[test]
+fn a_childs_close_of_an_inherited_descriptor_does_not_commit_half_a_file() {
+    let fx = Fx::new();
+    let (parent, child) = (process(20), process(21));
+    let fh = fx.open("big", TRUNC, &parent).unwrap();
+    fx.write(fh, 0, b"first half\n", &parent).unwrap();
+    // fork + exec: the child's copy of the descriptor is closed (a FLUSH from the child).
+    fx.vfs.flush(fh, false, &child).unwrap();
+    assert_eq!(fx.backing("big"), None, "the child did not write: its close commits nothing");
+    fx.write(fh, 11, b"second half\n", &parent).unwrap();
+    fx.close(fh, &parent).unwrap();
+    assert_eq!(fx.backing("big").unwrap(), b"first half\nsecond half\n");
+}
+
+#[test]
+fn kernel_writeback_of_mapped_pages_counts_as_the_openers_and_commits_at_release() {
+    let fx = Fx::new();
+    let p = process(30);
+    fx.put("m", b"aaaa", &p).unwrap();
+    let fh = fx.open("m", libc::O_RDWR, &p).unwrap();
+    fx.vfs.flush(fh, false, &p).unwrap();
+    // munmap after close: the kernel writes the dirty page back (pid 0) before RELEASE.
+    fx.write(fh, 0, b"bbbb", &Caller::kernel()).unwrap();
+    fx.vfs.release(fh, &Caller::kernel());
+    assert_eq!(fx.backing("m").unwrap(), b"bbbb", "the last close commits late pages");
+    let row = fx.ws.rows().into_iter().rfind(|r| r.path == "m").unwrap();
+    assert_eq!(row.pid, Some(30), "the row names the process that had the file open");
+}
+
+#[test]
+fn partial_writes_truncation_and_appends_land_exactly() {
+    let fx = Fx::new();
+    let p = process(40);
+    fx.put("f", b"0123456789", &p).unwrap();
+    let fh = fx.open("f", libc::O_RDWR, &p).unwrap();
+    fx.write(fh, 3, b"abc", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"012abc6789");
+    let fh = fx.open("f", WRONLY, &p).unwrap();
+    fx.ftruncate("f", 4, &p).unwrap();
+    fx.write(fh, 4, b"++", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"012a++");
+    // truncate(2) by path, with no handle open, commits at once.
+    let set = SetAttr { size: Some(2), by_path: true, ..SetAttr::default() };
+    fx.vfs.setattr(fx.node("f").unwrap(), set, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"01");
+}
+
+#[test]
+fn an_open_that_only_truncates_commits_at_the_last_close_not_at_a_dups_close() {
+    // `echo x > f` from bash: open(O_TRUNC), dup, close the dup before writing, write, close.
+    let fx = Fx::new();
+    let p = process(50);
+    fx.put("f", b"before\n", &p).unwrap();
+    let fh = fx.open("f", TRUNC, &p).unwrap();
+    fx.vfs.flush(fh, false, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"before\n", "no empty version from the dup's close");
+    fx.write(fh, 0, b"x\n", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"x\n");
+    let versions = fx.ws.rows().into_iter().filter(|r| r.path == "f").count();
+    assert_eq!(versions, 2, "one version per redirect");
+}
+
+#[test]
+fn a_refusal_is_the_errno_of_write_and_close_until_a_rewrite_or_the_last_close() {
+    let fx = Fx::new();
+    let p = process(60);
+    fx.put("conf.py", b"DEBUG = True\n", &p).unwrap();
+    let fh = fx.open("conf.py", libc::O_RDWR | libc::O_TRUNC, &p).unwrap();
+    fx.kernel.take();
+    blocked(fx.write(fh, 0, aws_secret_line(1).as_bytes(), &p));
+    let ino = fx.node("conf.py").unwrap();
+    assert!(fx.kernel.take().contains(&Forgot::Node(ino)), "the kernel drops the refused pages");
+    assert_eq!(fx.backing("conf.py").unwrap(), b"DEBUG = True\n", "the tree keeps its version");
+    assert_eq!(fx.read(fh), b"DEBUG = True\n", "reads see the committed version again");
+    blocked(fx.write(fh, 0, b"harmless\n", &p));
+    blocked(fx.vfs.flush(fh, true, &p));
+    // A rewrite (truncate to nothing) starts over.
+    fx.ftruncate("conf.py", 0, &p).unwrap();
+    fx.write(fh, 0, b"SAFE = 1\n", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("conf.py").unwrap(), b"SAFE = 1\n");
+
+    // Refused again, then the last close forgets the refusal.
+    let fh = fx.open("conf.py", WRONLY, &p).unwrap();
+    blocked(fx.write(fh, 0, aws_secret_line(2).as_bytes(), &p));
+    blocked(fx.close(fh, &p));
+    fx.put("conf.py", b"SAFE = 2\n", &p).unwrap();
+    assert_eq!(fx.backing("conf.py").unwrap(), b"SAFE = 2\n");
+    let ops: Vec<Op> = fx.ws.rows().iter().filter(|r| r.path == "conf.py").map(|r| r.op()).collect();
+    assert_eq!(ops.iter().filter(|o| **o == Op::Block).count(), 2, "each refusal has its row: {ops:?}");
+}
+
+#[test]
+fn a_secret_spanning_two_writes_is_refused_at_close() {
+    let fx = Fx::new();
+    let p = process(61);
+    let line = aws_secret_line(3);
+    let (a, b) = line.as_bytes().split_at(line.len() / 2);
+    let fh = fx.open("s.env", TRUNC, &p).unwrap();
+    let first = fx.write(fh, 0, a, &p);
+    let second = first.and_then(|()| fx.write(fh, a.len() as u64, b, &p));
+    let closed = fx.close(fh, &p);
+    assert!(second.is_err() || closed.is_err(), "refused at the second write or at close");
+    assert_eq!(fx.backing("s.env"), None);
+}
+
+#[test]
+fn a_refused_new_file_never_appears_and_can_be_written_again() {
+    let fx = Fx::new();
+    let p = process(70);
+    let fh = fx.open("new.py", TRUNC, &p).unwrap();
+    blocked(fx.write(fh, 0, aws_secret_line(4).as_bytes(), &p));
+    assert_eq!(fx.read(fh), b"", "its handles see an empty placeholder");
+    blocked(fx.close(fh, &p));
+    assert_eq!(fx.backing("new.py"), None);
+    assert_eq!(*fx.node("new.py").unwrap_err().reason(), Reason::NotFound, "gone after its last close");
+    fx.put("new.py", b"print('ok')\n", &p).unwrap();
+    assert_eq!(fx.backing("new.py").unwrap(), b"print('ok')\n");
+}
+
+#[test]
+fn a_refused_new_file_whose_name_the_kernel_kept_is_revived_by_a_rewrite() {
+    let fx = Fx::new();
+    let p = process(71);
+    let fh = fx.open("k.py", TRUNC, &p).unwrap();
+    let ino = fx.node("k.py").unwrap();
+    blocked(fx.write(fh, 0, aws_secret_line(5).as_bytes(), &p));
+    blocked(fx.close(fh, &p));
+    // The kernel still holds the node: it opens it again instead of creating.
+    let fh = fx.vfs.open(ino, TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"x = 1\n", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("k.py").unwrap(), b"x = 1\n");
+}
+
+#[test]
+fn a_created_file_exists_only_in_the_mount_until_its_first_commit() {
+    let fx = Fx::new();
+    let p = process(80);
+    let fh = fx.open("dir-less.txt", TRUNC, &p).unwrap();
+    assert!(fx.node("dir-less.txt").is_ok(), "looked up while pending");
+    let dir = fx.vfs.opendir(ROOT).unwrap();
+    let mut names = Vec::new();
+    fx.vfs
+        .readdir(dir, 0, |e, _| {
+            names.push(e.name.to_string_lossy().into_owned());
+            false
+        })
+        .unwrap();
+    fx.vfs.release(dir, &p);
+    assert!(names.contains(&"dir-less.txt".to_string()), "listed while pending: {names:?}");
+    assert_eq!(fx.backing("dir-less.txt"), None);
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("dir-less.txt").unwrap(), b"", "an empty file, committed at its last close");
+}
+
+#[test]
+fn a_directory_holding_only_uncommitted_files_is_not_empty() {
+    let fx = Fx::new();
+    let p = process(81);
+    let d = fx.vfs.mkdir(ROOT, OsStr::new("d"), 0o755, &p).unwrap().ino;
+    let fh = fx.open("d/pending", TRUNC, &p).unwrap();
+    let e = fx.vfs.rmdir(ROOT, OsStr::new("d")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY), "{e}");
+    fx.close(fh, &p).unwrap();
+    fx.vfs.unlink(d, OsStr::new("pending"), &p).unwrap();
+    fx.vfs.rmdir(ROOT, OsStr::new("d")).unwrap();
+}
+
+#[test]
+fn unlink_and_rename_over_keep_the_old_versions() {
+    let fx = Fx::new();
+    let p = process(90);
+    fx.put("a", b"version a\n", &p).unwrap();
+    fx.put("b", b"version b\n", &p).unwrap();
+    fx.vfs.rename(ROOT, OsStr::new("a"), ROOT, OsStr::new("b"), 0, &p).unwrap();
+    assert_eq!((fx.backing("a"), fx.backing("b").unwrap()), (None, b"version a\n".to_vec()));
+    fx.vfs.unlink(ROOT, OsStr::new("b"), &p).unwrap();
+    assert_eq!(fx.backing("b"), None);
+    for kept in [&b"version a\n"[..], b"version b\n"] {
+        assert_eq!(fx.ws.object(&sha(kept)).as_deref(), Some(kept), "kept in objects/");
+    }
+}
+
+#[test]
+fn an_open_file_keeps_its_version_after_a_rename_over_it_and_its_writes_are_never_committed() {
+    let fx = Fx::new();
+    let p = process(91);
+    fx.put("f", b"mine\n", &p).unwrap();
+    fx.put("g", b"theirs\n", &p).unwrap();
+    let fh = fx.open("f", libc::O_RDWR, &p).unwrap();
+    fx.vfs.rename(ROOT, OsStr::new("g"), ROOT, OsStr::new("f"), 0, &p).unwrap();
+    assert_eq!(fx.read(fh), b"mine\n", "still the version it opened");
+    fx.write(fh, 0, b"MINE\n", &p).unwrap();
+    assert_eq!(fx.read(fh), b"MINE\n", "an unlinked open file takes writes");
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("f").unwrap(), b"theirs\n", "and never reaches the tree");
+    let getattr = fx.vfs.getattr(fx.node("f").unwrap()).unwrap();
+    assert_eq!(getattr.stat.size, 7);
+}
+
+#[test]
+fn an_unlinked_open_file_reports_no_link_and_keeps_working() {
+    let fx = Fx::new();
+    let p = process(92);
+    fx.put("u", b"data\n", &p).unwrap();
+    let ino = fx.node("u").unwrap();
+    let fh = fx.vfs.open(ino, libc::O_RDWR, &p).unwrap();
+    fx.vfs.unlink(ROOT, OsStr::new("u"), &p).unwrap();
+    assert_eq!(fx.vfs.getattr(ino).unwrap().stat.nlink, 0);
+    fx.write(fh, 5, b"more\n", &p).unwrap();
+    assert_eq!(fx.read(fh), b"data\nmore\n");
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("u"), None);
+}
+
+#[test]
+fn hard_links_through_the_mount_are_one_node_and_follow_each_commit() {
+    let fx = Fx::new();
+    let p = process(93);
+    fx.put("one", b"v1\n", &p).unwrap();
+    let ino = fx.node("one").unwrap();
+    let linked = fx.vfs.link(ino, ROOT, OsStr::new("two"), &p).unwrap();
+    assert_eq!(linked.ino, ino, "one inode number for both names");
+    assert_eq!(linked.stat.nlink, 2);
+    assert!(!linked.cacheable(), "a file with two names is not cached by the kernel");
+    fx.put("two", b"v2\n", &p).unwrap();
+    assert_eq!((fx.backing("one").unwrap(), fx.backing("two").unwrap()), (b"v2\n".to_vec(), b"v2\n".to_vec()));
+}
+
+#[test]
+fn the_state_directory_is_read_only_and_its_secrets_unreadable() {
+    let fx = Fx::new();
+    let p = process(94);
+    fx.put("x", b"x\n", &p).unwrap();
+    let journal = fx.node(".resilient_write/journal.jsonl").unwrap();
+    let fh = fx.vfs.open(journal, RDONLY, &p).unwrap();
+    assert!(!fx.read(fh).is_empty());
+    fx.vfs.release(fh, &p);
+    assert_eq!(fx.vfs.open(journal, WRONLY, &p).unwrap_err().reason().code(), "read_only_filesystem");
+    let object = format!(".resilient_write/objects/{}", {
+        let hex = sha(b"x\n").to_hex();
+        format!("{}/{}", &hex[..2], hex)
+    });
+    // Nothing was displaced yet: make a version leave the tree first.
+    fx.put("x", b"y\n", &p).unwrap();
+    let _ = object;
+    let hex = sha(b"x\n").to_hex();
+    let kept = fx.node(&format!(".resilient_write/objects/{}/{hex}", &hex[..2])).unwrap();
+    assert_eq!(fx.vfs.open(kept, RDONLY, &p).unwrap_err().kind(), ErrorKind::PolicyViolation);
+}
+
+#[test]
+fn pass_through_paths_are_written_in_place_without_rows() {
+    let fx = Fx::with(Ws::new(), Options { pass_through: vec!["build/**".into()], ..Options::default() });
+    let p = process(95);
+    fx.vfs.mkdir(ROOT, OsStr::new("build"), 0o755, &p).unwrap();
+    let fh = fx.open("build/out.o", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"obj", &p).unwrap();
+    assert_eq!(fx.backing("build/out.o").unwrap(), b"obj", "in place, before close");
+    fx.close(fh, &p).unwrap();
+    assert!(fx.ws.rows().iter().all(|r| !r.path.starts_with("build/")), "no row");
+    // The policy's defaults too.
+    fx.vfs.mkdir(ROOT, OsStr::new("target"), 0o755, &p).unwrap();
+    fx.put("target/x", aws_secret_line(6).as_bytes(), &p).unwrap();
+    assert!(fx.backing("target/x").is_some(), "nothing gated there");
+}
+
+#[test]
+fn changes_the_engine_makes_elsewhere_drop_the_kernels_caches() {
+    let fx = Fx::new();
+    let p = process(96);
+    fx.put("seen", b"1\n", &p).unwrap();
+    let ino = fx.node("seen").unwrap();
+    fx.kernel.take();
+    // An MCP write: the engine publishes it, the filesystem tells the kernel.
+    write(&fx.engine, "seen", b"2\n", WriteMode::Overwrite).unwrap();
+    let forgot = fx.kernel.take();
+    assert!(forgot.contains(&Forgot::Node(ino)), "{forgot:?}");
+    assert!(forgot.contains(&Forgot::Name(ROOT, "seen".into())), "{forgot:?}");
+    // A name the kernel may have cached as absent.
+    write(&fx.engine, "fresh/new.txt", b"n\n", WriteMode::Create).unwrap();
+    assert_eq!(fx.kernel.take(), vec![Forgot::Name(ROOT, "fresh".into())]);
+    // The mount's own commits are its own: no event comes back.
+    fx.put("seen", b"3\n", &p).unwrap();
+    assert!(fx.kernel.take().iter().all(|f| !matches!(f, Forgot::Name(..) | Forgot::Node(_))));
+    let fh = fx.open("seen", RDONLY, &p).unwrap();
+    assert_eq!(fx.read(fh), b"3\n");
+    fx.close(fh, &p).unwrap();
+    assert!(fx.ws.rows().iter().any(|r| r.via == Some(Via::Fuse)));
+}
+
+// ---- The model test.
+
+/// A small deterministic generator (xorshift), so failures reproduce from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// The draft of a file in the model.
+#[derive(Debug, Clone)]
+struct MDraft {
+    bytes: Vec<u8>,
+    /// Written or truncated since it started (a writer's close commits it).
+    dirty: bool,
+    /// The processes that changed it.
+    writers: BTreeSet<u32>,
+}
+
+/// A file (one node) in the model.
+#[derive(Debug, Clone, Default)]
+struct MFile {
+    /// The version in the tree; for a file that lost its name, the version it had.
+    committed: Option<Vec<u8>>,
+    draft: Option<MDraft>,
+    /// Refused: writes and closes fail until a rewrite or the last close.
+    refused: bool,
+    /// Has a name (else unlinked or replaced while open).
+    named: bool,
+    handles: usize,
+}
+
+impl MFile {
+    /// What reads through any handle see.
+    fn visible(&self) -> Vec<u8> {
+        if self.refused {
+            // A refused new file shows its empty placeholder.
+            return self.committed.clone().unwrap_or_default();
+        }
+        match &self.draft {
+            Some(d) => d.bytes.clone(),
+            None => self.committed.clone().unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Model {
+    files: Vec<MFile>,
+    /// name → file index.
+    names: BTreeMap<&'static str, usize>,
+    /// Open handles: (fh, file index, owner pid).
+    handles: Vec<(u64, usize, u32)>,
+}
+
+impl Model {
+    fn commit(&mut self, f: usize) {
+        let file = &mut self.files[f];
+        if let Some(d) = file.draft.take() {
+            file.committed = Some(d.bytes);
+        }
+    }
+
+    /// The close of a handle (its flush, then its release): what close returns.
+    fn close(&mut self, at: usize, pid: u32) -> bool {
+        let (_, f, _) = self.handles.remove(at);
+        let ok = self.flush(f, pid);
+        self.release(f);
+        ok
+    }
+
+    fn flush(&mut self, f: usize, pid: u32) -> bool {
+        let file = &mut self.files[f];
+        if !file.named {
+            return true;
+        }
+        if file.refused {
+            return false;
+        }
+        if file.draft.as_ref().is_some_and(|d| d.dirty && (d.writers.is_empty() || d.writers.contains(&pid))) {
+            self.commit(f);
+        }
+        true
+    }
+
+    fn release(&mut self, f: usize) {
+        let file = &mut self.files[f];
+        file.handles -= 1;
+        if file.handles > 0 {
+            return;
+        }
+        if file.refused || !file.named {
+            file.refused = false;
+            file.draft = None;
+            if file.committed.is_none() {
+                // Never committed: the name goes.
+                self.names.retain(|_, i| *i != f);
+                self.files[f].named = false;
+            }
+            return;
+        }
+        if file.draft.is_some() {
+            self.commit(f);
+        }
+    }
+
+    /// The name a file index has, if any.
+    fn name_of(&self, f: usize) -> Option<&'static str> {
+        self.names.iter().find(|(_, i)| **i == f).map(|(n, _)| *n)
+    }
+}
+
+const NAMES: &[&str] = &["a", "b", "c"];
+const PIDS: &[u32] = &[1001, 1002, 1003];
+
+#[test]
+fn random_sequences_over_handles_and_processes_match_the_model() {
+    let started = std::time::Instant::now();
+    let mut sequences = 0;
+    for seed in 1..=40u64 {
+        run(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15), 150);
+        sequences += 1;
+    }
+    println!("vfs model: {sequences} sequences of 150 steps in {:?}", started.elapsed());
+}
+
+fn run(seed: u64, steps: usize) {
+    let fx = Fx::new();
+    let mut rng = Rng(seed);
+    let mut m = Model::default();
+    for step in 0..steps {
+        let ctx = format!("seed {seed:#x} step {step}");
+        let pid = *rng.pick(PIDS);
+        let who = process(pid);
+        let payload = format!("{step}:{}\n", rng.below(1000)).into_bytes();
+        match rng.below(12) {
+            // open, maybe creating, maybe truncating
+            0 | 1 => {
+                if m.handles.len() >= 6 {
+                    continue;
+                }
+                let name = *rng.pick(NAMES);
+                let trunc = rng.below(2) == 0;
+                let fh = fx.open(name, if trunc { libc::O_RDWR | libc::O_TRUNC } else { libc::O_RDWR }, &who);
+                let fh = fh.unwrap_or_else(|e| panic!("{ctx}: open {name}: {e}"));
+                let f = match m.names.get(name) {
+                    Some(&f) => {
+                        let file = &mut m.files[f];
+                        if trunc {
+                            // A rewrite: the draft (or a refused new file's placeholder) is
+                            // emptied, which counts as a change; else an empty draft starts.
+                            let had_draft = file.draft.is_some() || (file.refused && file.committed.is_none());
+                            let mut writers = file.draft.take().map(|d| d.writers).unwrap_or_default();
+                            writers.insert(pid);
+                            file.refused = false;
+                            file.draft = Some(MDraft { bytes: vec![], dirty: had_draft, writers });
+                        }
+                        f
+                    }
+                    None => {
+                        let draft = MDraft { bytes: vec![], dirty: false, writers: [pid].into() };
+                        m.files.push(MFile { named: true, draft: Some(draft), ..MFile::default() });
+                        m.names.insert(name, m.files.len() - 1);
+                        m.files.len() - 1
+                    }
+                };
+                m.files[f].handles += 1;
+                m.handles.push((fh, f, pid));
+            }
+            // write at the end or over the start
+            2..=4 => {
+                if m.handles.is_empty() {
+                    continue;
+                }
+                let (fh, f, owner) = *rng.pick(&m.handles);
+                let writer = if rng.below(4) == 0 { pid } else { owner };
+                let who = process(writer);
+                let file = &mut m.files[f];
+                let end = file.visible().len() as u64;
+                let at = if rng.below(3) == 0 { 0 } else { end };
+                let r = fx.write(fh, at, &payload, &who);
+                if file.refused {
+                    assert!(r.is_err(), "{ctx}: a refused file takes no bytes");
+                    continue;
+                }
+                r.unwrap_or_else(|e| panic!("{ctx}: write: {e}"));
+                let base = file.visible();
+                let draft = file.draft.get_or_insert(MDraft { bytes: base, dirty: false, writers: BTreeSet::new() });
+                let at = at as usize;
+                if draft.bytes.len() < at + payload.len() {
+                    draft.bytes.resize(at + payload.len(), 0);
+                }
+                draft.bytes[at..at + payload.len()].copy_from_slice(&payload);
+                draft.dirty = true;
+                if file.named {
+                    draft.writers.insert(writer);
+                }
+            }
+            // a refused write (a credential)
+            5 => {
+                if m.handles.is_empty() || rng.below(3) != 0 {
+                    continue;
+                }
+                let (fh, f, owner) = *rng.pick(&m.handles);
+                let file = &mut m.files[f];
+                if !file.named {
+                    continue;
+                }
+                let end = file.visible().len() as u64;
+                let r = fx.write(fh, end, aws_secret_line(step as u64).as_bytes(), &process(owner));
+                assert_eq!(r.unwrap_err().kind(), ErrorKind::Blocked, "{ctx}");
+                file.refused = true;
+                file.draft = None;
+            }
+            // close by the owner
+            6 | 7 => {
+                if m.handles.is_empty() {
+                    continue;
+                }
+                let at = rng.below(m.handles.len() as u64) as usize;
+                let (fh, _, owner) = m.handles[at];
+                let r = fx.close(fh, &process(owner));
+                let ok = m.close(at, owner);
+                assert_eq!(r.is_ok(), ok, "{ctx}: close: {r:?}");
+            }
+            // a forked child closes its copy of a descriptor (a flush from another process)
+            8 => {
+                if m.handles.is_empty() {
+                    continue;
+                }
+                let (fh, f, owner) = *rng.pick(&m.handles);
+                let child = owner + 100;
+                let r = fx.vfs.flush(fh, false, &process(child));
+                let ok = m.flush(f, child);
+                assert_eq!(r.is_ok(), ok, "{ctx}: child's close: {r:?}");
+            }
+            // fsync
+            9 => {
+                if m.handles.is_empty() {
+                    continue;
+                }
+                let (fh, f, _) = *rng.pick(&m.handles);
+                let r = fx.vfs.flush(fh, true, &who);
+                let file = &m.files[f];
+                if !file.named {
+                    r.unwrap();
+                } else if file.refused {
+                    assert!(r.is_err(), "{ctx}: fsync of a refused file");
+                } else {
+                    r.unwrap_or_else(|e| panic!("{ctx}: fsync: {e}"));
+                    m.commit(f);
+                }
+            }
+            // rename one name over another
+            10 => {
+                let (from, to) = (*rng.pick(NAMES), *rng.pick(NAMES));
+                let Some(&f) = m.names.get(from) else { continue };
+                if from == to || (m.files[f].refused && m.files[f].committed.is_none()) {
+                    continue;
+                }
+                fx.vfs
+                    .rename(ROOT, OsStr::new(from), ROOT, OsStr::new(to), 0, &who)
+                    .unwrap_or_else(|e| panic!("{ctx}: rename {from} {to}: {e}"));
+                if m.files[f].committed.is_none() {
+                    // A file never committed is committed first, so the tree has what moves.
+                    m.commit(f);
+                }
+                if let Some(old) = m.names.remove(to) {
+                    m.files[old].named = false;
+                }
+                m.names.remove(from);
+                m.names.insert(to, f);
+            }
+            // unlink
+            _ => {
+                let name = *rng.pick(NAMES);
+                let Some(&f) = m.names.get(name) else { continue };
+                fx.vfs.unlink(ROOT, OsStr::new(name), &who).unwrap_or_else(|e| panic!("{ctx}: unlink {name}: {e}"));
+                m.names.remove(name);
+                let file = &mut m.files[f];
+                file.named = false;
+                if file.committed.is_none() && file.handles == 0 {
+                    file.draft = None;
+                }
+            }
+        }
+        check(&fx, &m, &ctx);
+    }
+    // Every handle closes; then the tree holds what the model says, and every row is chained.
+    while !m.handles.is_empty() {
+        let (fh, _, owner) = m.handles[0];
+        let r = fx.close(fh, &process(owner));
+        let ok = m.close(0, owner);
+        assert_eq!(r.is_ok(), ok, "seed {seed:#x} final close: {r:?}");
+        check(&fx, &m, &format!("seed {seed:#x} final"));
+    }
+    for name in NAMES {
+        let expect = m.names.get(name).and_then(|&f| m.files[f].committed.clone());
+        assert_eq!(fx.backing(name), expect, "seed {seed:#x} final {name}");
+    }
+}
+
+/// After each step: every handle reads what the model shows, and the tree holds each name's
+/// committed version (or nothing).
+fn check(fx: &Fx, m: &Model, ctx: &str) {
+    for &(fh, f, _) in &m.handles {
+        let file = &m.files[f];
+        let name = m.name_of(f).unwrap_or("(unlinked)");
+        assert_eq!(
+            String::from_utf8_lossy(&fx.read(fh)),
+            String::from_utf8_lossy(&file.visible()),
+            "{ctx}: read through handle {fh} of {name}: {file:?}"
+        );
+    }
+    for name in NAMES {
+        let expect = m.names.get(name).and_then(|&f| m.files[f].committed.clone());
+        assert_eq!(fx.backing(name), expect, "{ctx}: the tree at {name}");
+    }
+}
