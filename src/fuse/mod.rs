@@ -15,6 +15,10 @@
 //!   pass-through paths (.git/**, target/**…) → opened and written in place, no draft
 //! ```
 //!
+//! Which of these a path is (gated, written in place, inside the state directory) is the
+//! engine's decision (`Engine::class`); this module asks it before every open, create and
+//! namespace change.
+//!
 //! Semantics a writer sees:
 //! - `write()` succeeds unless the written bytes alone are certainly refused (then the
 //!   policy's errno, `EACCES` by default, and the draft is quarantined);
@@ -28,9 +32,9 @@
 //! - names linked through the mount are one node (one inode number): a commit through any of
 //!   them installs the new version and links it over the others (`relink`), so every name shows
 //!   it; links made outside the mount are separate nodes, and a commit splits them;
-//! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/`, `scratch/`
-//!   and `keys/` (refused and quarantined content, out-of-band secrets, the key that signs read
-//!   cursors) cannot be opened through the mount;
+//! - `.resilient_write/` is read-only, and its hidden entries (`objects/`, `drafts/`,
+//!   `scratch/`, `keys/`, the MCP HTTP token: refused and quarantined content, out-of-band
+//!   secrets, keys; see `durable::layout`) cannot be opened through the mount;
 //! - an open file that loses its name (unlink, rename over it) keeps being read and written
 //!   through its handles, into a draft that is never committed (POSIX's unlinked open file).
 //!
@@ -57,9 +61,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{FileAttr, FileType, INodeNo, Notifier};
-use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::durable::{FileKind, STATE_DIR, Stat};
+use crate::durable::{FileKind, Stat};
 use crate::engine::Engine;
 use crate::error::{Error, Reason, Result};
 use crate::journal::{Actor, Via, process_name};
@@ -81,8 +84,6 @@ fn attr_ttl(attr: &FileAttr) -> Duration {
 const REQUEST_THREADS: usize = 4;
 /// Threads running commits (more than request threads: concurrent commits share fsyncs).
 const COMMIT_THREADS: usize = 8;
-/// Parts of the state directory that cannot be read through the mount.
-const HIDDEN: &[&str] = &["objects", "drafts", "scratch", "keys"];
 
 /// How to mount.
 #[derive(Debug, Clone)]
@@ -92,8 +93,6 @@ pub struct MountOptions {
     pub read_only: bool,
     /// `allow_other` (with `default_permissions`, always on).
     pub allow_other: bool,
-    /// Globs written in place besides the policy's `pass_through`.
-    pub pass_through: Vec<String>,
     /// Errno of a blocked write; the policy's `blocked_errno` when `None`.
     pub blocked_errno: Option<i32>,
 }
@@ -116,7 +115,6 @@ pub(crate) struct Fs {
     commits: Pool,
     invalidations: Pool,
     notifier: OnceLock<Notifier>,
-    pass_through: GlobSet,
     blocked: i32,
     read_only: bool,
     /// What requests' thread ids stand for (a writer writes many times).
@@ -151,12 +149,6 @@ pub(crate) enum Handle {
 impl Mount {
     /// Mount `engine`'s workspace at `options.mountpoint` and serve it on background threads.
     pub fn start(engine: Arc<Engine>, options: MountOptions) -> Result<Mount> {
-        let mut globs = GlobSetBuilder::new();
-        for pattern in &options.pass_through {
-            let glob = Glob::new(pattern).map_err(|_| Reason::InvalidArgument { what: "pass-through glob" })?;
-            globs.add(glob);
-        }
-        let pass_through = globs.build().map_err(|_| Reason::InvalidArgument { what: "pass-through glob" })?;
         let spawn = |e: std::io::Error| Error::io("start mount threads", e);
         let fs = Arc::new(Fs {
             blocked: options.blocked_errno.unwrap_or_else(|| engine.blocked_errno()),
@@ -168,7 +160,6 @@ impl Mount {
             commits: Pool::new(COMMIT_THREADS, "rwfs-commit").map_err(spawn)?,
             invalidations: Pool::new(1, "rwfs-inval").map_err(spawn)?,
             notifier: OnceLock::new(),
-            pass_through,
             read_only: options.read_only,
             processes: Mutex::default(),
             last_commit: Mutex::default(),
@@ -298,21 +289,11 @@ impl Fs {
         self.table().child_path(parent, name).ok_or_else(|| Reason::NotFound.into())
     }
 
-    /// Is `path` written in place (no draft, no scan, no journal)?
-    fn in_place(&self, path: &str) -> bool {
-        self.engine.is_pass_through(path) || self.pass_through.is_match(path)
-    }
-
-    /// Refuse what the mount never lets a process read: the bytes of the files in `objects/`,
-    /// `drafts/`, `scratch/` and `keys/` (refused and quarantined content, out-of-band secrets,
-    /// the cursor key). Their names and attributes are listed, which reveals digests and sizes
-    /// only.
+    /// Refuse to open what the mount never lets a process read: the state directory's hidden
+    /// entries (refused and quarantined content, out-of-band secrets, keys and tokens). Their
+    /// names and attributes are listed, which reveals digests and sizes only.
     fn check_readable(&self, path: &str) -> Result<()> {
-        let mut parts = path.split('/');
-        if parts.next() == Some(STATE_DIR)
-            && parts.next().is_some_and(|p| HIDDEN.contains(&p))
-            && parts.next().is_some()
-        {
+        if !self.engine.class(path).readable() {
             return Err(Reason::PermissionDenied.into());
         }
         Ok(())
@@ -320,7 +301,7 @@ impl Fs {
 
     /// Refuse changes on a read-only mount and inside the state directory.
     fn check_writable(&self, path: &str) -> Result<()> {
-        if self.read_only || path.split('/').next() == Some(STATE_DIR) {
+        if self.read_only || self.engine.class(path).is_state() {
             return Err(Reason::ReadOnlyFilesystem.into());
         }
         Ok(())
@@ -397,7 +378,7 @@ impl Fs {
     /// envelopes, objects); everywhere else a name appears through this module, or through
     /// the engine, which says so (`changed`).
     fn absence_cacheable(&self, parent: u64) -> bool {
-        self.table().path(parent).is_some_and(|p| p.split('/').next() != Some(STATE_DIR))
+        self.table().path(parent).is_some_and(|p| !self.engine.class(&p).is_state())
     }
 
     fn committed(&self) {

@@ -258,8 +258,7 @@ impl Fs {
             }
             self.keep_open_version(&mut state, &path);
         }
-        let keep = !self.in_place(&path);
-        self.engine.remove(&path, keep, &self.actor(caller.pid, caller.uid))?;
+        self.engine.remove(&path, &self.actor(caller.pid, caller.uid))?;
         let detached = self.table().detach(parent, name);
         // A hard-linked file lives on under another of its names.
         if let Some(ino) = detached
@@ -357,9 +356,7 @@ impl Fs {
         {
             self.keep_open_version(&mut replaced.lock(), &to);
         }
-        let keep = !(self.in_place(&from) && self.in_place(&to));
-        let from_gated = !self.in_place(&from);
-        self.engine.rename(&from, &to, how, keep, from_gated, &self.actor(caller.pid, caller.uid))?;
+        self.engine.rename(&from, &to, how, &self.actor(caller.pid, caller.uid))?;
         let moved = self.child_of(parent, name);
         self.table().rename(parent, name, new_parent, new_name, how == RenameHow::Exchange);
         if let Some(ino) = moved {
@@ -395,9 +392,8 @@ impl Fs {
         let from = self.path(ino)?;
         let to = self.child_path(new_parent, new_name)?;
         self.check_writable(&to)?;
-        let keep = !self.in_place(&to);
-        self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller.pid, caller.uid))?;
-        if self.in_place(&from) != self.in_place(&to) {
+        self.engine.hard_link(&from, &to, &self.actor(caller.pid, caller.uid))?;
+        if self.engine.class(&from).in_place() != self.engine.class(&to).in_place() {
             // Across the gate's boundary the names are written differently: two nodes. What
             // the kernel cached for the old one (one link, the old ctime) is stale now.
             self.invalidate_attr_now(ino);
@@ -408,22 +404,6 @@ impl Fs {
         // The new name is the same inode (see `inodes`), with its new link count.
         self.table().alias(ino, new_parent, new_name);
         self.getattr(ino)
-    }
-
-    /// Make the hard link `to` follow the version just committed at `from` (the commit gave
-    /// `from` a new file): a link under a temporary name, renamed over `to`, which keeps and
-    /// journals `to`'s previous version like any rename over a file.
-    pub(crate) fn relink(&self, from: &str, to: &str, actor: &crate::journal::Actor) -> Result<()> {
-        let tmp = match to.rsplit_once('/') {
-            Some((dir, _)) => format!("{dir}/{}", crate::durable::temp_name()),
-            None => crate::durable::temp_name(),
-        };
-        self.engine.hard_link(from, &tmp, false, true, actor)?;
-        let renamed = self.engine.rename(&tmp, to, RenameHow::Replace, true, true, actor);
-        if renamed.is_err() {
-            let _ = self.engine.remove(&tmp, false, actor);
-        }
-        renamed
     }
 
     pub(crate) fn opendir(&self, ino: u64) -> Result<u64> {
