@@ -23,3 +23,4 @@ mod policy;
 mod posix;
 mod programs;
 mod scan;
+mod state_layout;

@@ -105,7 +105,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let http_stop = CancellationToken::new();
     let mut note = None;
     if let Some(addr) = request.mcp_http {
-        let (token, new) = mcp::http_token(&state)?;
+        let (token, new) = mcp::http_token(&engine)?;
         let listener =
             std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
         if new {
