@@ -409,7 +409,10 @@ fn modes_owners_and_times_are_kept_across_commits() {
 
 #[test]
 fn the_state_directory_is_read_only_and_its_secrets_unreadable() {
-    let m = Mounted::new();
+    let ws = Ws::new();
+    // What a workspace served over HTTP before keeps there: the bearer token.
+    ws.put(".resilient_write/mcp-http.token", format!("{}\n", "7".repeat(64)).as_bytes());
+    let m = Mounted::with(ws, false, &[]);
     std::fs::write(m.path("x.txt"), b"x").unwrap();
     let err = std::fs::write(m.path(".resilient_write/journal.jsonl"), b"forged\n").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EROFS));
@@ -421,6 +424,13 @@ fn the_state_directory_is_read_only_and_its_secrets_unreadable() {
     let hex = sha(b"x").to_hex();
     assert!(std::fs::metadata(m.path(&format!(".resilient_write/objects/{}/{hex}", &hex[..2]))).is_ok());
     let err = std::fs::read(m.path(&format!(".resilient_write/objects/{}/{hex}", &hex[..2]))).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+    // Nor the token, nor a name the state directory's table does not know.
+    assert!(std::fs::metadata(m.path(".resilient_write/mcp-http.token")).is_ok());
+    let err = std::fs::read(m.path(".resilient_write/mcp-http.token")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+    m.ws.put(".resilient_write/unknown", b"x");
+    let err = std::fs::read(m.path(".resilient_write/unknown")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
 }
 

@@ -24,3 +24,4 @@ mod policy;
 mod posix;
 mod programs;
 mod scan;
+mod state_layout;

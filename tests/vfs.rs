@@ -13,7 +13,7 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 
 use nix::libc;
-use rwfs::engine::{Engine, WriteMode};
+use rwfs::engine::{Engine, Options as EngineOptions, WriteMode};
 use rwfs::journal::{Op, Via};
 use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
 use rwfs::{ErrorKind, Reason, Result};
@@ -68,13 +68,14 @@ fn process(pid: u32) -> Caller {
 
 impl Fx {
     fn new() -> Fx {
-        Fx::with(Ws::new(), Options::default())
+        Fx::with(Ws::new(), EngineOptions::default())
     }
 
-    fn with(ws: Ws, options: Options) -> Fx {
-        let engine = Arc::new(ws.open());
+    /// Over an engine opened with `options` (the mount's extra pass-through globs live there).
+    fn with(ws: Ws, options: EngineOptions) -> Fx {
+        let engine = Arc::new(Engine::open(ws.path(), &options).expect("open engine"));
         let kernel = Arc::new(Recorder::default());
-        let vfs = Vfs::new(engine.clone(), options, kernel.clone()).expect("vfs");
+        let vfs = Vfs::new(engine.clone(), Options::default(), kernel.clone());
         Fx { ws, engine, vfs, kernel }
     }
 
@@ -431,7 +432,7 @@ fn the_state_directory_is_read_only_and_its_secrets_unreadable() {
 
 #[test]
 fn pass_through_paths_are_written_in_place_without_rows() {
-    let fx = Fx::with(Ws::new(), Options { pass_through: vec!["build/**".into()], ..Options::default() });
+    let fx = Fx::with(Ws::new(), EngineOptions { pass_through: vec!["build/**".into()], ..EngineOptions::default() });
     let p = process(95);
     fx.vfs.mkdir(ROOT, OsStr::new("build"), 0o755, &p).unwrap();
     let fh = fx.open("build/out.o", TRUNC, &p).unwrap();

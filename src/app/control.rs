@@ -29,7 +29,7 @@ use crate::journal::{Actor, Via, process_name};
 use crate::sha::Sha256;
 
 /// The symlink's name in the state directory.
-pub const SOCKET_LINK: &str = "rwfs.sock";
+pub const SOCKET_LINK: &str = crate::durable::layout::SOCKET;
 /// Largest content a `write` request may carry.
 const MAX_CONTENT: u64 = 1 << 30;
 

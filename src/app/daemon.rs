@@ -64,7 +64,8 @@ pub fn run(request: MountRequest) -> Result<()> {
 fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let signals = block_signals()?;
     raise_open_files_limit();
-    let engine = Arc::new(Engine::open(&request.workspace, &request.options)?);
+    let options = Options { pass_through: request.pass_through.clone(), ..request.options.clone() };
+    let engine = Arc::new(Engine::open(&request.workspace, &options)?);
     let workspace = engine.workspace().path().to_path_buf();
     let mountpoint = match &request.mountpoint {
         Some(m) => {
@@ -81,7 +82,6 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
             mountpoint: mountpoint.clone(),
             read_only: request.read_only,
             allow_other: request.allow_other,
-            pass_through: request.pass_through.clone(),
             blocked_errno: request.blocked_errno,
         },
     )?;
@@ -97,7 +97,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let http_stop = CancellationToken::new();
     let mut note = None;
     if let Some(addr) = request.mcp_http {
-        let (token, new) = mcp::http_token(&state)?;
+        let (token, new) = mcp::http_token(&engine)?;
         let listener =
             std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
         if new {

@@ -24,6 +24,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         allow_unsafe_root: cli.allow_unsafe_root,
         disk: None,
         policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
+        pass_through: Vec::new(),
     };
     match cli.command {
         Command::Write(args) => write(&root, &options, args),

@@ -13,11 +13,13 @@
 //!   (`linkat`/`RENAME_NOREPLACE` for a create, `RENAME_EXCHANGE` to keep the previous inode
 //!   aside as a [`Displaced`] temp name for an overwrite).
 //! - Linux specifics live in `sys.rs` with their macOS equivalents named.
+//! - [`layout`] names every entry of the state directory and what the mount may show of it.
 //!
 //! It deliberately does not decide the order of steps relative to the journal, nor where
 //! displaced versions go: that is the commit protocol in `engine/commit.rs`.
 
 mod disk;
+pub mod layout;
 mod meta;
 mod os;
 pub mod resolve;
@@ -29,5 +31,6 @@ pub use disk::{
     is_temp_name, temp_name,
 };
 pub use os::OsDisk;
-pub use resolve::{STATE_DIR, Scope, Target, WorkspacePath};
+pub use layout::STATE_DIR;
+pub use resolve::{Scope, Target, WorkspacePath};
 pub use stage::{Displaced, Install, Source, Staged, hash_file, stage, stage_into};

@@ -26,10 +26,9 @@ use std::io;
 use nix::libc;
 
 use super::disk::{Dir, Disk, FileKind, Stat};
+use super::layout::STATE_DIR;
 use crate::error::{Error, Reason, Result};
 
-/// The state directory's name at the workspace root.
-pub const STATE_DIR: &str = ".resilient_write";
 /// Longest path accepted, in bytes (Linux `PATH_MAX` includes the terminating NUL).
 pub const MAX_PATH: usize = 4095;
 /// Longest component accepted, in bytes.

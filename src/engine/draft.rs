@@ -40,7 +40,7 @@ use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX};
 use super::{Committed, Core, Engine};
 
 /// The drafts' directory inside the state directory.
-pub const DRAFTS_DIR: &str = "drafts";
+pub const DRAFTS_DIR: &str = crate::durable::layout::DRAFTS;
 /// Extended attribute naming the file a draft is for (for recovery's row).
 const TARGET_XATTR: &str = "user.rwfs.target";
 /// Bytes before a write that the early check sees with it (a token split across two writes).

@@ -42,7 +42,7 @@ pub const WINDOW_OVERLAP: usize = 64 << 10;
 /// Content with a NUL byte in its first this many bytes is binary and not scanned (as git does).
 const BINARY_PROBE: usize = 8000;
 /// The state directory's rejection envelopes.
-pub const REJECTIONS_DIR: &str = "rejections";
+pub const REJECTIONS_DIR: &str = crate::durable::layout::REJECTIONS;
 /// The copy of the newest envelope.
 pub const LATEST: &str = "latest.json";
 

@@ -9,6 +9,8 @@
 //! - [`Engine::delete`]: removes a file, keeping its bytes in `objects/`;
 //! - [`Engine::restore`]: brings back any kept version, by digest or by time, as a new commit;
 //! - [`Engine::gc`] applies retention;
+//! - [`Engine::class`]: which class a path is in (gated, written in place, readable or hidden
+//!   state), the one decision the mount and the namespace operations ask (`class.rs`);
 //! - read-only queries live on [`Workspace`] (usable without owning the workspace) and are
 //!   reachable through [`Engine::workspace`].
 //!
@@ -20,6 +22,7 @@
 //!
 //! This module never imports `fuser`, `rmcp`, `tokio` or `clap`.
 
+mod class;
 mod commit;
 mod draft;
 mod events;
@@ -49,6 +52,7 @@ use crate::journal::{self, Actor, Change, Journal, Op};
 use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
 
+pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
@@ -59,6 +63,7 @@ pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
 pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
 
+use class::Classes;
 use events::Subscribers;
 use gate::Gate;
 pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, scannable};
@@ -91,6 +96,8 @@ pub(crate) struct Core {
     pub(crate) state_locks: PathLocks,
     pub(crate) cache: DigestCache,
     pub(crate) gate: Gate,
+    /// Which class each path is in (see `class.rs`).
+    classes: Classes,
     /// Displaced versions whose move into `objects/` failed, with their commits' tokens.
     pub(crate) unsettled: Mutex<Vec<(Displaced, Sha256, Token)>>,
     /// The watermark last written to the lock file.
@@ -148,6 +155,7 @@ impl Engine {
         let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
+        let classes = Classes::new(gate.policy(), &options.pass_through)?;
         let core = Arc::new(Core {
             ws,
             journal,
@@ -158,6 +166,7 @@ impl Engine {
             state_locks: PathLocks::new(),
             cache: DigestCache::default(),
             gate,
+            classes,
             unsettled: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
             spares,

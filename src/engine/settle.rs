@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::durable::{Dir, Disk, File};
 use crate::error::{Error, IoContext, Reason, Result};
 
-pub const LOCK_FILE: &str = "lock";
+/// The lock file inside the state directory.
+pub const LOCK_FILE: &str = crate::durable::layout::LOCK;
 const LOCK_ATTEMPTS: u32 = 25;
 const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 

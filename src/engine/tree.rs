@@ -8,8 +8,8 @@
 //! What is journaled (DESIGN §1.5): removing a regular file (its content is kept in
 //! `objects/`), renaming anything (the replaced file's content is kept too), and a hard link (a
 //! new path with content). Directories, symlinks, special files and metadata (mode, owner,
-//! times, extended attributes) change without a row; so do paths the mount writes in place
-//! (`pass_through`), which the caller says with `keep: false`.
+//! times, extended attributes) change without a row; so do paths written in place
+//! ([`PathClass::PassThrough`](super::PathClass), which the engine tells from the path itself).
 //!
 //! The gate also guards the namespace: a file moved or linked from a path that is written in
 //! place to one that is not is judged first, so writing a secret to `x.log` and renaming it to
@@ -117,61 +117,41 @@ impl Engine {
     }
 
     /// Remove an entry. A regular file is deleted through the commit protocol (journaled, its
-    /// content kept) unless `keep` is false (a path written in place).
-    pub fn remove(&self, path: &str, keep: bool, actor: &Actor) -> Result<()> {
-        let disk = self.core.disk();
-        let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
-        match disk.stat(&dir, &name).step("stat").map_err(|e| e.at(path))? {
-            None => Err(Error::from(Reason::NotFound).at(path)),
-            Some(stat) if stat.kind == FileKind::Dir => Err(Error::from(Reason::IsDirectory).at(path)),
-            Some(stat) if stat.kind == FileKind::File && keep => self.core.delete(path, None, Scope::Workspace, actor).map(drop),
-            Some(_) => disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path)),
-        }
+    /// content kept) unless it is written in place.
+    pub fn remove(&self, path: &str, actor: &Actor) -> Result<()> {
+        self.core.remove(path, !self.class(path).in_place(), actor)
     }
 
     /// A second name for a regular file; journaled as a `create` of `to` with the file's
-    /// content unless `keep` is false. From a path written in place to one that is not, the
-    /// content is judged first.
-    pub fn hard_link(&self, from: &str, to: &str, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
-        let disk = self.core.disk();
-        let (from_dir, from_name) = self.core.locate(Entry::Path(from), Scope::Workspace)?;
-        let (to_dir, to_name) = self.core.locate(Entry::Path(to), Scope::Workspace)?;
-        let content = self.core.content_of(&from_dir, &from_name)?;
-        if keep && !from_gated {
-            self.core.judge_move(to, &from_dir, &from_name, content, actor)?;
-        }
-        disk.hard_link(&from_dir, &from_name, &to_dir, &to_name).step("link").map_err(|e| e.at(to))?;
-        disk.sync_dir(&to_dir).step("fsync directory").map_err(|e| e.at(to))?;
-        if let (true, Some(content)) = (keep, content) {
-            self.core.journal.append(Change {
-                op: Op::Create,
-                path: to.to_string(),
-                from: Some(from.to_string()),
-                sha256: Some(content.0),
-                prev_sha256: None,
-                bytes: content.1,
-                mode: "link".into(),
-                actor: actor.clone(),
-                verdict: None,
-                reason: None,
-            })?;
-        }
-        Ok(())
+    /// content unless `to` is written in place. From a path written in place to one that is
+    /// not, the content is judged first.
+    pub fn hard_link(&self, from: &str, to: &str, actor: &Actor) -> Result<()> {
+        self.core.hard_link(from, to, !self.class(to).in_place(), !self.class(from).in_place(), actor)
     }
 
-    /// Rename `from` to `to`. With `keep`, the row is journaled and a regular file replaced at
-    /// `to` is kept in `objects/` (journaled as the row's `prev_sha256`); `from_gated` says
-    /// whether `from` passed the gate when it was written.
-    pub fn rename(
-        &self,
-        from: &str,
-        to: &str,
-        how: RenameHow,
-        keep: bool,
-        from_gated: bool,
-        actor: &Actor,
-    ) -> Result<()> {
-        self.core.rename(from, to, how, keep, from_gated, actor).map_err(|e| e.at(to))
+    /// Rename `from` to `to`. Unless both are written in place, the row is journaled and a
+    /// regular file replaced at `to` is kept in `objects/` (journaled as the row's
+    /// `prev_sha256`); a file moved from a path written in place to a gated one is judged first.
+    pub fn rename(&self, from: &str, to: &str, how: RenameHow, actor: &Actor) -> Result<()> {
+        let (from_gated, to_gated) = (!self.class(from).in_place(), !self.class(to).in_place());
+        self.core.rename(from, to, how, from_gated || to_gated, from_gated, actor).map_err(|e| e.at(to))
+    }
+
+    /// Make the hard link `to` follow the version just committed at `from` (the commit gave
+    /// `from` a new file): a link under a temporary name, renamed over `to`, which keeps and
+    /// journals `to`'s previous version like any rename over a file. The content passed the
+    /// gate as `from`'s, so it is not judged again.
+    pub fn relink(&self, from: &str, to: &str, actor: &Actor) -> Result<()> {
+        let tmp = match to.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/{}", crate::durable::temp_name()),
+            None => crate::durable::temp_name(),
+        };
+        self.core.hard_link(from, &tmp, false, true, actor)?;
+        let renamed = self.core.rename(&tmp, to, RenameHow::Replace, true, true, actor).map_err(|e| e.at(to));
+        if renamed.is_err() {
+            let _ = self.core.remove(&tmp, false, actor);
+        }
+        renamed
     }
 
     pub fn set_perm(&self, entry: Entry<'_>, perm: u32) -> Result<()> {
@@ -239,11 +219,6 @@ impl Engine {
 
     pub fn statfs(&self) -> Result<FsStats> {
         self.core.disk().statfs(&self.core.ws.root).step("statfs")
-    }
-
-    /// Is `path` one of the policy's pass-through paths (written in place by the mount)?
-    pub fn is_pass_through(&self, path: &str) -> bool {
-        self.core.gate.policy().is_pass_through(path)
     }
 
     /// The errno the policy gives a blocked write through the mount.
@@ -350,6 +325,50 @@ impl Core {
         }))
     }
 
+    /// See [`Engine::remove`]; `keep`: through the commit protocol.
+    fn remove(&self, path: &str, keep: bool, actor: &Actor) -> Result<()> {
+        let disk = self.disk();
+        let (dir, name) = self.locate(Entry::Path(path), Scope::Workspace)?;
+        match disk.stat(&dir, &name).step("stat").map_err(|e| e.at(path))? {
+            None => Err(Error::from(Reason::NotFound).at(path)),
+            Some(stat) if stat.kind == FileKind::Dir => Err(Error::from(Reason::IsDirectory).at(path)),
+            Some(stat) if stat.kind == FileKind::File && keep => {
+                self.delete(path, None, Scope::Workspace, actor).map(drop)
+            }
+            Some(_) => disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path)),
+        }
+    }
+
+    /// See [`Engine::hard_link`]; `keep`: journaled, `from_gated`: `from` passed the gate.
+    fn hard_link(&self, from: &str, to: &str, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+        let disk = self.disk();
+        let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
+        let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
+        let content = self.content_of(&from_dir, &from_name)?;
+        if keep && !from_gated {
+            self.judge_move(to, &from_dir, &from_name, content, actor)?;
+        }
+        disk.hard_link(&from_dir, &from_name, &to_dir, &to_name).step("link").map_err(|e| e.at(to))?;
+        disk.sync_dir(&to_dir).step("fsync directory").map_err(|e| e.at(to))?;
+        if let (true, Some(content)) = (keep, content) {
+            self.journal.append(Change {
+                op: Op::Create,
+                path: to.to_string(),
+                from: Some(from.to_string()),
+                sha256: Some(content.0),
+                prev_sha256: None,
+                bytes: content.1,
+                mode: "link".into(),
+                actor: actor.clone(),
+                verdict: None,
+                reason: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// See [`Engine::rename`]; `keep`: journaled, the replaced file kept; `from_gated`: `from`
+    /// passed the gate.
     fn rename(&self, from: &str, to: &str, how: RenameHow, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;

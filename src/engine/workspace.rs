@@ -19,7 +19,7 @@ use crate::store::{OBJECTS_DIR, Objects};
 use super::settle::{self, LockInfo};
 
 /// The policy file's name inside the state directory.
-pub const POLICY_FILE: &str = "policy.yaml";
+pub const POLICY_FILE: &str = crate::durable::layout::POLICY;
 
 const UNSAFE_ROOTS: &[&str] = &["/", "/bin", "/sbin", "/usr", "/etc", "/var", "/tmp", "/proc", "/sys", "/dev", "/boot"];
 
@@ -32,6 +32,9 @@ pub struct Options {
     pub disk: Option<Arc<dyn Disk>>,
     /// The policy file (`RW_POLICY_FILE`); else `.resilient_write/policy.yaml`, else defaults.
     pub policy_file: Option<PathBuf>,
+    /// Globs of paths written in place besides the policy's `pass_through` (the mount's
+    /// `--pass-through`; see [`Engine::class`](super::Engine::class)).
+    pub pass_through: Vec<String>,
 }
 
 impl Options {

@@ -48,8 +48,6 @@ pub struct MountOptions {
     pub read_only: bool,
     /// `allow_other` (with `default_permissions`, always on).
     pub allow_other: bool,
-    /// Globs written in place besides the policy's `pass_through`.
-    pub pass_through: Vec<String>,
     /// Errno of a blocked write; the policy's `blocked_errno` when `None`.
     pub blocked_errno: Option<i32>,
 }
@@ -117,8 +115,7 @@ impl Mount {
         });
         let blocked = options.blocked_errno.unwrap_or_else(|| engine.blocked_errno());
         let fsname = engine.workspace().path().display().to_string();
-        let vfs_options = vfs::Options { read_only: options.read_only, pass_through: options.pass_through.clone() };
-        let vfs = Vfs::new(engine, vfs_options, kernel.clone())?;
+        let vfs = Vfs::new(engine, vfs::Options { read_only: options.read_only }, kernel.clone());
         let mut config = fuser::Config::default();
         config.mount_options = vec![
             fuser::MountOption::FSName(fsname),

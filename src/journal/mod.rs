@@ -22,7 +22,7 @@ pub use scan::{Entry, Problem, Scan};
 pub use writer::{Actor, Appended, Change, Journal, Pending, process_name};
 
 /// The journal's file name inside the state directory.
-pub const JOURNAL_FILE: &str = "journal.jsonl";
+pub const JOURNAL_FILE: &str = crate::durable::layout::JOURNAL;
 
 /// Open the journal of `state` for appending (creating it durably), read it through `visit`,
 /// and start the writer.

@@ -7,8 +7,8 @@
 //!   socket.
 //! - **streamable HTTP** ([`serve_http`], `rwfs mount --mcp-http ADDR`): every request must
 //!   carry `Authorization: Bearer <token>`; the token is generated once, kept 0600 in the state
-//!   directory and printed when created. `Host` must be a loopback name and a browser `Origin`
-//!   a loopback origin (DNS rebinding).
+//!   directory (written through the engine, hidden from the mount) and printed when created.
+//!   `Host` must be a loopback name and a browser `Origin` a loopback origin (DNS rebinding).
 //!
 //! stdout carries only the protocol: logs go to stderr.
 
@@ -20,7 +20,10 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, IoContext, Result};
+use crate::durable::STATE_DIR;
+use crate::engine::Engine;
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::Actor;
 use crate::tools::{Settings, Tools};
 
 use super::{Peer, Server};
@@ -188,35 +191,32 @@ pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, p
 }
 
 /// The bearer token of the workspace's HTTP endpoint: read from the state directory, or
-/// generated (and reported as new) on first use.
-pub fn http_token(state: &Path) -> Result<(String, bool)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = state.join(TOKEN_FILE);
-    if let Ok(token) = std::fs::read_to_string(&path) {
-        let token = token.trim().to_string();
-        if token.len() >= 32 {
-            return Ok((token, false));
-        }
+/// generated (and reported as new) on first use. It is written like every state file (temp,
+/// fsync, rename, a row carrying its digest), created 0600, and hidden from the mount.
+pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
+    let valid = |bytes: Vec<u8>| Some(String::from_utf8_lossy(&bytes).trim().to_string()).filter(|t| t.len() >= 32);
+    let existing = engine.state_read(TOKEN_FILE)?;
+    let create = existing.is_none();
+    if let Some(token) = existing.and_then(valid) {
+        return Ok((token, false));
     }
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| Error::io("generate token", std::io::Error::other(e.to_string())))?;
     let token = hex::encode(bytes);
-    let temp = state.join(format!("{TOKEN_FILE}.tmp"));
-    let _ = std::fs::remove_file(&temp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp)
-        .step("create token file")?;
-    file.write_all(format!("{token}\n").as_bytes()).step("write token file")?;
-    file.sync_all().step("fsync token file")?;
-    std::fs::rename(&temp, &path).step("install token file")?;
-    Ok((token, true))
+    match engine.state_write(TOKEN_FILE, format!("{token}\n").as_bytes(), create, true, &Actor::engine()) {
+        Ok(_) => Ok((token, true)),
+        // Created meanwhile: that one is the token.
+        Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => engine
+            .state_read(TOKEN_FILE)?
+            .and_then(valid)
+            .map(|token| (token, false))
+            .ok_or_else(|| Error::from(Reason::NotFound).at(format!("{STATE_DIR}/{TOKEN_FILE}"))),
+        Err(e) => Err(e),
+    }
 }
 
 /// The token file in the state directory.
-pub const TOKEN_FILE: &str = "mcp-http.token";
+pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
 /// it returns) until `stop` is cancelled.

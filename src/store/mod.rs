@@ -25,7 +25,7 @@ use crate::error::{Error, IoContext, Reason, Result};
 use crate::sha::Sha256;
 
 /// The store's directory inside the state directory.
-pub const OBJECTS_DIR: &str = "objects";
+pub const OBJECTS_DIR: &str = crate::durable::layout::OBJECTS;
 
 /// The object store of one workspace.
 pub struct Objects {

@@ -35,7 +35,7 @@ use crate::sha::Sha256;
 use super::{Call, Failure, Outcome, Tools, is_valid_name, now_utc, ok, parse_time};
 
 /// Checkpoints, relative to the state directory.
-pub const CHECKPOINT_DIR: &str = "checkpoints";
+pub const CHECKPOINT_DIR: &str = crate::durable::layout::CHECKPOINTS;
 /// How many times a first save retries after losing an exclusive create to another save.
 const SAVE_TRIES: usize = 8;
 

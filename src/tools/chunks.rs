@@ -30,6 +30,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::durable::layout::CHUNKS;
 use crate::durable::{FileKind, STATE_DIR};
 use crate::engine::{WriteMode, WriteRequest};
 use crate::error::{ErrorKind, Reason};
@@ -37,7 +38,6 @@ use crate::sha::Sha256;
 
 use super::{Call, Failure, Outcome, Tools, now_utc, ok};
 
-const CHUNKS: &str = "chunks";
 const MANIFEST: &str = "manifest.json";
 const MAX_INDEX: i64 = 999;
 

@@ -52,7 +52,7 @@ use super::{Call, Failure, Outcome, Tools, now_utc, ok, parse_time};
 /// Where the handoff lives unless told otherwise.
 pub const DEFAULT_PATH: &str = "HANDOFF.md";
 /// Archives, relative to the state directory.
-pub const ARCHIVE_DIR: &str = "handoffs";
+pub const ARCHIVE_DIR: &str = crate::durable::layout::HANDOFFS;
 const STATE_PREFIX: &str = ".resilient_write/";
 
 /// The reference's required keys but `last_good_state`, which rwfs fills on write and does

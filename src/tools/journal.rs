@@ -329,7 +329,7 @@ fn is_name(name: &str) -> bool {
 
 /// `chunks/<session>/part-NNN.txt` → (session, NNN).
 fn chunk_part(path: &str) -> Option<(&str, u32)> {
-    let (session, file) = state_file(path, "chunks")?.split_once('/')?;
+    let (session, file) = state_file(path, crate::durable::layout::CHUNKS)?.split_once('/')?;
     let digits = file.strip_prefix("part-")?.strip_suffix(".txt")?;
     (is_name(session) && digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| (session, digits.parse().expect("three digits")))
@@ -337,7 +337,7 @@ fn chunk_part(path: &str) -> Option<(&str, u32)> {
 
 /// `checkpoints/<name>.json` → name.
 fn checkpoint(path: &str) -> Option<&str> {
-    let name = state_file(path, "checkpoints")?.strip_suffix(".json")?;
+    let name = state_file(path, crate::durable::layout::CHECKPOINTS)?.strip_suffix(".json")?;
     is_name(name).then_some(name)
 }
 

@@ -103,7 +103,7 @@ pub struct ScratchGetArgs {
 }
 
 fn blob(sha: &str) -> String {
-    format!("scratch/{sha}.bin")
+    format!("{}/{sha}.bin", crate::durable::layout::SCRATCH)
 }
 
 impl Tools {

@@ -94,7 +94,7 @@ impl Vfs {
             self.check_writable(&path)?;
         }
         let file_node = self.file_node(ino)?;
-        if self.in_place(&path) && !self.is_pending(ino) {
+        if self.engine.class(&path).in_place() && !self.is_pending(ino) {
             let file = if writable { self.engine.open_in_place(&path, None)? } else { self.engine.open_file(&path)? };
             if truncate {
                 self.engine.set_len(&file, 0)?;
@@ -172,7 +172,7 @@ impl Vfs {
         }
         let perm = mode & 0o7777;
         let owner = crate::engine::Owner { uid: caller.uid, gid: caller.gid };
-        if self.in_place(&path) {
+        if self.engine.class(&path).in_place() {
             let file = self.engine.open_in_place(&path, Some((perm, owner)))?;
             let stat = self.engine.stat_file(&file)?;
             let ino = self.table().insert(parent, name, crate::durable::FileKind::File, None);
@@ -326,7 +326,7 @@ impl Vfs {
         }
         let path = self.path(ino)?;
         self.check_writable(&path)?;
-        if self.in_place(&path) && !self.is_pending(ino) {
+        if self.engine.class(&path).in_place() && !self.is_pending(ino) {
             let file = self.engine.open_in_place(&path, None)?;
             return self.engine.set_len(&file, size);
         }
@@ -514,7 +514,7 @@ impl Vfs {
                 // filesystem; one that cannot keeps the old version under a node of its own.
                 for (parent, name) in aliases {
                     let Some(alias) = self.table().child_path(parent, &name) else { continue };
-                    if let Err(e) = self.relink(&path, &alias, &actor) {
+                    if let Err(e) = self.engine.relink(&path, &alias, &actor) {
                         tracing::warn!(path = alias, error = %e, "a hard link keeps the previous version");
                         self.table().detach(parent, &name);
                         self.kernel.forget_name(parent, &name);

@@ -32,9 +32,11 @@
 //! - names linked through the mount are one node (one inode number): a commit through any of
 //!   them installs the new version and links it over the others, so every name shows it; links
 //!   made outside the mount are separate nodes, and a commit splits them;
-//! - `.resilient_write/` is read-only, and the files in its `objects/`, `drafts/`, `scratch/`
-//!   and `keys/` (refused and quarantined content, out-of-band secrets, the key that signs read
-//!   cursors) cannot be opened through the mount;
+//! - `.resilient_write/` is read-only, and its hidden entries (`objects/`, `drafts/`,
+//!   `scratch/`, `keys/`, the MCP HTTP token: refused and quarantined content, out-of-band
+//!   secrets, keys) cannot be opened through the mount; which class a path is in (gated,
+//!   written in place, state read-only, state hidden) is the engine's decision
+//!   (`Engine::class`, from one table of the state directory's layout);
 //! - an open file that loses its name (unlink, rename over it) keeps being read and written
 //!   through its handles, into a draft that is never committed (POSIX's unlinked open file).
 //!
@@ -59,7 +61,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use crate::durable::{FileKind, STATE_DIR, Stat};
+use crate::durable::{FileKind, Stat};
 use crate::engine::Engine;
 use crate::error::{Reason, Result};
 use crate::journal::{Actor, Via};
@@ -71,15 +73,10 @@ pub use table::ROOT;
 
 use table::Table;
 
-/// Parts of the state directory that cannot be read through the mount.
-const HIDDEN: &[&str] = &["objects", "drafts", "scratch", "keys"];
-
 /// What the filesystem is asked to be.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub read_only: bool,
-    /// Globs written in place besides the policy's `pass_through`.
-    pub pass_through: Vec<String>,
 }
 
 /// Who sends a request: the process (not the thread: FUSE names threads, the adapter maps
@@ -172,7 +169,6 @@ pub struct Vfs {
     /// Last closes whose commit is still to run (see [`Vfs::release_handle`]).
     closing: AtomicUsize,
     read_only: bool,
-    pass_through: globset::GlobSet,
     /// Time of the last commit through the mount (for status).
     last_commit: Mutex<Option<SystemTime>>,
 }
@@ -181,14 +177,8 @@ impl Vfs {
     /// The filesystem of `engine`'s workspace; `kernel` is told what to forget. Starts no
     /// session and no thread. It follows the engine's changes (see the module docs) for as
     /// long as it lives.
-    pub fn new(engine: Arc<Engine>, options: Options, kernel: Arc<dyn Kernel>) -> Result<Arc<Vfs>> {
-        let mut globs = globset::GlobSetBuilder::new();
-        for pattern in &options.pass_through {
-            globs.add(globset::Glob::new(pattern).map_err(|_| Reason::InvalidArgument { what: "pass-through glob" })?);
-        }
-        let pass_through = globs.build().map_err(|_| Reason::InvalidArgument { what: "pass-through glob" })?;
+    pub fn new(engine: Arc<Engine>, options: Options, kernel: Arc<dyn Kernel>) -> Arc<Vfs> {
         let vfs = Arc::new(Vfs {
-            pass_through,
             engine,
             kernel,
             table: Mutex::default(),
@@ -208,7 +198,7 @@ impl Vfs {
             }
             None => false,
         }));
-        Ok(vfs)
+        vfs
     }
 
     pub fn engine(&self) -> &Engine {
@@ -253,21 +243,17 @@ impl Vfs {
         self.table().child_path(parent, name).ok_or_else(|| Reason::NotFound.into())
     }
 
-    /// Is `path` written in place (no draft, no scan, no journal)?
+    /// Is `path` written in place (no draft, no scan, no journal)? The engine's class decides.
     fn in_place(&self, path: &str) -> bool {
-        self.engine.is_pass_through(path) || self.pass_through.is_match(path)
+        self.engine.class(path).in_place()
     }
 
-    /// Refuse what the mount never lets a process read: the bytes of the files in `objects/`,
-    /// `drafts/`, `scratch/` and `keys/` (refused and quarantined content, out-of-band secrets,
-    /// the cursor key). Their names and attributes are listed, which reveals digests and sizes
-    /// only.
+    /// Refuse to open what the mount never lets a process read: the state directory's hidden
+    /// entries (refused and quarantined content, out-of-band secrets, keys and tokens; see
+    /// `durable::layout`). Their names and attributes are listed, which reveals digests and
+    /// sizes only.
     fn check_readable(&self, path: &str) -> Result<()> {
-        let mut parts = path.split('/');
-        if parts.next() == Some(STATE_DIR)
-            && parts.next().is_some_and(|p| HIDDEN.contains(&p))
-            && parts.next().is_some()
-        {
+        if !self.engine.class(path).readable() {
             return Err(Reason::PermissionDenied.into());
         }
         Ok(())
@@ -275,7 +261,7 @@ impl Vfs {
 
     /// Refuse changes on a read-only mount and inside the state directory.
     fn check_writable(&self, path: &str) -> Result<()> {
-        if self.read_only || path.split('/').next() == Some(STATE_DIR) {
+        if self.read_only || self.engine.class(path).is_state() {
             return Err(Reason::ReadOnlyFilesystem.into());
         }
         Ok(())
@@ -326,7 +312,7 @@ impl Vfs {
     /// envelopes, objects); everywhere else a name appears through this module, or through
     /// the engine, which says so ([`Vfs::changed`]).
     pub fn absence_cacheable(&self, parent: u64) -> bool {
-        self.table().path(parent).is_some_and(|p| p.split('/').next() != Some(STATE_DIR))
+        self.table().path(parent).is_some_and(|p| !self.engine.class(&p).is_state())
     }
 
     fn committed(&self) {

@@ -276,8 +276,7 @@ impl Vfs {
             }
             self.keep_open_version(&mut state, &path);
         }
-        let keep = !self.in_place(&path);
-        self.engine.remove(&path, keep, &self.actor(caller))?;
+        self.engine.remove(&path, &self.actor(caller))?;
         let detached = self.table().detach(parent, name);
         // A hard-linked file lives on under another of its names.
         if let Some(ino) = detached
@@ -375,9 +374,7 @@ impl Vfs {
         {
             self.keep_open_version(&mut replaced.lock(), &to);
         }
-        let keep = !(self.in_place(&from) && self.in_place(&to));
-        let from_gated = !self.in_place(&from);
-        self.engine.rename(&from, &to, how, keep, from_gated, &self.actor(caller))?;
+        self.engine.rename(&from, &to, how, &self.actor(caller))?;
         let moved = self.child_of(parent, name);
         self.table().rename(parent, name, new_parent, new_name, how == RenameHow::Exchange);
         if let Some(ino) = moved {
@@ -413,8 +410,7 @@ impl Vfs {
         let from = self.path(ino)?;
         let to = self.child_path(new_parent, new_name)?;
         self.check_writable(&to)?;
-        let keep = !self.in_place(&to);
-        self.engine.hard_link(&from, &to, keep, !self.in_place(&from), &self.actor(caller))?;
+        self.engine.hard_link(&from, &to, &self.actor(caller))?;
         if self.in_place(&from) != self.in_place(&to) {
             // Across the gate's boundary the names are written differently: two nodes. What
             // the kernel cached for the old one (one link, the old ctime) is stale now.
@@ -426,22 +422,6 @@ impl Vfs {
         // The new name is the same inode (see `inodes`), with its new link count.
         self.table().alias(ino, new_parent, new_name);
         self.getattr(ino)
-    }
-
-    /// Make the hard link `to` follow the version just committed at `from` (the commit gave
-    /// `from` a new file): a link under a temporary name, renamed over `to`, which keeps and
-    /// journals `to`'s previous version like any rename over a file.
-    pub fn relink(&self, from: &str, to: &str, actor: &crate::journal::Actor) -> Result<()> {
-        let tmp = match to.rsplit_once('/') {
-            Some((dir, _)) => format!("{dir}/{}", crate::durable::temp_name()),
-            None => crate::durable::temp_name(),
-        };
-        self.engine.hard_link(from, &tmp, false, true, actor)?;
-        let renamed = self.engine.rename(&tmp, to, RenameHow::Replace, true, true, actor);
-        if renamed.is_err() {
-            let _ = self.engine.remove(&tmp, false, actor);
-        }
-        renamed
     }
 
     pub fn opendir(&self, ino: u64) -> Result<u64> {

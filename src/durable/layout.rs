@@ -1,0 +1,113 @@
+//! The state directory's layout: one table naming every file and directory rwfs keeps in
+//! `.resilient_write/` (DESIGN §3), with what the mount may show of it.
+//!
+//! Every layer names these files (the journal, the object store, the engine, the tools, the
+//! daemon), and `durable` is the one module all of them may import, so the names live here and
+//! the others' constants (`JOURNAL_FILE`, `OBJECTS_DIR`, `LOCK_FILE`…) are these. This module
+//! only describes: the decision that uses the visibility column is the engine's
+//! (`Engine::class`), and nothing here reads or writes the directory.
+//!
+//! A name the table does not list is hidden from the mount: a file added without an entry
+//! fails closed.
+
+/// The state directory's name at the workspace root.
+pub const STATE_DIR: &str = ".resilient_write";
+
+/// The flock of the owning engine, with its settle watermark.
+pub const LOCK: &str = "lock";
+/// Symlink to the owning process's MCP and control socket.
+pub const SOCKET: &str = "rwfs.sock";
+/// The append-only, hash-chained journal.
+pub const JOURNAL: &str = "journal.jsonl";
+/// The optional policy file.
+pub const POLICY: &str = "policy.yaml";
+/// Content-addressed blobs: old versions, deleted files, quarantined drafts.
+pub const OBJECTS: &str = "objects";
+/// Live drafts of files open for writing through the mount.
+pub const DRAFTS: &str = "drafts";
+/// The envelope of each blocked write, and `latest.json`.
+pub const REJECTIONS: &str = "rejections";
+/// Chunk sessions: `<session>/part-NNN.txt` and `manifest.json`.
+pub const CHUNKS: &str = "chunks";
+/// Out-of-band blobs (`<sha256>.bin`, 0600) and their `index.jsonl`.
+pub const SCRATCH: &str = "scratch";
+/// Named checkpoints (`<name>.json`).
+pub const CHECKPOINTS: &str = "checkpoints";
+/// Archived handoff envelopes.
+pub const HANDOFFS: &str = "handoffs";
+/// Keys of the workspace (`cursor.key`, which signs read cursors).
+pub const KEYS: &str = "keys";
+/// The bearer token of the MCP HTTP endpoint (0600).
+pub const HTTP_TOKEN: &str = "mcp-http.token";
+/// Reserved for an index of the tree (not written yet).
+pub const INDEX: &str = "index";
+
+/// What the mount shows of an entry of the state directory. Nothing in it is writable through
+/// the mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// Listed and readable.
+    ReadOnly,
+    /// Listed (names and attributes: digests and sizes), never opened: refused or quarantined
+    /// content, secrets kept out of band, keys and tokens.
+    Hidden,
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    File,
+    Dir,
+    Symlink,
+}
+
+/// One top-level entry of the state directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateEntry {
+    pub name: &'static str,
+    pub shape: Shape,
+    /// The whole entry's: a directory's contents share it.
+    pub visibility: Visibility,
+}
+
+const fn entry(name: &'static str, shape: Shape, visibility: Visibility) -> StateEntry {
+    StateEntry { name, shape, visibility }
+}
+
+/// Every top-level entry of `.resilient_write/`.
+pub const STATE_LAYOUT: &[StateEntry] = &[
+    entry(LOCK, Shape::File, Visibility::ReadOnly),
+    entry(SOCKET, Shape::Symlink, Visibility::ReadOnly),
+    entry(JOURNAL, Shape::File, Visibility::ReadOnly),
+    entry(POLICY, Shape::File, Visibility::ReadOnly),
+    entry(OBJECTS, Shape::Dir, Visibility::Hidden),
+    entry(DRAFTS, Shape::Dir, Visibility::Hidden),
+    entry(REJECTIONS, Shape::Dir, Visibility::ReadOnly),
+    entry(CHUNKS, Shape::Dir, Visibility::ReadOnly),
+    entry(SCRATCH, Shape::Dir, Visibility::Hidden),
+    entry(CHECKPOINTS, Shape::Dir, Visibility::ReadOnly),
+    entry(HANDOFFS, Shape::Dir, Visibility::ReadOnly),
+    entry(KEYS, Shape::Dir, Visibility::Hidden),
+    entry(HTTP_TOKEN, Shape::File, Visibility::Hidden),
+    entry(INDEX, Shape::Dir, Visibility::Hidden),
+];
+
+/// The entry named `name` (a top-level name of the state directory).
+pub fn state_entry(name: &str) -> Option<&'static StateEntry> {
+    STATE_LAYOUT.iter().find(|e| e.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_single_components() {
+        for (i, e) in STATE_LAYOUT.iter().enumerate() {
+            assert!(!e.name.is_empty() && !e.name.contains('/') && e.name != "." && e.name != "..", "{e:?}");
+            assert!(STATE_LAYOUT[..i].iter().all(|other| other.name != e.name), "{} twice", e.name);
+        }
+        assert_eq!(state_entry(JOURNAL).map(|e| e.visibility), Some(Visibility::ReadOnly));
+        assert_eq!(state_entry("nothing"), None);
+    }
+}
