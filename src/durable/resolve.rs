@@ -25,7 +25,8 @@ use std::io;
 
 use nix::libc;
 
-use super::disk::{Dir, Disk, FileKind, Stat};
+use super::disk::Disk;
+use super::types::{Dir, FileKind, Stat};
 use crate::error::{Error, Reason, Result};
 
 /// The state directory's name at the workspace root.
