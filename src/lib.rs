@@ -12,7 +12,7 @@
 //!                                             durable/            the only code that changes the disk
 //! ```
 //!
-//! - [`durable`]: the I/O seam ([`durable::Disk`]), path resolution beneath the root
+//! - [`durable`]: the I/O seam ([`durable::Disk`] and [`durable::Meta`]), path resolution beneath the root
 //!   (`openat2(RESOLVE_BENEATH)`), and the steps of a commit (stage, sync, install).
 //! - [`journal`]: `journal.jsonl` — rows, the group-commit writer thread, the tolerant reader.
 //! - [`store`]: `objects/`, content-addressed versions that left the tree.

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use rwfs::durable::{Disk, Meta};
 use rwfs::engine::{Engine, Options, RestoreTo, WriteMode, WriteRequest, verify};
 use rwfs::journal::Problem;
 use rwfs::sha::Sha256;
@@ -402,3 +403,34 @@ fn every_crash_state_keeps_the_guarantees() {
     assert!(images > 0 && states >= images);
 }
 
+
+/// The changes of `Meta` that the image can hold reach the model: a crash after them may leave
+/// exactly what the real disk holds (which needs every one of them modelled), or, before the
+/// directory's sync, the old names.
+#[test]
+fn the_recorder_models_the_mount_s_namespace_changes() {
+    let ws = Ws::new();
+    std::fs::create_dir(ws.abs("d")).unwrap();
+    std::fs::write(ws.abs("a"), b"bytes of a").unwrap();
+    let (base, inos) = Image::snapshot(ws.path());
+    let rec = Recorder::new(inos);
+    let root = rec.open_root(ws.path()).unwrap();
+    let a = rec.open_read(&root, "a").unwrap();
+    let b = rec.create_new(&root, "b", 0o600).unwrap();
+    rec.copy_range(&a, &b, 10).unwrap();
+    rec.hard_link(&root, "a", &root, "c").unwrap();
+    rec.rmdir(&root, "d").unwrap();
+    // Not modelled (a symlink, metadata), but counted as changes.
+    rec.symlink(std::ffi::OsStr::new("a"), &root, "s").unwrap();
+    rec.set_perm(&root, "a", 0o640).unwrap();
+    rec.sync(&b).unwrap();
+    rec.sync_dir(&root).unwrap();
+    assert_eq!(rec.changes(), 8);
+    let events = rec.events();
+    let shown = events.iter().map(describe).collect::<Vec<_>>().join("\n");
+    let (states, _) = crash_states(&base, &events);
+    let real = Image::snapshot(ws.path()).0.fingerprint();
+    assert!(states.iter().any(|s| s.image.fingerprint() == real), "no crash state is the real disk:\n{shown}");
+    let names = |image: &Image| image.dirs[""].keys().cloned().collect::<Vec<_>>();
+    assert!(states.iter().any(|s| names(&s.image) == ["a", "d"]), "the old names are not a crash state:\n{shown}");
+}

@@ -102,10 +102,10 @@ fn a_failure_at_any_step_of_a_delete_loses_nothing() {
 #[test]
 fn a_failed_journal_append_leaves_the_file_untouched() {
     let (ws, rec, engine) = armed();
-    // Changes of an overwrite: create temp, write temp, [journal write | fsync temp] ...
-    // Fail every change in turn until the journal write is the one refused.
+    // Changes of an overwrite: create temp, set its attributes, write temp, [journal write |
+    // fsync temp] ... Fail every change in turn until the journal write is the one refused.
     let mut refused = None;
-    for n in 0..4 {
+    for n in 0..5 {
         rec.fail_change(n, libc::ENOSPC);
         match write(&engine, "f.txt", b"new version\n", WriteMode::Overwrite) {
             Err(e) if e.step() == Some("journal append") => {

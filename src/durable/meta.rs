@@ -1,4 +1,6 @@
-//! Namespace and metadata calls made through the mount, on the real disk.
+//! [`OsDisk`]'s [`Meta`]: the namespace and metadata calls made through the mount, on the real
+//! disk. Beside `os.rs` (which implements [`Disk`](super::Disk)) at the top of `durable/`'s seam,
+//! over `types.rs` and `sys.rs`.
 //!
 //! Each acts on a name inside an open directory and never follows a symlink in that last
 //! component: `*at` calls with `AT_SYMLINK_NOFOLLOW` where the kernel has them, otherwise the
@@ -8,61 +10,173 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::libc;
 use nix::sys::stat::{Mode, SFlag};
 
-use super::disk::{Dir, File, FileId, FileKind, FsStats, SetTime};
+use super::disk::Meta;
+use super::os::OsDisk;
+use super::sys;
+use super::types::{Dir, File, FileId, FileKind, FsStats, SetTime};
 
-/// The kind of an `st_mode`.
-pub(super) fn kind_of(mode: u32) -> FileKind {
-    match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
-        f if f == SFlag::S_IFREG => FileKind::File,
-        f if f == SFlag::S_IFDIR => FileKind::Dir,
-        f if f == SFlag::S_IFLNK => FileKind::Symlink,
-        f if f == SFlag::S_IFIFO => FileKind::Fifo,
-        f if f == SFlag::S_IFSOCK => FileKind::Socket,
-        f if f == SFlag::S_IFCHR => FileKind::CharDevice,
-        _ => FileKind::BlockDevice,
+impl Meta for OsDisk {
+    fn create_new(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<File> {
+        let fd = nix::fcntl::openat(
+            dir,
+            name,
+            OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(perm),
+        )?;
+        let st = nix::sys::stat::fstat(&fd)?;
+        Ok(File::new(fd, FileId { dev: st.st_dev, ino: st.st_ino }))
     }
-}
 
-pub(super) fn create_new(dir: &Dir, name: &str, perm: u32) -> io::Result<File> {
-    let fd = nix::fcntl::openat(
-        dir,
-        name,
-        OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(perm),
-    )?;
-    let st = nix::sys::stat::fstat(&fd)?;
-    Ok(File::new(fd, FileId { dev: st.st_dev, ino: st.st_ino }))
-}
+    fn symlink(&self, target: &OsStr, dir: &Dir, name: &str) -> io::Result<()> {
+        Ok(nix::unistd::symlinkat(target, dir, name)?)
+    }
 
-pub(super) fn symlink(target: &OsStr, dir: &Dir, name: &str) -> io::Result<()> {
-    Ok(nix::unistd::symlinkat(target, dir, name)?)
-}
+    fn mknod(&self, dir: &Dir, name: &str, kind: FileKind, perm: u32, rdev: u64) -> io::Result<()> {
+        let kind = match kind {
+            FileKind::Fifo => SFlag::S_IFIFO,
+            FileKind::Socket => SFlag::S_IFSOCK,
+            FileKind::CharDevice => SFlag::S_IFCHR,
+            FileKind::BlockDevice => SFlag::S_IFBLK,
+            FileKind::File => SFlag::S_IFREG,
+            FileKind::Dir | FileKind::Symlink => return Err(io::Error::from(Errno::EINVAL)),
+        };
+        Ok(nix::sys::stat::mknodat(dir, name, kind, Mode::from_bits_truncate(perm), rdev as libc::dev_t)?)
+    }
 
-pub(super) fn mknod(dir: &Dir, name: &str, kind: FileKind, perm: u32, rdev: u64) -> io::Result<()> {
-    let kind = match kind {
-        FileKind::Fifo => SFlag::S_IFIFO,
-        FileKind::Socket => SFlag::S_IFSOCK,
-        FileKind::CharDevice => SFlag::S_IFCHR,
-        FileKind::BlockDevice => SFlag::S_IFBLK,
-        FileKind::File => SFlag::S_IFREG,
-        FileKind::Dir | FileKind::Symlink => return Err(io::Error::from(Errno::EINVAL)),
-    };
-    Ok(nix::sys::stat::mknodat(dir, name, kind, Mode::from_bits_truncate(perm), rdev as libc::dev_t)?)
-}
+    fn hard_link(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str) -> io::Result<()> {
+        Ok(nix::unistd::linkat(from, from_name, to, to_name, AtFlags::empty())?)
+    }
 
-pub(super) fn hard_link(from: &Dir, from_name: &str, to: &Dir, to_name: &str) -> io::Result<()> {
-    Ok(nix::unistd::linkat(from, from_name, to, to_name, AtFlags::empty())?)
-}
+    fn rmdir(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        Ok(nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?)
+    }
 
-pub(super) fn rmdir(dir: &Dir, name: &str) -> io::Result<()> {
-    Ok(nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?)
+    fn set_perm(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+        let fd = open_entry(dir, name)?;
+        if entry_kind(&fd)? == FileKind::Symlink {
+            // Linux has no permission bits on symlinks (lchmod does not exist).
+            return Err(io::Error::from(Errno::EOPNOTSUPP));
+        }
+        let path = proc_path(&fd)?;
+        // SAFETY: a valid C string; chmod follows the /proc magic link to the opened inode.
+        let rc = unsafe { libc::chmod(path.as_ptr(), perm as libc::mode_t) };
+        if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    }
+
+    fn set_owner(&self, dir: &Dir, name: &str, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+        Ok(nix::unistd::fchownat(
+            dir,
+            name,
+            uid.map(nix::unistd::Uid::from_raw),
+            gid.map(nix::unistd::Gid::from_raw),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?)
+    }
+
+    fn set_times(&self, dir: &Dir, name: &str, atime: SetTime, mtime: SetTime) -> io::Result<()> {
+        let spec = |t: SetTime| match t {
+            SetTime::Keep => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
+            SetTime::Now => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
+            SetTime::At(ns) => {
+                libc::timespec { tv_sec: ns.div_euclid(1_000_000_000), tv_nsec: ns.rem_euclid(1_000_000_000) }
+            }
+        };
+        let times = [spec(atime), spec(mtime)];
+        let name = CString::new(name).map_err(|_| io::Error::from(Errno::EINVAL))?;
+        // SAFETY: valid descriptor, C string and a two-element timespec array.
+        let rc = unsafe {
+            libc::utimensat(dir.as_fd().as_raw_fd(), name.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+        };
+        if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    }
+
+    fn set_xattr(&self, dir: &Dir, name: &str, attr: &OsStr, value: &[u8], flags: i32) -> io::Result<()> {
+        let attr = sys::c_name(attr)?;
+        with_entry(dir, name, |path| {
+            // SAFETY: valid C strings and buffer.
+            let rc = unsafe { libc::setxattr(path.as_ptr(), attr.as_ptr(), value.as_ptr().cast(), value.len(), flags) };
+            if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+        })
+    }
+
+    fn remove_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()> {
+        let attr = sys::c_name(attr)?;
+        with_entry(dir, name, |path| {
+            // SAFETY: valid C strings.
+            let rc = unsafe { libc::removexattr(path.as_ptr(), attr.as_ptr()) };
+            if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+        })
+    }
+
+    fn get_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<Vec<u8>> {
+        let attr = sys::c_name(attr)?;
+        let got = with_entry(dir, name, |path| {
+            // SAFETY: size query with a null buffer, then a fill into a buffer of that size.
+            sys::read_sized(|ptr, len| unsafe { libc::getxattr(path.as_ptr(), attr.as_ptr(), ptr.cast(), len) })
+        });
+        match got {
+            // A symlink: none that a user can have.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(io::Error::from(Errno::ENODATA)),
+            other => other,
+        }
+    }
+
+    fn file_xattr(&self, file: &File, attr: &OsStr) -> io::Result<Vec<u8>> {
+        sys::get_xattr(file.as_fd(), attr)
+    }
+
+    fn list_xattrs(&self, dir: &Dir, name: &str) -> io::Result<Vec<OsString>> {
+        let list = with_entry(dir, name, |path| {
+            // SAFETY: as in get_xattr.
+            sys::read_sized(|ptr, len| unsafe { libc::listxattr(path.as_ptr(), ptr.cast(), len) })
+        });
+        let buf = match list {
+            Ok(buf) => buf,
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        Ok(sys::xattr_names(&buf))
+    }
+
+    fn statfs(&self, dir: &Dir) -> io::Result<FsStats> {
+        let st = nix::sys::statvfs::fstatvfs(dir)?;
+        Ok(FsStats {
+            blocks: st.blocks(),
+            blocks_free: st.blocks_free(),
+            blocks_available: st.blocks_available(),
+            files: st.files(),
+            files_free: st.files_free(),
+            block_size: st.block_size() as u32,
+            fragment_size: st.fragment_size() as u32,
+            name_max: st.name_max() as u32,
+        })
+    }
+
+    fn copy_range(&self, from: &File, to: &File, len: u64) -> io::Result<()> {
+        let mut done = 0u64;
+        while done < len {
+            let mut off_in = done as i64;
+            let mut off_out = done as i64;
+            let want = (len - done).min(1 << 30) as usize;
+            match nix::fcntl::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), want) {
+                Ok(0) => return Err(io::Error::from(Errno::EIO)),
+                Ok(n) => done += n as u64,
+                Err(Errno::EINTR) => {}
+                // Across filesystems on old kernels, or a filesystem without it: copy by hand.
+                Err(Errno::EXDEV | Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL) => {
+                    return copy_by_hand(from, to, done, len);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The entry itself, not what a symlink there points to.
@@ -72,54 +186,12 @@ fn open_entry(dir: &Dir, name: &str) -> io::Result<OwnedFd> {
 
 /// The `/proc` name of an open descriptor: path-based calls on it act on that very inode.
 /// (macOS: `fcntl(F_GETPATH)` gives a path, but not a race-free one; use the `f*` calls there.)
-fn proc_path(fd: &OwnedFd) -> CString {
-    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL in a /proc path")
+fn proc_path(fd: &OwnedFd) -> io::Result<CString> {
+    sys::c_name(sys::proc_fd_path(fd.as_fd()).as_os_str())
 }
 
 fn entry_kind(fd: &OwnedFd) -> io::Result<FileKind> {
-    Ok(kind_of(nix::sys::stat::fstat(fd)?.st_mode))
-}
-
-pub(super) fn set_perm(dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
-    let fd = open_entry(dir, name)?;
-    if entry_kind(&fd)? == FileKind::Symlink {
-        // Linux has no permission bits on symlinks (lchmod does not exist).
-        return Err(io::Error::from(Errno::EOPNOTSUPP));
-    }
-    let path = proc_path(&fd);
-    // SAFETY: a valid C string; chmod follows the /proc magic link to the opened inode.
-    let rc = unsafe { libc::chmod(path.as_ptr(), perm as libc::mode_t) };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-}
-
-pub(super) fn set_owner(dir: &Dir, name: &str, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
-    Ok(nix::unistd::fchownat(
-        dir,
-        name,
-        uid.map(nix::unistd::Uid::from_raw),
-        gid.map(nix::unistd::Gid::from_raw),
-        AtFlags::AT_SYMLINK_NOFOLLOW,
-    )?)
-}
-
-pub(super) fn set_times(dir: &Dir, name: &str, atime: SetTime, mtime: SetTime) -> io::Result<()> {
-    let spec = |t: SetTime| match t {
-        SetTime::Keep => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
-        SetTime::Now => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
-        SetTime::At(ns) => {
-            libc::timespec { tv_sec: ns.div_euclid(1_000_000_000), tv_nsec: ns.rem_euclid(1_000_000_000) }
-        }
-    };
-    let times = [spec(atime), spec(mtime)];
-    let name = CString::new(name).map_err(|_| io::Error::from(Errno::EINVAL))?;
-    // SAFETY: valid descriptor, C string and a two-element timespec array.
-    let rc =
-        unsafe { libc::utimensat(dir.as_fd().as_raw_fd(), name.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-}
-
-fn c_str(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.as_bytes()).map_err(|_| io::Error::from(Errno::EINVAL))
+    Ok(FileKind::of_mode(nix::sys::stat::fstat(fd)?.st_mode))
 }
 
 /// Extended attributes of a symlink are refused (Linux allows only trusted.* and security.*
@@ -130,88 +202,10 @@ fn with_entry<T>(dir: &Dir, name: &str, call: impl FnOnce(&CString) -> io::Resul
     if entry_kind(&fd)? == FileKind::Symlink {
         return Err(io::Error::from(Errno::EPERM));
     }
-    let path = proc_path(&fd);
+    let path = proc_path(&fd)?;
     let out = call(&path);
     drop(fd);
     out
-}
-
-pub(super) fn set_xattr(dir: &Dir, name: &str, attr: &OsStr, value: &[u8], flags: i32) -> io::Result<()> {
-    let attr = c_str(attr)?;
-    with_entry(dir, name, |path| {
-        // SAFETY: valid C strings and buffer.
-        let rc = unsafe { libc::setxattr(path.as_ptr(), attr.as_ptr(), value.as_ptr().cast(), value.len(), flags) };
-        if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-    })
-}
-
-pub(super) fn remove_xattr(dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()> {
-    let attr = c_str(attr)?;
-    with_entry(dir, name, |path| {
-        // SAFETY: valid C strings.
-        let rc = unsafe { libc::removexattr(path.as_ptr(), attr.as_ptr()) };
-        if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-    })
-}
-
-pub(super) fn get_xattr(dir: &Dir, name: &str, attr: &OsStr) -> io::Result<Vec<u8>> {
-    let attr = c_str(attr)?;
-    let got = with_entry(dir, name, |path| {
-        // SAFETY: size query with a null buffer, then a fill into a buffer of that size.
-        super::sys::read_sized(|ptr, len| unsafe { libc::getxattr(path.as_ptr(), attr.as_ptr(), ptr.cast(), len) })
-    });
-    match got {
-        // A symlink: none that a user can have.
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(io::Error::from(Errno::ENODATA)),
-        other => other,
-    }
-}
-
-pub(super) fn list_xattrs(dir: &Dir, name: &str) -> io::Result<Vec<OsString>> {
-    let list = with_entry(dir, name, |path| {
-        // SAFETY: as in get_xattr.
-        super::sys::read_sized(|ptr, len| unsafe { libc::listxattr(path.as_ptr(), ptr.cast(), len) })
-    });
-    let buf = match list {
-        Ok(buf) => buf,
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    Ok(buf.split(|&b| b == 0).filter(|n| !n.is_empty()).map(|n| OsString::from_vec(n.to_vec())).collect())
-}
-
-pub(super) fn statfs(dir: &Dir) -> io::Result<FsStats> {
-    let st = nix::sys::statvfs::fstatvfs(dir)?;
-    Ok(FsStats {
-        blocks: st.blocks(),
-        blocks_free: st.blocks_free(),
-        blocks_available: st.blocks_available(),
-        files: st.files(),
-        files_free: st.files_free(),
-        block_size: st.block_size() as u32,
-        fragment_size: st.fragment_size() as u32,
-        name_max: st.name_max() as u32,
-    })
-}
-
-pub(super) fn copy_range(from: &File, to: &File, len: u64) -> io::Result<()> {
-    let mut done = 0u64;
-    while done < len {
-        let mut off_in = done as i64;
-        let mut off_out = done as i64;
-        let want = (len - done).min(1 << 30) as usize;
-        match nix::fcntl::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), want) {
-            Ok(0) => return Err(io::Error::from(Errno::EIO)),
-            Ok(n) => done += n as u64,
-            Err(Errno::EINTR) => {}
-            // Across filesystems on old kernels, or a filesystem without it: copy by hand.
-            Err(Errno::EXDEV | Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL) => {
-                return copy_by_hand(from, to, done, len);
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 fn copy_by_hand(from: &File, to: &File, mut done: u64, len: u64) -> io::Result<()> {

@@ -1,9 +1,10 @@
 //! Durable changes to the backing tree, and the seam beneath them.
 //!
 //! This is the only module that issues system calls which change the disk: everything above it
-//! (journal, store, engine) goes through the [`Disk`] trait, whose production implementation is
-//! [`OsDisk`]. Tests wrap a `Disk` to record every change and enumerate crash states, or to fail
-//! the n-th call.
+//! (journal, store, engine) goes through the [`Disk`] trait and its supertrait [`Meta`] (the
+//! namespace and metadata calls of the mount), whose production implementation is [`OsDisk`].
+//! Tests wrap a `Disk` to record every change and enumerate crash states, or to fail the n-th
+//! call.
 //!
 //! - [`resolve`](resolve::resolve) turns an untrusted string into a [`Target`] beneath the root
 //!   (`openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`), or a typed refusal.
@@ -15,6 +16,11 @@
 //! - Linux specifics live in `sys.rs` with their macOS equivalents named.
 //! - [`layout`] names every entry of the state directory and what the mount may show of it.
 //!
+//! Inside, imports point one way: `sys.rs` (raw system calls on descriptors) ← `types.rs` (the
+//! handles and values of the seam) ← `disk.rs` (the traits, which use nothing but `types.rs`) ←
+//! `os.rs` and `meta.rs` (the real disk's `Disk` and `Meta`); `resolve.rs` and `stage.rs` use the
+//! traits.
+//!
 //! It deliberately does not decide the order of steps relative to the journal, nor where
 //! displaced versions go: that is the commit protocol in `engine/commit.rs`.
 
@@ -25,12 +31,14 @@ mod os;
 pub mod resolve;
 mod stage;
 mod sys;
+mod types;
 
-pub use disk::{
-    Attrs, Dir, Disk, File, FileId, FileKind, FsStats, Rename, SetTime, Stat, TEMP_PREFIX, TEMP_SUFFIX, Temp,
-    is_temp_name, temp_name,
-};
+pub use disk::{Disk, Meta};
 pub use os::OsDisk;
 pub use layout::STATE_DIR;
 pub use resolve::{Scope, Target, WorkspacePath};
 pub use stage::{Displaced, Install, Source, Staged, hash_file, stage, stage_into};
+pub use types::{
+    Attrs, Dir, File, FileId, FileKind, FsStats, Rename, SetTime, Stat, TEMP_PREFIX, TEMP_SUFFIX, Temp, is_temp_name,
+    temp_name,
+};

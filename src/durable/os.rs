@@ -1,32 +1,36 @@
-//! [`OsDisk`]: the [`Disk`] that talks to the kernel.
+//! [`OsDisk`]: the [`Disk`] that talks to the kernel (its [`Meta`](super::Meta) is in `meta.rs`).
+//!
+//! The top of `durable/`'s seam: it implements the trait of `disk.rs` over the values of
+//! `types.rs` with the system calls of `sys.rs`.
 //!
 //! Every path argument below the root is either resolved by `openat2(RESOLVE_BENEATH)` or is a
 //! single component used with an `*at` call on a directory descriptor, with `O_NOFOLLOW` wherever
 //! a symlink could be substituted. So no call made here can reach outside the workspace, whatever
 //! the names contain and whatever another process renames concurrently.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag};
+use nix::fcntl::{AtFlags, OFlag, RenameFlags};
 use nix::libc;
 use nix::sys::stat::{FileStat, Mode};
 
-use super::disk::{Attrs, Dir, Disk, File, FileId, FileKind, Rename, Stat, Temp, temp_name};
+use super::disk::Disk;
 use super::sys;
+use super::types::{Attrs, Dir, File, FileId, FileKind, Rename, Stat, Temp, temp_name};
 
-/// The production [`Disk`].
+/// The production [`Disk`] and [`Meta`](super::Meta).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsDisk;
 
 fn to_stat(st: &FileStat) -> Stat {
     Stat {
         id: FileId { dev: st.st_dev, ino: st.st_ino },
-        kind: super::meta::kind_of(st.st_mode),
+        kind: FileKind::of_mode(st.st_mode),
         perm: st.st_mode & 0o7777,
         uid: st.st_uid,
         gid: st.st_gid,
@@ -137,7 +141,7 @@ impl Disk for OsDisk {
             if name == b"." || name == b".." {
                 continue;
             }
-            let name = OsString::from(std::ffi::OsStr::from_bytes(name));
+            let name = OsString::from(OsStr::from_bytes(name));
             let kind = match entry.file_type() {
                 Some(nix::dir::Type::File) => FileKind::File,
                 Some(nix::dir::Type::Directory) => FileKind::Dir,
@@ -273,7 +277,12 @@ impl Disk for OsDisk {
     }
 
     fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()> {
-        sys::rename(from.as_fd(), from_name, to.as_fd(), to_name, how)
+        let flags = match how {
+            Rename::Replace => RenameFlags::empty(),
+            Rename::NoReplace => RenameFlags::RENAME_NOREPLACE,
+            Rename::Exchange => RenameFlags::RENAME_EXCHANGE,
+        };
+        sys::rename(from.as_fd(), from_name, to.as_fd(), to_name, flags)
     }
 
     fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {

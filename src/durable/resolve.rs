@@ -25,8 +25,9 @@ use std::io;
 
 use nix::libc;
 
-use super::disk::{Dir, Disk, FileKind, Stat};
+use super::disk::Disk;
 use super::layout::STATE_DIR;
+use super::types::{Dir, FileKind, Stat};
 use crate::error::{Error, Reason, Result};
 
 /// Longest path accepted, in bytes (Linux `PATH_MAX` includes the terminating NUL).

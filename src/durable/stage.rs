@@ -26,7 +26,8 @@ use std::io;
 
 use nix::libc;
 
-use super::disk::{Attrs, Dir, Disk, File, Rename, Temp, temp_name};
+use super::disk::Disk;
+use super::types::{Attrs, Dir, File, Rename, Temp, temp_name};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::sha::{Hasher, Sha256};
 

@@ -1,5 +1,8 @@
 //! Linux-only system calls, in one place.
 //!
+//! The bottom of `durable/`: descriptors and plain values in, bytes and `io::Error`s out. It uses
+//! none of rwfs's own types, so everything else in the module may use it and it uses nothing.
+//!
 //! Everything here has a named macOS equivalent so that a port is a contained change to this
 //! file (macFUSE mounts use the same engine):
 //!
@@ -24,8 +27,6 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, OpenHow, RenameFlags, ResolveFlag};
 use nix::libc;
 use nix::sys::stat::Mode;
-
-use super::disk::Rename;
 
 /// Open `rel` beneath `root`: `..`, absolute paths and symlinks that would leave `root` fail
 /// with `EXDEV`; `/proc` magic links are refused (`ELOOP`).
@@ -72,17 +73,19 @@ pub fn open_tmpfile(dir: BorrowedFd<'_>, perm: u32) -> io::Result<Option<OwnedFd
 /// Give the file behind `fd` (an `O_TMPFILE` inode) the name `name` in `dir`.
 pub fn link_fd(fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc form works for every user.
-    let proc = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    nix::unistd::linkat(nix::fcntl::AT_FDCWD, proc.as_str(), dir, name, nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW)?;
+    let proc = proc_fd_path(fd);
+    nix::unistd::linkat(nix::fcntl::AT_FDCWD, proc.as_path(), dir, name, nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW)?;
     Ok(())
 }
 
-pub fn rename(from_dir: BorrowedFd<'_>, from: &str, to_dir: BorrowedFd<'_>, to: &str, how: Rename) -> io::Result<()> {
-    let flags = match how {
-        Rename::Replace => RenameFlags::empty(),
-        Rename::NoReplace => RenameFlags::RENAME_NOREPLACE,
-        Rename::Exchange => RenameFlags::RENAME_EXCHANGE,
-    };
+/// `renameat2` with `flags` (`RENAME_NOREPLACE`, `RENAME_EXCHANGE` or none).
+pub fn rename(
+    from_dir: BorrowedFd<'_>,
+    from: &str,
+    to_dir: BorrowedFd<'_>,
+    to: &str,
+    flags: RenameFlags,
+) -> io::Result<()> {
     nix::fcntl::renameat2(from_dir, from, to_dir, to, flags)?;
     Ok(())
 }
@@ -94,7 +97,7 @@ pub fn proc_fd_path(fd: BorrowedFd<'_>) -> PathBuf {
 
 /// The absolute path the kernel knows for an open descriptor.
 pub fn fd_path(fd: BorrowedFd<'_>) -> io::Result<PathBuf> {
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    std::fs::read_link(proc_fd_path(fd))
 }
 
 /// Ask the kernel to start writing back `fd`'s dirty pages without waiting.
@@ -133,7 +136,12 @@ pub fn list_xattrs(fd: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
         Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    Ok(buf.split(|&b| b == 0).filter(|n| !n.is_empty()).map(|n| OsString::from_vec(n.to_vec())).collect())
+    Ok(xattr_names(&buf))
+}
+
+/// The names in a `listxattr` buffer (each NUL-terminated).
+pub(super) fn xattr_names(buf: &[u8]) -> Vec<OsString> {
+    buf.split(|&b| b == 0).filter(|n| !n.is_empty()).map(|n| OsString::from_vec(n.to_vec())).collect()
 }
 
 pub fn get_xattr(fd: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
@@ -150,7 +158,8 @@ pub fn set_xattr(fd: BorrowedFd<'_>, name: &OsStr, value: &[u8]) -> io::Result<(
     if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
+/// `name` as a C string; `EINVAL` if it holds a NUL.
+pub(super) fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 

@@ -1,12 +1,13 @@
 //! Structural validators: does a candidate have the inner structure of the real thing?
 //!
 //! Each is a pure function of the candidate text; they run before entropy and placeholder
-//! filters because a passing checksum is the strongest evidence there is.
+//! filters because a passing checksum is the strongest evidence there is. The checksums that the
+//! sample generator computes too (base62 CRC32, bech32, mod-97) are in `codec.rs`.
 
 use base64::Engine as _;
 
+use super::codec::{BASE62, BECH32, bech32_hrp_expand, bech32_polymod, crc32_base62, mod97};
 use super::rule::Check;
-use super::sample::BASE62;
 
 /// Run `check` on a candidate secret.
 pub fn passes(check: Check, secret: &str) -> bool {
@@ -34,7 +35,7 @@ pub fn crc32_base62_ok(token: &str) -> bool {
         return false;
     }
     let (random, sum) = body.split_at(body.len() - 6);
-    super::sample::crc32_base62(random.as_bytes()) == sum && sum.bytes().all(|b| BASE62.as_bytes().contains(&b))
+    crc32_base62(random.as_bytes()) == sum && sum.bytes().all(|b| BASE62.as_bytes().contains(&b))
 }
 
 /// The header decodes (base64url) to a JSON object naming an algorithm.
@@ -126,21 +127,6 @@ pub fn card_ok(candidate: &str) -> bool {
         && luhn(&digits)
         && !TEST_CARDS.contains(&digits.as_str())
         && !digits.bytes().all(|b| b == digits.as_bytes()[0])
-}
-
-/// The remainder of an alphanumeric string read as a number with letters A=10 … Z=35.
-pub fn mod97(s: &str) -> u32 {
-    let mut rem: u32 = 0;
-    for c in s.chars() {
-        let v = match c {
-            '0'..='9' => c as u32 - '0' as u32,
-            'A'..='Z' => c as u32 - 'A' as u32 + 10,
-            'a'..='z' => c as u32 - 'a' as u32 + 10,
-            _ => continue,
-        };
-        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
-    }
-    rem
 }
 
 /// IBAN lengths of common countries (others: 15 to 34).
@@ -270,7 +256,6 @@ pub fn basic_auth_ok(value: &str) -> bool {
 /// A bech32 string (BIP-173): `hrp` `1` data, one case, data in the bech32 alphabet, valid
 /// checksum.
 pub fn bech32_ok(candidate: &str) -> bool {
-    const CHARSET: &[u8] = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l";
     if candidate.bytes().any(|b| b.is_ascii_lowercase()) && candidate.bytes().any(|b| b.is_ascii_uppercase()) {
         return false;
     }
@@ -282,14 +267,14 @@ pub fn bech32_ok(candidate: &str) -> bool {
     if hrp.is_empty() || data.len() < 6 || !hrp.bytes().all(|b| (33..=126).contains(&b)) {
         return false;
     }
-    let mut values = super::sample::bech32_hrp_expand(hrp);
+    let mut values = bech32_hrp_expand(hrp);
     for b in data.bytes() {
-        match CHARSET.iter().position(|&c| c == b) {
+        match BECH32.bytes().position(|c| c == b) {
             Some(v) => values.push(v as u8),
             None => return false,
         }
     }
-    super::sample::bech32_polymod(&values) == 1
+    bech32_polymod(&values) == 1
 }
 
 #[cfg(test)]

@@ -15,14 +15,21 @@
 //! the input, and findings per rule are capped ([`MAX_FINDINGS_PER_RULE`]; Eq. 1 saturates at
 //! three hits per family anyway). Never one giant `RegexSet`.
 //!
+//! Inside, `codec.rs` (base62 CRC32, bech32, mod-97) and `rng.rs` sit at the bottom; the
+//! validators (`check.rs`) and the sample generator (`sample.rs`, test vectors made on demand)
+//! both use them and not each other; a rule (`rule.rs`) names `rng::Rng` only as the type of its
+//! sample generators.
+//!
 //! What this module does not do: decide. Whether a finding blocks a write is the policy's
 //! business (`crate::policy`).
 
 mod check;
+mod codec;
 mod filter;
 mod generic;
 mod replace;
 mod report;
+mod rng;
 mod rule;
 pub mod rules;
 pub mod sample;

@@ -84,7 +84,7 @@ pub enum Part {
     /// The base62 CRC32 of the characters generated since the last literal (6 characters).
     Crc32Base62,
     /// A generator for structured tokens (PEM blocks, JWTs, card numbers, IBANs).
-    Gen(fn(&mut super::sample::Rng) -> String),
+    Gen(fn(&mut super::rng::Rng) -> String),
 }
 
 /// A detection rule.

@@ -3,10 +3,17 @@
 //! Test vectors are made at test time from a rule's [`Part`] list (random bodies with the right
 //! alphabet, length and checksum) instead of being committed as credential-shaped literals.
 //! Deterministic for a given seed; no I/O.
+//!
+//! Built on the rules' [`Part`]s, the shared checksums of `codec.rs` and the [`Rng`] of
+//! `rng.rs` (re-exported here). Nothing that scores imports this module: the validators share
+//! the checksums through `codec.rs`, and the rule table (`rules.rs`) takes only alphabets and
+//! generator functions from it, as data for each rule's `sample` field.
 
 use base64::Engine as _;
 
+use super::codec::{BECH32, bech32_hrp_expand, bech32_polymod, crc32_base62, mod97};
 use super::rule::Part;
+pub use super::rng::Rng;
 
 pub const DIGITS: &str = "0123456789";
 pub const HEX: &str = "0123456789abcdef";
@@ -19,46 +26,12 @@ pub const BASE32: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 pub const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub const BASE64: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 pub const BASE64URL: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-/// The base62 alphabet of GitHub/npm checksums.
-pub const BASE62: &str = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 pub const LETTERS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 pub const BASE32_LOWER: &str = "abcdefghijklmnopqrstuvwxyz234567";
 /// Lowercase hex extended to `h` (Flutterwave, Mailgun signing keys).
 pub const HEX_TO_H: &str = "0123456789abcdefgh";
 /// The body alphabet of Azure AD client secrets.
 pub const AZURE_SECRET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.";
-/// The bech32 data alphabet (uppercase, as age writes secret keys).
-pub const BECH32_UPPER: &str = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L";
-
-/// xorshift64*: small, deterministic, good enough for test tokens.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    pub fn string(&mut self, alphabet: &str, n: usize) -> String {
-        let alphabet = alphabet.as_bytes();
-        (0..n).map(|_| alphabet[self.below(alphabet.len())] as char).collect()
-    }
-
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next_u64() as u8).collect()
-    }
-}
 
 /// A sample token from a rule's parts.
 pub fn generate(parts: &[Part], rng: &mut Rng) -> String {
@@ -80,18 +53,6 @@ pub fn generate(parts: &[Part], rng: &mut Rng) -> String {
         }
     }
     out
-}
-
-/// `base62(crc32(data))`, left-padded with `0` to 6 characters (GitHub and npm tokens).
-pub fn crc32_base62(data: &[u8]) -> String {
-    let mut n = crc32fast::hash(data) as u64;
-    let alphabet = BASE62.as_bytes();
-    let mut out = [b'0'; 6];
-    for slot in out.iter_mut().rev() {
-        *slot = alphabet[(n % 62) as usize];
-        n /= 62;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A PEM block of `label` with a random body (64-column lines).
@@ -131,7 +92,7 @@ pub fn pem_pgp(rng: &mut Rng) -> String {
     format!(
         "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{}\n={}\n-----END PGP PRIVATE KEY BLOCK-----",
         lines.join("\n"),
-        rng.string(super::sample::BASE64, 4)
+        rng.string(BASE64, 4)
     )
 }
 
@@ -181,7 +142,7 @@ pub fn luhn_check_digit(digits: &[u8]) -> u8 {
 /// A German IBAN with valid check digits.
 pub fn iban(rng: &mut Rng) -> String {
     let bban = rng.string(DIGITS, 18);
-    let check = 98 - super::check::mod97(&format!("{bban}DE00"));
+    let check = 98 - mod97(&format!("{bban}DE00"));
     format!("DE{check:02}{bban}")
 }
 
@@ -256,31 +217,6 @@ pub fn uuid_upper(rng: &mut Rng) -> String {
     uuid(rng).to_ascii_uppercase()
 }
 
-/// BIP-173 checksum polynomial over 5-bit values.
-pub fn bech32_polymod(values: &[u8]) -> u32 {
-    const GEN: [u32; 5] = [0x3b6a_57b2, 0x2650_8e6d, 0x1ea1_19fa, 0x3d42_33dd, 0x2a14_62b3];
-    let mut chk: u32 = 1;
-    for &v in values {
-        let top = chk >> 25;
-        chk = ((chk & 0x01ff_ffff) << 5) ^ v as u32;
-        for (i, g) in GEN.iter().enumerate() {
-            if (top >> i) & 1 == 1 {
-                chk ^= g;
-            }
-        }
-    }
-    chk
-}
-
-/// The human-readable part expanded for the checksum (lowercase).
-pub fn bech32_hrp_expand(hrp: &str) -> Vec<u8> {
-    let b = hrp.as_bytes();
-    let mut out: Vec<u8> = b.iter().map(|c| c >> 5).collect();
-    out.push(0);
-    out.extend(b.iter().map(|c| c & 31));
-    out
-}
-
 /// An age X25519 secret key: bech32 of 32 random bytes under `age-secret-key-`, uppercase.
 pub fn age_secret_key(rng: &mut Rng) -> String {
     let hrp = "age-secret-key-";
@@ -304,8 +240,8 @@ pub fn age_secret_key(rng: &mut Rng) -> String {
     values.extend([0u8; 6]);
     let sum = bech32_polymod(&values) ^ 1;
     data.extend((0..6).map(|i| ((sum >> (5 * (5 - i))) & 31) as u8));
-    let alphabet = BECH32_UPPER.as_bytes();
-    let body: String = data.iter().map(|&v| alphabet[v as usize] as char).collect();
+    let alphabet = BECH32.as_bytes();
+    let body: String = data.iter().map(|&v| alphabet[v as usize].to_ascii_uppercase() as char).collect();
     format!("{}1{body}", hrp.to_ascii_uppercase())
 }
 

@@ -1,14 +1,18 @@
 //! One delegating [`Disk`] for every test that needs to watch or disturb the engine's disk
 //! calls: [`Hooked`] forwards to [`OsDisk`] and lets an [`Intercept`] act before and after each
 //! call (record it, fail it, swap a symlink in), or replace how temp files are made.
+//!
+//! Every method of [`Disk`] and [`Meta`] is forwarded by hand (the traits have no defaults):
+//! each change, [`Meta`]'s included, is a [`Call`] the intercept sees; reads other than `stat`
+//! and the two cache hints pass straight through.
 
 #![allow(dead_code)]
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 
-use rwfs::durable::{Attrs, Dir, Disk, File, FileKind, OsDisk, Rename, Stat, Temp};
+use rwfs::durable::{Attrs, Dir, Disk, File, FileKind, FsStats, Meta, OsDisk, Rename, SetTime, Stat, Temp};
 
 /// A disk call, as an intercept sees it.
 #[derive(Debug)]
@@ -20,11 +24,23 @@ pub enum Call<'a> {
     OpenWrite { dir: &'a Dir, name: &'a str, existed: bool },
     Write { file: &'a File, data: &'a [u8], offset: u64 },
     SetLen { file: &'a File, len: u64 },
+    /// Mode, owner and extended attributes applied to an open file ([`Disk::set_attrs`]).
+    SetAttrs { file: &'a File },
     Sync { file: &'a File },
     SyncDir { dir: &'a Dir },
     Link { file: &'a File, dir: &'a Dir, name: &'a str },
     Rename { from: &'a Dir, from_name: &'a str, to: &'a Dir, to_name: &'a str, how: Rename },
     Unlink { dir: &'a Dir, name: &'a str },
+    // The changes of [`Meta`].
+    CreateNew { dir: &'a Dir, name: &'a str },
+    Symlink { dir: &'a Dir, name: &'a str },
+    /// A fifo, socket or device node.
+    Mknod { dir: &'a Dir, name: &'a str },
+    HardLink { from: &'a Dir, from_name: &'a str, to: &'a Dir, to_name: &'a str },
+    Rmdir { dir: &'a Dir, name: &'a str },
+    /// Mode, owner, times or an extended attribute of `name` in `dir`.
+    SetMeta { dir: &'a Dir, name: &'a str },
+    CopyRange { from: &'a File, to: &'a File, len: u64 },
 }
 
 impl Call<'_> {
@@ -47,7 +63,8 @@ pub trait Intercept: Send + Sync {
     fn before(&self, _call: &Call<'_>) -> io::Result<()> {
         Ok(())
     }
-    /// After a successful call; `created` is the file a `CreateTemp` or creating `OpenWrite` made.
+    /// After a successful call; `created` is the file a `CreateTemp`, a creating `OpenWrite` or a
+    /// `CreateNew` made.
     fn after(&self, _call: &Call<'_>, _created: Option<Created<'_>>) {}
     /// How temp files are made (default: the real disk's way).
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
@@ -131,7 +148,7 @@ impl<I: Intercept> Disk for Hooked<I> {
         self.around(Call::SetLen { file, len }, || OsDisk.set_len(file, len))
     }
     fn set_attrs(&self, file: &File, attrs: &Attrs) -> io::Result<Vec<String>> {
-        OsDisk.set_attrs(file, attrs)
+        self.around(Call::SetAttrs { file }, || OsDisk.set_attrs(file, attrs))
     }
     fn sync(&self, file: &File) -> io::Result<()> {
         self.around(Call::Sync { file }, || OsDisk.sync(file))
@@ -155,5 +172,60 @@ impl<I: Intercept> Disk for Hooked<I> {
     }
     fn start_writeback(&self, file: &File) {
         OsDisk.start_writeback(file)
+    }
+    fn drop_cache(&self, file: &File) {
+        OsDisk.drop_cache(file)
+    }
+}
+
+impl<I: Intercept> Meta for Hooked<I> {
+    fn create_new(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<File> {
+        let call = Call::CreateNew { dir, name };
+        self.0.before(&call)?;
+        let file = OsDisk.create_new(dir, name, perm)?;
+        self.0.after(&call, Some(Created { file: &file, name: Some(name) }));
+        Ok(file)
+    }
+    fn symlink(&self, target: &OsStr, dir: &Dir, name: &str) -> io::Result<()> {
+        self.around(Call::Symlink { dir, name }, || OsDisk.symlink(target, dir, name))
+    }
+    fn mknod(&self, dir: &Dir, name: &str, kind: FileKind, perm: u32, rdev: u64) -> io::Result<()> {
+        self.around(Call::Mknod { dir, name }, || OsDisk.mknod(dir, name, kind, perm, rdev))
+    }
+    fn hard_link(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str) -> io::Result<()> {
+        self.around(Call::HardLink { from, from_name, to, to_name }, || OsDisk.hard_link(from, from_name, to, to_name))
+    }
+    fn rmdir(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        self.around(Call::Rmdir { dir, name }, || OsDisk.rmdir(dir, name))
+    }
+    fn set_perm(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+        self.around(Call::SetMeta { dir, name }, || OsDisk.set_perm(dir, name, perm))
+    }
+    fn set_owner(&self, dir: &Dir, name: &str, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+        self.around(Call::SetMeta { dir, name }, || OsDisk.set_owner(dir, name, uid, gid))
+    }
+    fn set_times(&self, dir: &Dir, name: &str, atime: SetTime, mtime: SetTime) -> io::Result<()> {
+        self.around(Call::SetMeta { dir, name }, || OsDisk.set_times(dir, name, atime, mtime))
+    }
+    fn set_xattr(&self, dir: &Dir, name: &str, attr: &OsStr, value: &[u8], flags: i32) -> io::Result<()> {
+        self.around(Call::SetMeta { dir, name }, || OsDisk.set_xattr(dir, name, attr, value, flags))
+    }
+    fn remove_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()> {
+        self.around(Call::SetMeta { dir, name }, || OsDisk.remove_xattr(dir, name, attr))
+    }
+    fn get_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<Vec<u8>> {
+        OsDisk.get_xattr(dir, name, attr)
+    }
+    fn file_xattr(&self, file: &File, attr: &OsStr) -> io::Result<Vec<u8>> {
+        OsDisk.file_xattr(file, attr)
+    }
+    fn list_xattrs(&self, dir: &Dir, name: &str) -> io::Result<Vec<OsString>> {
+        OsDisk.list_xattrs(dir, name)
+    }
+    fn statfs(&self, dir: &Dir) -> io::Result<FsStats> {
+        OsDisk.statfs(dir)
+    }
+    fn copy_range(&self, from: &File, to: &File, len: u64) -> io::Result<()> {
+        self.around(Call::CopyRange { from, to, len }, || OsDisk.copy_range(from, to, len))
     }
 }

@@ -13,6 +13,14 @@
 //!   directories and of file data;
 //! - a rename between two directories is atomic (in both or in neither), and durable once either
 //!   directory is synced after it.
+//!
+//! What the image holds is names, regular files' bytes and directories, so of [`Meta`]'s changes
+//! it models `create_new` (a named create), `hard_link` of a regular file (a link), `rmdir` and
+//! `copy_range` (a write of the copied bytes at offset 0). Entries made by `symlink` and `mknod`,
+//! and mode, owner, times and extended attributes (`set_attrs` and [`Meta`]'s setters), are not
+//! modelled: they are counted as changes (so they can be failed) but leave no event.
+//!
+//! [`Meta`]: rwfs::durable::Meta
 
 #![allow(dead_code)]
 
@@ -22,7 +30,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rwfs::durable::{File, FileId, Rename};
+use rwfs::durable::{Disk, File, FileId, FileKind, OsDisk, Rename};
 
 use super::hooked::{Call, Created, Hooked, Intercept};
 
@@ -38,9 +46,11 @@ pub enum Event {
     SetLen { ino: Ino, len: u64 },
     Sync { ino: Ino },
     SyncDir { dir: String },
+    /// A name for an existing inode: an anonymous temp file's first, or a hard link.
     Link { ino: Ino, dir: String, name: String },
     Rename { from: String, from_name: String, to: String, to_name: String, how: Rename },
     Unlink { dir: String, name: String },
+    Rmdir { dir: String, name: String },
     /// Test marker: a commit with this effect started.
     Intent { id: usize },
     /// Test marker: that commit was acknowledged.
@@ -51,7 +61,10 @@ impl Event {
     /// Directories whose entries this event changes.
     fn dirs(&self) -> Vec<&str> {
         match self {
-            Event::Mkdir { dir, .. } | Event::Link { dir, .. } | Event::Unlink { dir, .. } => vec![dir],
+            Event::Mkdir { dir, .. }
+            | Event::Link { dir, .. }
+            | Event::Unlink { dir, .. }
+            | Event::Rmdir { dir, .. } => vec![dir],
             Event::Create { dir, name: Some(_), .. } => vec![dir],
             Event::Rename { from, to, .. } if from == to => vec![from],
             Event::Rename { from, to, .. } => vec![from, to],
@@ -210,7 +223,11 @@ impl Recorder {
 
 impl State {
     fn ino(&self, file: &File) -> Ino {
-        *self.inos.get(&file.id()).unwrap_or_else(|| panic!("inode {:?} not known to the model", file.id()))
+        self.ino_of(file.id())
+    }
+
+    fn ino_of(&self, id: FileId) -> Ino {
+        *self.inos.get(&id).unwrap_or_else(|| panic!("inode {id:?} not known to the model"))
     }
 
     fn fresh(&mut self, file: &File) -> Ino {
@@ -238,9 +255,10 @@ impl Intercept for Recorder {
     fn after(&self, call: &Call<'_>, created: Option<Created<'_>>) {
         let mut state = self.state.lock().unwrap();
         let event = match *call {
-            Call::Stat { .. } => return,
+            Call::Stat { .. } | Call::SetAttrs { .. } | Call::SetMeta { .. } => return,
+            Call::Symlink { .. } | Call::Mknod { .. } => return,
             Call::Mkdir { dir, name } => Event::Mkdir { dir: dir.rel().into(), name: name.into() },
-            Call::CreateTemp { dir } | Call::OpenWrite { dir, .. } => {
+            Call::CreateTemp { dir } | Call::OpenWrite { dir, .. } | Call::CreateNew { dir, .. } => {
                 let Some(created) = created else { return };
                 let ino = state.fresh(created.file);
                 Event::Create { ino, dir: dir.rel().into(), name: created.name.map(Into::into) }
@@ -258,6 +276,27 @@ impl Intercept for Recorder {
                 how,
             },
             Call::Unlink { dir, name } => Event::Unlink { dir: dir.rel().into(), name: name.into() },
+            Call::Rmdir { dir, name } => Event::Rmdir { dir: dir.rel().into(), name: name.into() },
+            Call::HardLink { to, to_name, .. } => {
+                // The new name holds the linked inode now; only regular files are in the image.
+                let st = OsDisk.stat(to, to_name).ok().flatten().expect("a hard link just made");
+                if st.kind != FileKind::File {
+                    return;
+                }
+                Event::Link { ino: state.ino_of(st.id), dir: to.rel().into(), name: to_name.into() }
+            }
+            Call::CopyRange { to, len, .. } => {
+                let mut data = vec![0; len as usize];
+                let mut got = 0;
+                while got < data.len() {
+                    match OsDisk.read_at(to, &mut data[got..], got as u64).expect("read back a copy") {
+                        0 => break,
+                        n => got += n,
+                    }
+                }
+                data.truncate(got);
+                Event::Write { ino: state.ino(to), offset: 0, data }
+            }
         };
         state.events.push(event);
     }
@@ -420,7 +459,7 @@ fn apply_names(base: &Image, events: &[Event], included: &BTreeSet<usize>) -> Im
                     entries.insert(name.clone(), Entry::File(*ino));
                 }
             }
-            Event::Unlink { dir, name } => {
+            Event::Unlink { dir, name } | Event::Rmdir { dir, name } => {
                 if let Some(entries) = image.dirs.get_mut(dir) {
                     entries.remove(name);
                 }

@@ -1,0 +1,247 @@
+//! The plain data of the disk seam: handles, metadata and temp names.
+//!
+//! Handles carry identity, not only descriptors: a [`Dir`] knows its canonical path relative to
+//! the workspace root and a [`File`] knows its `(dev, ino)`. Recorders use them to name what
+//! changed; the engine uses them in messages.
+//!
+//! This is the bottom of `durable/` but for `sys.rs`: it makes no system call that changes the
+//! disk, and knows nothing of the [`Disk`](super::Disk) trait that passes these values around.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use nix::sys::stat::SFlag;
+
+/// Identity of an inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// What a directory entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Dir,
+    Symlink,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+impl FileKind {
+    /// The kind an `st_mode` names.
+    pub fn of_mode(mode: u32) -> FileKind {
+        match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
+            f if f == SFlag::S_IFREG => FileKind::File,
+            f if f == SFlag::S_IFDIR => FileKind::Dir,
+            f if f == SFlag::S_IFLNK => FileKind::Symlink,
+            f if f == SFlag::S_IFIFO => FileKind::Fifo,
+            f if f == SFlag::S_IFSOCK => FileKind::Socket,
+            f if f == SFlag::S_IFCHR => FileKind::CharDevice,
+            _ => FileKind::BlockDevice,
+        }
+    }
+
+    /// A fifo, socket or device node: no content rwfs versions.
+    pub fn is_special(self) -> bool {
+        matches!(self, FileKind::Fifo | FileKind::Socket | FileKind::CharDevice | FileKind::BlockDevice)
+    }
+}
+
+/// The metadata rwfs looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub id: FileId,
+    pub kind: FileKind,
+    /// Permission bits including setuid, setgid and sticky (`st_mode & 0o7777`).
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub nlink: u64,
+    /// Allocated size in 512-byte blocks.
+    pub blocks: u64,
+    /// Device number of a device node.
+    pub rdev: u64,
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+/// A timestamp to set ([`Meta::set_times`](super::Meta::set_times)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetTime {
+    /// Leave it as it is.
+    Keep,
+    Now,
+    /// Nanoseconds since the epoch.
+    At(i64),
+}
+
+/// What `statvfs` says about the filesystem holding a directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FsStats {
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub blocks_available: u64,
+    pub files: u64,
+    pub files_free: u64,
+    pub block_size: u32,
+    pub fragment_size: u32,
+    pub name_max: u32,
+}
+
+/// Attributes carried from the version a commit replaces to the new one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attrs {
+    /// Permission bits; `None` keeps what the temp file was created with.
+    pub perm: Option<u32>,
+    /// Owner and group; `None` keeps the engine's own.
+    pub owner: Option<(u32, u32)>,
+    /// Extended attributes (ACLs live here too), as raw names and values.
+    pub xattrs: Vec<(OsString, Vec<u8>)>,
+}
+
+/// How [`Disk::rename`](super::Disk::rename) treats an existing destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rename {
+    /// Replace it atomically (plain `rename`).
+    Replace,
+    /// Fail with `EEXIST` (`RENAME_NOREPLACE`).
+    NoReplace,
+    /// Swap the two names atomically (`RENAME_EXCHANGE`); both must exist.
+    Exchange,
+}
+
+/// An open directory beneath the workspace root.
+pub struct Dir {
+    fd: OwnedFd,
+    rel: String,
+}
+
+impl Dir {
+    /// Wrap a descriptor; `rel` is the canonical path relative to the root (`""` for the root).
+    pub fn new(fd: OwnedFd, rel: String) -> Dir {
+        Dir { fd, rel }
+    }
+
+    pub fn rel(&self) -> &str {
+        &self.rel
+    }
+
+    /// The workspace path of `name` inside this directory.
+    pub fn join(&self, name: &str) -> String {
+        if self.rel.is_empty() { name.to_string() } else { format!("{}/{}", self.rel, name) }
+    }
+
+    pub fn try_clone(&self) -> io::Result<Dir> {
+        Ok(Dir { fd: self.fd.try_clone()?, rel: self.rel.clone() })
+    }
+
+    /// A path naming this very directory through its descriptor (`/proc/self/fd/N`): it
+    /// reaches the directory even where its own path is covered by a mount.
+    pub fn fd_path(&self) -> std::path::PathBuf {
+        super::sys::proc_fd_path(self.fd.as_fd())
+    }
+}
+
+impl AsFd for Dir {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl fmt::Debug for Dir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Dir({:?})", self.rel)
+    }
+}
+
+/// An open regular file.
+pub struct File {
+    fd: OwnedFd,
+    id: FileId,
+}
+
+impl File {
+    pub fn new(fd: OwnedFd, id: FileId) -> File {
+        File { fd, id }
+    }
+
+    pub fn id(&self) -> FileId {
+        self.id
+    }
+
+    /// The descriptor, for plain reads.
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
+}
+
+impl AsFd for File {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl fmt::Debug for File {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "File({}:{})", self.id.dev, self.id.ino)
+    }
+}
+
+/// A new, private file to stage a version in.
+#[derive(Debug)]
+pub struct Temp {
+    pub file: File,
+    /// `None` for an anonymous `O_TMPFILE` inode; otherwise the name it was created under.
+    pub name: Option<String>,
+}
+
+/// Prefix and suffix of every name rwfs creates in the backing tree for its own use. Such
+/// names exist only while a commit is in flight or until recovery moves them to `objects/`.
+pub const TEMP_PREFIX: &str = ".rwfs.";
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// Is `name` one of rwfs's temporary names?
+pub fn is_temp_name(name: &str) -> bool {
+    name.len() == TEMP_PREFIX.len() + 16 + TEMP_SUFFIX.len()
+        && name.starts_with(TEMP_PREFIX)
+        && name.ends_with(TEMP_SUFFIX)
+        && name[TEMP_PREFIX.len()..TEMP_PREFIX.len() + 16].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A fresh unpredictable temporary name.
+pub fn temp_name() -> String {
+    let mut bytes = [0u8; 8];
+    // getrandom only fails where the OS has no entropy source at all; fall back to the clock
+    // mixed with the address of a local, which is still unique within this process.
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let local = &bytes as *const _ as u64;
+        bytes = (nanos ^ local.rotate_left(32)).to_le_bytes();
+    }
+    format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", hex::encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_recognised_and_unique() {
+        let a = temp_name();
+        let b = temp_name();
+        assert!(is_temp_name(&a), "{a}");
+        assert_ne!(a, b);
+        for not in [".rwfs.tmp", "rwfs.0123456789abcdef.tmp", ".rwfs.0123456789abcdeg.tmp", "a"] {
+            assert!(!is_temp_name(not), "{not}");
+        }
+    }
+}
