@@ -119,10 +119,7 @@ mod tests {
     #[test]
     fn known_digest_round_trips() {
         let empty = Sha256::of(b"");
-        assert_eq!(
-            empty.to_hex(),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
+        assert_eq!(empty.to_hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
         assert_eq!(empty.to_hex().parse::<Sha256>(), Ok(empty));
     }
 

@@ -28,12 +28,7 @@ const JOURNAL: &str = ".resilient_write/journal.jsonl";
 // Helpers.
 
 fn rwfs(ws: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rwfs"))
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .output()
-        .expect("run rwfs")
+    Command::new(env!("CARGO_BIN_EXE_rwfs")).arg("--workspace").arg(ws).args(args).output().expect("run rwfs")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -188,15 +183,17 @@ fn a_torn_last_line_is_reported_skipped_and_the_next_row_starts_on_a_fresh_line(
     // Exactly the torn line is reported (now terminated, so "unreadable"); the chain holds.
     let report = report(&ws);
     assert_eq!(report.rows, 3);
-    assert!(matches!(report.problems.as_slice(), [Problem::Unreadable { line: 3, bytes, .. }] if *bytes == half.len() as u64), "{:?}", report.problems);
+    assert!(
+        matches!(report.problems.as_slice(), [Problem::Unreadable { line: 3, bytes, .. }] if *bytes == half.len() as u64),
+        "{:?}",
+        report.problems
+    );
     assert!(report.drift.is_empty(), "{:?}", report.drift);
 
     let log = rwfs(ws.path(), &["log", "-n", "0", "--json"]);
     assert!(log.status.success(), "{}", text(&log.stderr));
-    let paths: Vec<String> = text(&log.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<rwfs::journal::Row>(l).unwrap().path)
-        .collect();
+    let paths: Vec<String> =
+        text(&log.stdout).lines().map(|l| serde_json::from_str::<rwfs::journal::Row>(l).unwrap().path).collect();
     assert_eq!(paths, ["a.txt", "b.txt", "c.txt"]);
     assert!(text(&log.stderr).contains("line 3"), "{}", text(&log.stderr));
     let verify = rwfs(ws.path(), &["verify"]);
@@ -227,8 +224,10 @@ fn garbage_lines_in_the_middle_are_reported_by_line_and_skipped() {
     garbled.push(lines[2].clone());
     set_journal(&ws, &garbled);
 
-    let expected_lines: Vec<(u64, u64)> =
-        [(3, 0), (4, 1), (5, 2), (6, 3), (8, 5), (9, 6)].iter().map(|&(line, j)| (line, junk[j].len() as u64)).collect();
+    let expected_lines: Vec<(u64, u64)> = [(3, 0), (4, 1), (5, 2), (6, 3), (8, 5), (9, 6)]
+        .iter()
+        .map(|&(line, j)| (line, junk[j].len() as u64))
+        .collect();
     let check = |problems: &[Problem]| {
         let got: Vec<(u64, u64)> = problems
             .iter()
@@ -314,7 +313,10 @@ fn missing_objects_show_in_history_and_restore_says_object_missing() {
     assert_eq!(err.kind().as_str(), "stale_precondition");
     assert_eq!(ws.read("f").unwrap(), b"v3", "a failed restore changes nothing");
     // The other kept version still comes back, and the tree verifies.
-    assert!(matches!(engine.restore("f", &RestoreTo::Sha(sha(b"v2").to_hex()), &actor()).unwrap(), Restored::Committed(_)));
+    assert!(matches!(
+        engine.restore("f", &RestoreTo::Sha(sha(b"v2").to_hex()), &actor()).unwrap(),
+        Restored::Committed(_)
+    ));
     assert_eq!(ws.read("f").unwrap(), b"v2");
     assert!(report(&ws).is_clean(), "{:?}", report(&ws));
     engine.close().unwrap();
@@ -347,8 +349,8 @@ fn a_corrupt_lock_file_makes_recovery_check_every_row_and_the_engine_works() {
         (0..=255u8).rev().cycle().take(300).collect(), // longer than the reader's buffer, not UTF-8
         b"\x00\x00\x00\x00".to_vec(),
         br#"{"pid":12,"settled_seq":"#.to_vec(), // torn
-        br#"{"pid":12}"#.to_vec(),                // a field missing
-        b"   \n".to_vec(),                         // blank: as if new
+        br#"{"pid":12}"#.to_vec(),               // a field missing
+        b"   \n".to_vec(),                       // blank: as if new
     ];
     for lock in garbage {
         let ws = Ws::new();
@@ -368,7 +370,8 @@ fn a_corrupt_lock_file_makes_recovery_check_every_row_and_the_engine_works() {
         assert!(engine.recovery().corrected.is_empty());
         write(&engine, "a", b"a3", WriteMode::Overwrite).unwrap();
         engine.close().unwrap();
-        let info: rwfs::engine::LockInfo = serde_json::from_slice(&std::fs::read(ws.abs(".resilient_write/lock")).unwrap()).unwrap();
+        let info: rwfs::engine::LockInfo =
+            serde_json::from_slice(&std::fs::read(ws.abs(".resilient_write/lock")).unwrap()).unwrap();
         assert_eq!(info.settled_seq, 4);
         assert!(report(&ws).is_clean());
         assert_eq!(ws.read("a").unwrap(), b"a3");
@@ -400,7 +403,8 @@ fn a_journal_symlinked_outside_is_not_followed() {
     std::os::unix::fs::symlink(&outside, ws.join(JOURNAL)).unwrap();
     let err = assert_reason(Engine::open(&ws, &Options::default()), "too_many_symlinks");
     assert_eq!(err.kind().as_str(), "policy_violation");
-    let err = assert_reason(Workspace::open(&ws, &Options::default()).unwrap().read_journal(|_| {}), "too_many_symlinks");
+    let err =
+        assert_reason(Workspace::open(&ws, &Options::default()).unwrap().read_journal(|_| {}), "too_many_symlinks");
     assert_eq!(err.step(), Some("open journal"));
     assert_eq!(std::fs::read(&outside).unwrap(), b"outside");
 }
@@ -412,14 +416,31 @@ fn a_state_dir_that_is_a_file_or_a_symlink_is_refused_and_nothing_is_created() {
     std::fs::create_dir(&elsewhere).unwrap();
     type Setup = Box<dyn Fn(&Path)>;
     let setups: Vec<(&str, Setup)> = vec![
-        ("a regular file", Box::new(|ws: &Path| std::fs::write(ws.join(".resilient_write"), b"not a directory").unwrap())),
-        ("a symlink outside", Box::new(move |ws: &Path| std::os::unix::fs::symlink(&elsewhere, ws.join(".resilient_write")).unwrap())),
-        ("a symlink inside", Box::new(|ws: &Path| {
-            std::fs::create_dir(ws.join("real_state")).unwrap();
-            std::os::unix::fs::symlink("real_state", ws.join(".resilient_write")).unwrap();
-        })),
-        ("a dangling symlink", Box::new(|ws: &Path| std::os::unix::fs::symlink("nowhere", ws.join(".resilient_write")).unwrap())),
-        ("a fifo", Box::new(|ws: &Path| nix::unistd::mkfifo(&ws.join(".resilient_write"), Mode::from_bits_truncate(0o644)).unwrap())),
+        (
+            "a regular file",
+            Box::new(|ws: &Path| std::fs::write(ws.join(".resilient_write"), b"not a directory").unwrap()),
+        ),
+        (
+            "a symlink outside",
+            Box::new(move |ws: &Path| std::os::unix::fs::symlink(&elsewhere, ws.join(".resilient_write")).unwrap()),
+        ),
+        (
+            "a symlink inside",
+            Box::new(|ws: &Path| {
+                std::fs::create_dir(ws.join("real_state")).unwrap();
+                std::os::unix::fs::symlink("real_state", ws.join(".resilient_write")).unwrap();
+            }),
+        ),
+        (
+            "a dangling symlink",
+            Box::new(|ws: &Path| std::os::unix::fs::symlink("nowhere", ws.join(".resilient_write")).unwrap()),
+        ),
+        (
+            "a fifo",
+            Box::new(|ws: &Path| {
+                nix::unistd::mkfifo(&ws.join(".resilient_write"), Mode::from_bits_truncate(0o644)).unwrap()
+            }),
+        ),
     ];
     for (i, (what, setup)) in setups.iter().enumerate() {
         let ws = parent.path().join(format!("ws{i}"));
@@ -624,7 +645,12 @@ fn enospc_while_staging_keeps_the_old_version_and_leaves_nothing_behind() {
             assert_eq!(err.kind().as_str(), "quota_exceeded", "{context}");
             assert_eq!(err.step(), Some("write temp file"), "{context}: {err}");
             assert_eq!(err.path(), Some(path), "{context}");
-            println!("ENOSPC while staging ({context}): {}/{} at {:?}: {err}", err.kind(), err.reason().code(), err.step());
+            println!(
+                "ENOSPC while staging ({context}): {}/{} at {:?}: {err}",
+                err.kind(),
+                err.reason().code(),
+                err.step()
+            );
             assert_nothing_changed(&ws, &context, &[("f.txt", Some(b"old version")), ("g.txt", None)], &journal);
         }
         // Something that fits still goes through, once the failed temp file's pages are freed

@@ -45,7 +45,8 @@ fn write_log_history_restore_rm_round_trip() {
     assert_eq!(rows[0]["comm"], "rwfs");
 
     let history = ok(&rwfs(&ws, &["history", "--json", "notes.txt"], b""));
-    let wheres: Vec<&str> = history["versions"].as_array().unwrap().iter().map(|v| v["where"].as_str().unwrap()).collect();
+    let wheres: Vec<&str> =
+        history["versions"].as_array().unwrap().iter().map(|v| v["where"].as_str().unwrap()).collect();
     assert_eq!(wheres, ["stored", "stored", "current"]);
 
     let prefix = sha(b"one\n").short(10);
@@ -128,7 +129,8 @@ fn restore_by_time_then_gc() {
     // Both objects go: v2 left the tree, and v1's copy is redundant with the current file.
     assert_eq!(gc["removed"], 2);
     let history = ok(&rwfs(&ws, &["history", "--json", "f"], b""));
-    let wheres: Vec<&str> = history["versions"].as_array().unwrap().iter().map(|v| v["where"].as_str().unwrap()).collect();
+    let wheres: Vec<&str> =
+        history["versions"].as_array().unwrap().iter().map(|v| v["where"].as_str().unwrap()).collect();
     assert_eq!(wheres, ["current", "missing", "current"]);
 }
 
@@ -137,7 +139,8 @@ fn unsafe_roots_are_refused_unless_allowed() {
     let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["status", "--workspace", "/"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"));
-    let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["write", "x", "--workspace", "/usr/../etc/."]).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["write", "x", "--workspace", "/usr/../etc/."]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsafe_workspace_root"));
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
     let out = Command::new(env!("CARGO_BIN_EXE_rwfs")).args(["status", "--workspace", &home]).output().unwrap();
@@ -167,7 +170,15 @@ fn scan_is_a_pre_commit_hook() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines, [".env:1:19 stripe-secret-key block", "docs/contact.md:1:6 email-address warn", "src/app.py:2:8 stripe-secret-key block"], "{text}");
+    assert_eq!(
+        lines,
+        [
+            ".env:1:19 stripe-secret-key block",
+            "docs/contact.md:1:6 email-address warn",
+            "src/app.py:2:8 stripe-secret-key block"
+        ],
+        "{text}"
+    );
     assert!(!text.contains(&token), "the report never shows the secret");
 
     let json = rwfs_in(ws.path(), &["scan", "--json", "src"], b"");

@@ -168,7 +168,8 @@ fn restore_refuses_unknown_ambiguous_and_missing_versions() {
     let twin = (0u64..).map(|i| format!("twin {i}")).find(|c| sha(c.as_bytes()).short(4) == first).unwrap();
     write(&engine, "f", twin.as_bytes(), WriteMode::Overwrite).unwrap();
     assert_reason(engine.restore("f", &RestoreTo::Sha(first), &actor()), "ambiguous_version");
-    std::fs::remove_file(ws.abs(&format!(".resilient_write/objects/{}/{}", &sha(b"v1").to_hex()[..2], sha(b"v1")))).unwrap();
+    std::fs::remove_file(ws.abs(&format!(".resilient_write/objects/{}/{}", &sha(b"v1").to_hex()[..2], sha(b"v1"))))
+        .unwrap();
     assert_reason(engine.restore("f", &RestoreTo::Sha(sha(b"v1").to_hex()), &actor()), "object_missing");
     let history = ws.workspace().history("f").unwrap();
     let wheres: Vec<_> = history.versions.iter().map(|v| v.availability).collect();
@@ -313,10 +314,7 @@ fn an_edit_outside_rwfs_shows_in_verify_and_is_kept_on_the_next_overwrite() {
 fn the_workspace_has_one_owner() {
     let ws = Ws::new();
     let engine = ws.open();
-    let err = assert_reason(
-        rwfs::engine::Engine::open(ws.path(), &Default::default()),
-        "workspace_locked",
-    );
+    let err = assert_reason(rwfs::engine::Engine::open(ws.path(), &Default::default()), "workspace_locked");
     assert!(err.to_string().contains(&std::process::id().to_string()), "{err}");
     let owner = ws.workspace().status().unwrap().owner.expect("owner");
     assert_eq!(owner.pid, std::process::id());

@@ -67,9 +67,7 @@ impl Run {
         };
         let id = self.begin(path, Some(effect));
         let actor = actor();
-        let c = engine
-            .safe_write(&WriteRequest { path, content: bytes, mode, expect: None, actor: &actor })
-            .unwrap();
+        let c = engine.safe_write(&WriteRequest { path, content: bytes, mode, expect: None, actor: &actor }).unwrap();
         self.done(id, c.seq);
     }
 
@@ -95,11 +93,7 @@ struct Outcome {
     images: usize,
 }
 
-fn scenario(
-    name: &str,
-    setup: impl Fn(&Engine),
-    run: impl Fn(&Engine, &Run),
-) -> Outcome {
+fn scenario(name: &str, setup: impl Fn(&Engine), run: impl Fn(&Engine, &Run)) -> Outcome {
     let ws = Ws::new();
     let engine = ws.open();
     setup(&engine);
@@ -197,7 +191,10 @@ fn check(
         }
         let known = paths.get(path).map(|(_, k)| k.contains(&Some(bytes.clone()))).unwrap_or(false);
         if !known {
-            return Err(format!("{path} holds bytes that no commit wrote there (torn?): {}", show(&Some(bytes.clone()))));
+            return Err(format!(
+                "{path} holds bytes that no commit wrote there (torn?): {}",
+                show(&Some(bytes.clone()))
+            ));
         }
     }
 
@@ -216,9 +213,10 @@ fn check(
         initial.iter().filter_map(|(p, e)| e.clone().map(|b| (p.clone(), b))).collect();
     for (id, intent) in intents.iter().enumerate() {
         if acked(id)
-            && let Some(bytes) = &intent.effect {
-                must_keep.push((intent.path.clone(), bytes.clone()));
-            }
+            && let Some(bytes) = &intent.effect
+        {
+            must_keep.push((intent.path.clone(), bytes.clone()));
+        }
     }
     for (path, bytes) in must_keep {
         let current = on_disk.get(&path) == Some(&bytes);
@@ -318,10 +316,14 @@ fn scratch_dir() -> std::path::PathBuf {
 #[test]
 fn every_crash_state_keeps_the_guarantees() {
     let outcomes = [
-        scenario("create", |_| {}, |e, run| {
-            run.write(e, "new.txt", b"fresh content\n", WriteMode::Create);
-            run.write(e, "deep/er/file.txt", b"in a new directory\n", WriteMode::Create);
-        }),
+        scenario(
+            "create",
+            |_| {},
+            |e, run| {
+                run.write(e, "new.txt", b"fresh content\n", WriteMode::Create);
+                run.write(e, "deep/er/file.txt", b"in a new directory\n", WriteMode::Create);
+            },
+        ),
         scenario(
             "overwrite",
             |e| {
@@ -381,20 +383,29 @@ fn every_crash_state_keeps_the_guarantees() {
                         s.spawn(move || {
                             let own = format!("w{t}.txt");
                             run.write(e, &own, format!("writer {t} first\n").as_bytes(), WriteMode::Create);
-                            run.write(e, "shared.txt", format!("writer {t} was here\n").as_bytes(), WriteMode::Overwrite);
+                            run.write(
+                                e,
+                                "shared.txt",
+                                format!("writer {t} was here\n").as_bytes(),
+                                WriteMode::Overwrite,
+                            );
                             run.write(e, &own, format!("writer {t} second\n").as_bytes(), WriteMode::Append);
                         });
                     }
                 });
             },
         ),
-        scenario("mixed session", |_| {}, |e, run| {
-            run.write(e, "src/main.rs", b"fn main() {}\n", WriteMode::Create);
-            run.write(e, "src/main.rs", b"fn main() { println!(); }\n", WriteMode::Overwrite);
-            run.write(e, "src/main.rs", b"// end\n", WriteMode::Append);
-            run.delete(e, "src/main.rs");
-            run.restore(e, "src/main.rs", b"fn main() {}\n");
-        }),
+        scenario(
+            "mixed session",
+            |_| {},
+            |e, run| {
+                run.write(e, "src/main.rs", b"fn main() {}\n", WriteMode::Create);
+                run.write(e, "src/main.rs", b"fn main() { println!(); }\n", WriteMode::Overwrite);
+                run.write(e, "src/main.rs", b"// end\n", WriteMode::Append);
+                run.delete(e, "src/main.rs");
+                run.restore(e, "src/main.rs", b"fn main() {}\n");
+            },
+        ),
     ];
     let events: usize = outcomes.iter().map(|o| o.events).sum();
     let states: usize = outcomes.iter().map(|o| o.enumerated).sum();
@@ -402,7 +413,6 @@ fn every_crash_state_keeps_the_guarantees() {
     println!("crash enumeration total: {events} events, {states} crash states, {images} distinct images checked");
     assert!(images > 0 && states >= images);
 }
-
 
 /// The changes of `Meta` that the image can hold reach the model: a crash after them may leave
 /// exactly what the real disk holds (which needs every one of them modelled), or, before the

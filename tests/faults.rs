@@ -36,7 +36,12 @@ fn setup(ws: &Ws) {
     engine.close().unwrap();
 }
 
-fn check_every_failure_point(name: &str, old: Option<&[u8]>, new: Option<&[u8]>, op: impl Fn(&Engine) -> rwfs::Result<()>) {
+fn check_every_failure_point(
+    name: &str,
+    old: Option<&[u8]>,
+    new: Option<&[u8]>,
+    op: impl Fn(&Engine) -> rwfs::Result<()>,
+) {
     let total = changes_of(|e| op(e).unwrap());
     let mut failures = 0;
     for errno in [libc::EIO, libc::ENOSPC] {
@@ -67,7 +72,11 @@ fn check_every_failure_point(name: &str, old: Option<&[u8]>, new: Option<&[u8]>,
             let rows = ws.rows();
             for (i, abort) in rows.iter().enumerate().filter(|(_, r)| r.op() == rwfs::journal::Op::Abort) {
                 let claimed = rows[..i].iter().rev().find(|r| r.path == abort.path).expect("a claimed row");
-                assert_eq!((abort.prev_sha256, abort.sha256), (claimed.sha256, claimed.prev_sha256), "{context}: {abort:?}");
+                assert_eq!(
+                    (abort.prev_sha256, abort.sha256),
+                    (claimed.sha256, claimed.prev_sha256),
+                    "{context}: {abort:?}"
+                );
             }
             let temps: Vec<_> = tree(ws.path())
                 .into_iter()
@@ -132,7 +141,11 @@ fn a_failed_move_into_objects_is_retried_by_the_settle_thread() {
         write(e, "f.txt", b"new version\n", WriteMode::Overwrite).unwrap();
     });
     let temps = |ws: &Ws| -> Vec<String> {
-        tree(ws.path()).into_iter().map(|(p, _)| p).filter(|p| rwfs::durable::is_temp_name(p.rsplit('/').next().unwrap())).collect()
+        tree(ws.path())
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| rwfs::durable::is_temp_name(p.rsplit('/').next().unwrap()))
+            .collect()
     };
     let mut retried = 0;
     for n in 0..total {

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use rwfs::policy::Policy;
-use rwfs::score::rules::RULES;
 use rwfs::score::Scanner;
+use rwfs::score::rules::RULES;
 
 fn scanner() -> &'static Scanner {
     static SCANNER: std::sync::OnceLock<Scanner> = std::sync::OnceLock::new();
@@ -20,7 +20,10 @@ fn fragment() -> impl Strategy<Value = String> {
             rwfs::score::Trigger::Anchors(a) => a.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
             _ => vec![],
         })
-        .chain(["-----BEGIN ", "PRIVATE KEY-----", "eyJ", "@", "://", "=", ": ", "\"", "\n", " ", "\\n", "rw:allow"].map(String::from))
+        .chain(
+            ["-----BEGIN ", "PRIVATE KEY-----", "eyJ", "@", "://", "=", ": ", "\"", "\n", " ", "\\n", "rw:allow"]
+                .map(String::from),
+        )
         .collect();
     prop_oneof![
         proptest::sample::select(anchors),
@@ -65,14 +68,49 @@ proptest! {
 }
 
 fn policy_line() -> impl Strategy<Value = String> {
-    let keys = ["version", "extend_patterns", "disable_families", "thresholds", "high", "low", "medium", "retry_budget",
-        "default", "weights", "rules", "paths", "action", "family", "rule", "kind", "verdict", "allow_paths",
-        "pass_through", "blocked_errno", "name", "regex", "weight"];
-    (0..4usize, proptest::sample::select(keys.to_vec()), prop_oneof![
-        Just(String::new()), "[a-z0-9_.*/\\[\\]{}(),:'\" -]{0,20}", Just("[a, b]".into()), Just("{x: 1}".into()),
-        Just("-1".into()), Just("0.5".into()), Just("block".into()), Just("\"(\"".into()),
-    ], any::<bool>())
-        .prop_map(|(indent, key, value, dash)| format!("{}{}{key}: {value}", "  ".repeat(indent), if dash { "- " } else { "" }))
+    let keys = [
+        "version",
+        "extend_patterns",
+        "disable_families",
+        "thresholds",
+        "high",
+        "low",
+        "medium",
+        "retry_budget",
+        "default",
+        "weights",
+        "rules",
+        "paths",
+        "action",
+        "family",
+        "rule",
+        "kind",
+        "verdict",
+        "allow_paths",
+        "pass_through",
+        "blocked_errno",
+        "name",
+        "regex",
+        "weight",
+    ];
+    (
+        0..4usize,
+        proptest::sample::select(keys.to_vec()),
+        prop_oneof![
+            Just(String::new()),
+            "[a-z0-9_.*/\\[\\]{}(),:'\" -]{0,20}",
+            Just("[a, b]".into()),
+            Just("{x: 1}".into()),
+            Just("-1".into()),
+            Just("0.5".into()),
+            Just("block".into()),
+            Just("\"(\"".into()),
+        ],
+        any::<bool>(),
+    )
+        .prop_map(|(indent, key, value, dash)| {
+            format!("{}{}{key}: {value}", "  ".repeat(indent), if dash { "- " } else { "" })
+        })
 }
 
 /// A named generator of inputs of a given size.

@@ -69,7 +69,21 @@ fn snapshot(root: &Path, opaque: &[PathBuf]) -> Snapshot {
         };
         let rel = path.strip_prefix(base).unwrap().to_path_buf();
         if opaque.iter().any(|o| o == path) {
-            out.insert(rel, Node { kind, mode: 0, ino: 0, nlink: 0, size: 0, mtime: (0, 0), ctime: (0, 0), rdev: 0, content: None, link: None });
+            out.insert(
+                rel,
+                Node {
+                    kind,
+                    mode: 0,
+                    ino: 0,
+                    nlink: 0,
+                    size: 0,
+                    mtime: (0, 0),
+                    ctime: (0, 0),
+                    rdev: 0,
+                    content: None,
+                    link: None,
+                },
+            );
             return;
         }
         let is_lock = rel.ends_with(".resilient_write/lock");
@@ -318,7 +332,10 @@ impl Fixture {
             .map(|r| format!("{r:?}"))
             .map_err(code);
         expect("restore(sha)", got, Some(case.restore));
-        let got = engine.restore(&case.input, &RestoreTo::At(SystemTime::now()), &actor()).map(|r| format!("{r:?}")).map_err(code);
+        let got = engine
+            .restore(&case.input, &RestoreTo::At(SystemTime::now()), &actor())
+            .map(|r| format!("{r:?}"))
+            .map_err(code);
         expect("restore(at)", got, Some(case.restore));
         let got = engine.workspace().history(&case.input).map(|h| format!("{:?}", h.path)).map_err(code);
         expect("history", got, case.history);
@@ -484,7 +501,10 @@ fn dotdot_is_resolved_exactly_while_renames_happen_elsewhere() {
             let mut renames = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 // (Stops by itself if the fixture goes away under a failed test.)
-                if std::fs::rename(dir.join("a"), dir.join("b")).and_then(|_| std::fs::rename(dir.join("b"), dir.join("a"))).is_err() {
+                if std::fs::rename(dir.join("a"), dir.join("b"))
+                    .and_then(|_| std::fs::rename(dir.join("b"), dir.join("a")))
+                    .is_err()
+                {
                     break;
                 }
                 renames += 2;
@@ -496,7 +516,10 @@ fn dotdot_is_resolved_exactly_while_renames_happen_elsewhere() {
     let started = std::time::Instant::now();
     let mut lookups = 0;
     while started.elapsed() < std::time::Duration::from_secs(1) {
-        assert_eq!(ws.lookup("dir/../dir/./../file").map(|p| p.to_string()).map_err(|e| format!("{e:?}")), Ok("file".into()));
+        assert_eq!(
+            ws.lookup("dir/../dir/./../file").map(|p| p.to_string()).map_err(|e| format!("{e:?}")),
+            Ok("file".into())
+        );
         let escape = ws.lookup("dir/../../sentinel/x").map(|p| p.to_string()).map_err(|e| e.reason().code());
         assert_eq!(escape, Err("escapes_workspace"));
         lookups += 2;
@@ -535,16 +558,18 @@ struct SwapDisk {
 
 impl SwapDisk {
     fn new(at: At, hook: impl FnOnce() + Send + 'static) -> Arc<Hooked<SwapDisk>> {
-        let disk = SwapDisk { at, hook: Mutex::new(Some(Box::new(hook))), fired: Mutex::new(false), stats: Mutex::new(0) };
+        let disk =
+            SwapDisk { at, hook: Mutex::new(Some(Box::new(hook))), fired: Mutex::new(false), stats: Mutex::new(0) };
         Arc::new(Hooked(disk))
     }
 
     fn fire_if(&self, now: impl Fn(&At) -> bool) {
         if now(&self.at)
-            && let Some(hook) = self.hook.lock().unwrap().take() {
-                hook();
-                *self.fired.lock().unwrap() = true;
-            }
+            && let Some(hook) = self.hook.lock().unwrap().take()
+        {
+            hook();
+            *self.fired.lock().unwrap() = true;
+        }
     }
 
     fn fired(&self) -> bool {
@@ -639,9 +664,13 @@ fn assert_objects_sound(ws: &Path) {
 fn parent_swapped_for_an_absolute_symlink_after_resolution() {
     let fx = RaceFixture::new();
     let before = fx.sentinel_snapshot();
-    let disk = SwapDisk::new(At::Stat { dir: "sub".into(), name: "target".into(), nth: 1 }, fx.swapper("sub", fx.sentinel.clone()));
+    let disk = SwapDisk::new(
+        At::Stat { dir: "sub".into(), name: "target".into(), nth: 1 },
+        fx.swapper("sub", fx.sentinel.clone()),
+    );
     let engine = fx.engine(disk.clone());
-    let committed = write(&engine, "sub/target", b"new target", WriteMode::Overwrite).expect("write lands in the opened directory");
+    let committed =
+        write(&engine, "sub/target", b"new target", WriteMode::Overwrite).expect("write lands in the opened directory");
     assert!(disk.fired());
     // The bytes went to the directory resolution opened (now called sub.moved), not through the link.
     assert_eq!(committed.path.as_str(), "sub/target");
@@ -652,8 +681,12 @@ fn parent_swapped_for_an_absolute_symlink_after_resolution() {
     drop(engine);
     // The replaced version was kept, and objects/ holds only what it should.
     assert_eq!(
-        std::fs::read(fx.ws.join(format!(".resilient_write/objects/{}/{}", &sha(b"old target").to_hex()[..2], sha(b"old target"))))
-            .unwrap(),
+        std::fs::read(fx.ws.join(format!(
+            ".resilient_write/objects/{}/{}",
+            &sha(b"old target").to_hex()[..2],
+            sha(b"old target")
+        )))
+        .unwrap(),
         b"old target"
     );
     assert_objects_sound(&fx.ws);
@@ -688,7 +721,10 @@ fn parent_swapped_for_a_relative_symlink_before_staging_each_mode() {
 fn grandparent_swapped_while_the_deep_target_is_examined() {
     let fx = RaceFixture::new();
     let before = fx.sentinel_snapshot();
-    let disk = SwapDisk::new(At::Stat { dir: "a/b".into(), name: "target".into(), nth: 1 }, fx.swapper("a", fx.sentinel.clone()));
+    let disk = SwapDisk::new(
+        At::Stat { dir: "a/b".into(), name: "target".into(), nth: 1 },
+        fx.swapper("a", fx.sentinel.clone()),
+    );
     let engine = fx.engine(disk.clone());
     write(&engine, "a/b/target", b"new deep", WriteMode::Overwrite).unwrap();
     assert!(disk.fired());
@@ -701,7 +737,10 @@ fn grandparent_swapped_while_the_deep_target_is_examined() {
 fn delete_with_the_parent_swapped_removes_only_the_opened_file() {
     let fx = RaceFixture::new();
     let before = fx.sentinel_snapshot();
-    let disk = SwapDisk::new(At::Stat { dir: "sub".into(), name: "target".into(), nth: 1 }, fx.swapper("sub", fx.sentinel.clone()));
+    let disk = SwapDisk::new(
+        At::Stat { dir: "sub".into(), name: "target".into(), nth: 1 },
+        fx.swapper("sub", fx.sentinel.clone()),
+    );
     let engine = fx.engine(disk.clone());
     let deleted = engine.delete("sub/target", None, &actor()).unwrap();
     assert!(disk.fired());
@@ -732,10 +771,7 @@ fn a_symlink_swapped_onto_a_name_being_deleted_is_not_kept_as_its_version() {
     // The journal says the delete did not happen.
     drop(engine);
     let mut ops = Vec::new();
-    rwfs::engine::Workspace::open(&fx.ws, &Options::default())
-        .unwrap()
-        .read_journal(|e| ops.push(e.row.op()))
-        .unwrap();
+    rwfs::engine::Workspace::open(&fx.ws, &Options::default()).unwrap().read_journal(|e| ops.push(e.row.op())).unwrap();
     assert_eq!(ops[ops.len() - 2..], [rwfs::journal::Op::Delete, rwfs::journal::Op::Abort]);
 }
 
@@ -743,7 +779,10 @@ fn a_symlink_swapped_onto_a_name_being_deleted_is_not_kept_as_its_version() {
 fn a_new_directory_swapped_for_a_symlink_is_refused() {
     let fx = RaceFixture::new();
     let before = fx.sentinel_snapshot();
-    let disk = SwapDisk::new(At::AfterMkdir { dir: String::new(), name: "fresh".into() }, fx.swapper("fresh", fx.sentinel.clone()));
+    let disk = SwapDisk::new(
+        At::AfterMkdir { dir: String::new(), name: "fresh".into() },
+        fx.swapper("fresh", fx.sentinel.clone()),
+    );
     let engine = fx.engine(disk.clone());
     let err = write(&engine, "fresh/deeper/f", b"x", WriteMode::Create).unwrap_err();
     assert!(disk.fired());
@@ -759,7 +798,8 @@ fn a_new_directory_swapped_for_a_symlink_is_refused() {
 fn a_symlink_swapped_onto_the_final_name_is_not_written_through() {
     let fx = RaceFixture::new();
     let before = fx.sentinel_snapshot();
-    let disk = SwapDisk::new(At::CreateTemp { dir: "sub".into() }, fx.swapper("sub/target", fx.sentinel.join("target")));
+    let disk =
+        SwapDisk::new(At::CreateTemp { dir: "sub".into() }, fx.swapper("sub/target", fx.sentinel.join("target")));
     let engine = fx.engine(disk.clone());
     let committed = write(&engine, "sub/target", b"new target", WriteMode::Overwrite).expect("the name is replaced");
     assert!(disk.fired());

@@ -54,7 +54,8 @@ fn every_acknowledged_row_was_synced_first_and_batches_are_shared() {
             .iter()
             .position(|e| matches!(e, Event::Write { ino, data, .. } if *ino == journal_ino && contains(data, journal_id.as_bytes())))
             .unwrap_or_else(|| panic!("row {journal_id} never written"));
-        let synced = events[written..ack_at[id]].iter().any(|e| matches!(e, Event::Sync { ino } if *ino == journal_ino));
+        let synced =
+            events[written..ack_at[id]].iter().any(|e| matches!(e, Event::Sync { ino } if *ino == journal_ino));
         assert!(synced, "row {journal_id} was acknowledged before its batch was synced");
     }
     for e in &events {
@@ -145,7 +146,23 @@ fn rows_carry_the_reference_keys_in_sorted_order() {
     let line = std::fs::read_to_string(ws.abs(".resilient_write/journal.jsonl")).unwrap();
     let value: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
     let object = value.as_object().unwrap();
-    for key in ["bytes", "caller", "journal_id", "mode", "path", "sha256", "ts", "seq", "op", "prev_sha256", "pid", "comm", "uid", "via", "chain"] {
+    for key in [
+        "bytes",
+        "caller",
+        "journal_id",
+        "mode",
+        "path",
+        "sha256",
+        "ts",
+        "seq",
+        "op",
+        "prev_sha256",
+        "pid",
+        "comm",
+        "uid",
+        "via",
+        "chain",
+    ] {
         assert!(object.contains_key(key), "missing {key}: {line}");
     }
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();

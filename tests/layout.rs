@@ -20,10 +20,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("policy", &["error", "sha", "score", "policy"]),
     ("envelope", &["error", "sha", "envelope"]),
     ("engine", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope"]),
-    (
-        "vfs",
-        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "vfs"],
-    ),
+    ("vfs", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "vfs"]),
     // The adapter: the filesystem, and the types it converts (stats, errors, the engine it starts).
     ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse"]),
     (
@@ -32,7 +29,10 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ),
     (
         "mcp",
-        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools", "mcp"],
+        &[
+            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools",
+            "mcp",
+        ],
     ),
 ];
 

@@ -266,7 +266,12 @@ except PermissionError:
 "#;
     let blocks = ((rwfs::engine::SCAN_MAX >> 20) + 2).to_string();
     let out = Command::new("python3").arg("-c").arg(script).arg(m.path("big.txt")).arg(&blocks).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fsync refused", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "fsync refused",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(m.backing("big.txt").map(|b| b.len()), None, "never reached the tree:\n{}", m.log());
     let latest = m.read(".resilient_write/rejections/latest.json").unwrap();
     assert!(String::from_utf8_lossy(&latest).contains("pii"), "{}", String::from_utf8_lossy(&latest));
@@ -616,10 +621,8 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
 
     // What the dead daemon left: drafts that nobody committed.
     let drafts_dir = m.ws.abs(".resilient_write/drafts");
-    let orphans: Vec<Vec<u8>> = std::fs::read_dir(&drafts_dir)
-        .unwrap()
-        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-        .collect();
+    let orphans: Vec<Vec<u8>> =
+        std::fs::read_dir(&drafts_dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
     assert!(orphans.contains(&held), "the held draft is on disk at the crash");
     let rows_before = m.ws.rows().len();
 

@@ -1,9 +1,9 @@
 //! The policy: reference keys, rwfs extensions, decisions, and typed errors for broken files.
 
 use rwfs::policy::{Action, Policy};
+use rwfs::score::Verdict;
 use rwfs::score::rules::RULES;
 use rwfs::score::sample::{Rng, generate};
-use rwfs::score::Verdict;
 
 fn sample(rule: &str, seed: u64) -> String {
     generate(RULES.iter().find(|r| r.id == rule).unwrap().sample, &mut Rng::new(seed))

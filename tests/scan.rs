@@ -33,20 +33,78 @@ struct Context {
 
 const CONTEXTS: &[Context] = &[
     Context { name: "bare", path: "notes.txt", render: |_, s| format!("{s}\n"), keyed: false, multiline: true },
-    Context { name: "json", path: "config.json", render: |k, s| format!("{{\n  \"{}\": \"{}\"\n}}\n", k.to_lowercase(), s.replace('\n', "\\n")), keyed: true, multiline: true },
-    Context { name: "yaml", path: "config.yaml", render: |k, s| {
-        if s.contains('\n') { format!("{}: |\n  {}\n", k.to_lowercase(), s.replace('\n', "\n  ")) } else { format!("{}: {s}\n", k.to_lowercase()) }
-    }, keyed: true, multiline: true },
+    Context {
+        name: "json",
+        path: "config.json",
+        render: |k, s| format!("{{\n  \"{}\": \"{}\"\n}}\n", k.to_lowercase(), s.replace('\n', "\\n")),
+        keyed: true,
+        multiline: true,
+    },
+    Context {
+        name: "yaml",
+        path: "config.yaml",
+        render: |k, s| {
+            if s.contains('\n') {
+                format!("{}: |\n  {}\n", k.to_lowercase(), s.replace('\n', "\n  "))
+            } else {
+                format!("{}: {s}\n", k.to_lowercase())
+            }
+        },
+        keyed: true,
+        multiline: true,
+    },
     Context { name: ".env", path: ".env", render: |k, s| format!("{k}=\"{s}\"\n"), keyed: true, multiline: true },
-    Context { name: "shell export", path: "deploy.sh", render: |k, s| format!("#!/bin/sh\nexport {k}='{s}'\n"), keyed: true, multiline: true },
-    Context { name: "python", path: "settings.py", render: |k, s| {
-        if s.contains('\n') { format!("{k} = \"\"\"{s}\"\"\"\n") } else { format!("{k} = \"{s}\"\n") }
-    }, keyed: true, multiline: true },
-    Context { name: "javascript", path: "src/index.js", render: |k, s| format!("const {} = `{s}`;\n", k.to_lowercase()), keyed: true, multiline: true },
-    Context { name: "rust", path: "src/main.rs", render: |k, s| format!("let {} = r#\"{s}\"#;\n", k.to_lowercase()), keyed: true, multiline: true },
-    Context { name: "go", path: "main.go", render: |k, s| format!("{} := \"{}\"\n", k.to_lowercase(), s.replace('\n', "\\n")), keyed: true, multiline: true },
-    Context { name: "http header", path: "request.http", render: |_, s| format!("GET /v1/me HTTP/1.1\nAuthorization: Bearer {s}\n"), keyed: false, multiline: false },
-    Context { name: "url", path: "links.md", render: |_, s| format!("see https://api.service.net/v1/resource?token={s}&x=1\n"), keyed: false, multiline: false },
+    Context {
+        name: "shell export",
+        path: "deploy.sh",
+        render: |k, s| format!("#!/bin/sh\nexport {k}='{s}'\n"),
+        keyed: true,
+        multiline: true,
+    },
+    Context {
+        name: "python",
+        path: "settings.py",
+        render: |k, s| {
+            if s.contains('\n') { format!("{k} = \"\"\"{s}\"\"\"\n") } else { format!("{k} = \"{s}\"\n") }
+        },
+        keyed: true,
+        multiline: true,
+    },
+    Context {
+        name: "javascript",
+        path: "src/index.js",
+        render: |k, s| format!("const {} = `{s}`;\n", k.to_lowercase()),
+        keyed: true,
+        multiline: true,
+    },
+    Context {
+        name: "rust",
+        path: "src/main.rs",
+        render: |k, s| format!("let {} = r#\"{s}\"#;\n", k.to_lowercase()),
+        keyed: true,
+        multiline: true,
+    },
+    Context {
+        name: "go",
+        path: "main.go",
+        render: |k, s| format!("{} := \"{}\"\n", k.to_lowercase(), s.replace('\n', "\\n")),
+        keyed: true,
+        multiline: true,
+    },
+    Context {
+        name: "http header",
+        path: "request.http",
+        render: |_, s| format!("GET /v1/me HTTP/1.1\nAuthorization: Bearer {s}\n"),
+        keyed: false,
+        multiline: false,
+    },
+    Context {
+        name: "url",
+        path: "links.md",
+        render: |_, s| format!("see https://api.service.net/v1/resource?token={s}&x=1\n"),
+        keyed: false,
+        multiline: false,
+    },
 ];
 
 /// Rules that are matched on a whole value (a digit run, an address): they only make sense in
@@ -110,7 +168,11 @@ fn every_rule_reports_no_secret_bytes() {
         };
         let bytes = &secret.as_bytes()[public..];
         for w in bytes.windows(8).filter(|w| w.iter().all(u8::is_ascii_alphanumeric)) {
-            assert!(!json.contains(std::str::from_utf8(w).unwrap()), "{} leaks its secret into the report: {json}", rule.id);
+            assert!(
+                !json.contains(std::str::from_utf8(w).unwrap()),
+                "{} leaks its secret into the report: {json}",
+                rule.id
+            );
         }
     }
 }
@@ -325,7 +387,8 @@ fn vendor_prefix(rule: &Rule, sample: &str) -> String {
     {
         return lit[..end].to_string();
     }
-    let m = prefix.find(sample.as_bytes()).unwrap_or_else(|| panic!("{}: prefix does not match its own sample", rule.id));
+    let m =
+        prefix.find(sample.as_bytes()).unwrap_or_else(|| panic!("{}: prefix does not match its own sample", rule.id));
     sample[..m.end()].to_string()
 }
 
@@ -339,10 +402,13 @@ fn redacted_and_placeholder_forms_of_every_prefix_are_filter_risk_not_leaks() {
         for form in ["{REDACTED}", "xxxxxxxxxxxxxxxx", "${VAR}", "<your-token>"] {
             let value = format!("{prefix}{form}");
             let key = rule.env_or_key();
-            for (path, text) in [("settings.py", format!("{key} = \"{value}\"\n")), (".env", format!("{key}=\"{value}\"\n"))] {
+            for (path, text) in
+                [("settings.py", format!("{key} = \"{value}\"\n")), (".env", format!("{key}=\"{value}\"\n"))]
+            {
                 let report = scan(&text, path);
                 checked += 1;
-                let leaks: Vec<&str> = report.findings.iter().filter(|f| f.kind == Kind::Leak).map(|f| f.rule.as_str()).collect();
+                let leaks: Vec<&str> =
+                    report.findings.iter().filter(|f| f.kind == Kind::Leak).map(|f| f.rule.as_str()).collect();
                 if !leaks.is_empty() {
                     failures.push(format!("{}: {text:?} is a leak of {leaks:?}", rule.id));
                 }
@@ -363,7 +429,11 @@ fn the_rule_table_is_large_unique_and_well_anchored() {
     let mut ids = std::collections::BTreeSet::new();
     for rule in RULES {
         assert!(ids.insert(rule.id), "duplicate rule id {}", rule.id);
-        assert!(!rule.id.is_empty() && rule.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{}", rule.id);
+        assert!(
+            !rule.id.is_empty() && rule.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{}",
+            rule.id
+        );
         if let Trigger::Anchors(anchors) = rule.trigger {
             assert!(!anchors.is_empty(), "{} has no anchors", rule.id);
             for anchor in anchors {
@@ -378,7 +448,12 @@ fn the_rule_table_is_large_unique_and_well_anchored() {
             // must contain an anchor, or the contexts would not exercise the rule.
             if rule.needs_key {
                 let text = format!("{} {}", rule.env, generate(rule.sample, &mut Rng::new(1))).to_ascii_lowercase();
-                assert!(anchors.iter().any(|a| text.contains(&a.to_ascii_lowercase())), "{}: no anchor in {}", rule.id, rule.env);
+                assert!(
+                    anchors.iter().any(|a| text.contains(&a.to_ascii_lowercase())),
+                    "{}: no anchor in {}",
+                    rule.id,
+                    rule.env
+                );
             }
         }
         assert!(rule.regex.is_empty() || rule.regex.contains("(?P<secret>"), "{} marks no secret", rule.id);

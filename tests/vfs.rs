@@ -63,7 +63,12 @@ const WRONLY: i32 = libc::O_WRONLY;
 const TRUNC: i32 = libc::O_WRONLY | libc::O_TRUNC;
 
 fn process(pid: u32) -> Caller {
-    Caller { pid, uid: nix::unistd::getuid().as_raw(), gid: nix::unistd::getgid().as_raw(), comm: Some(format!("p{pid}")) }
+    Caller {
+        pid,
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        comm: Some(format!("p{pid}")),
+    }
 }
 
 impl Fx {

@@ -724,9 +724,13 @@ fn run(args: &Args) -> io::Result<()> {
         cpu.sort_unstable();
         wall.sort_unstable();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let (p50, p99, max) =
-            (ms(percentile(&cpu, 50.0).unwrap_or_default()), ms(percentile(&cpu, 99.0).unwrap_or_default()), ms(cpu.last().copied().unwrap_or_default()));
-        let (wall_p50, wall_p99) = (ms(percentile(&wall, 50.0).unwrap_or_default()), ms(percentile(&wall, 99.0).unwrap_or_default()));
+        let (p50, p99, max) = (
+            ms(percentile(&cpu, 50.0).unwrap_or_default()),
+            ms(percentile(&cpu, 99.0).unwrap_or_default()),
+            ms(cpu.last().copied().unwrap_or_default()),
+        );
+        let (wall_p50, wall_p99) =
+            (ms(percentile(&wall, 50.0).unwrap_or_default()), ms(percentile(&wall, 99.0).unwrap_or_default()));
         table.row(
             [
                 "3 latency",

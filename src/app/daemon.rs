@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::control::{self, Daemon};
-use crate::mcp;
-use crate::tools::Tools;
 use crate::engine::{Engine, Options};
 use crate::error::{Error, IoContext, Result};
 use crate::fuse::{Mount, MountOptions};
+use crate::mcp;
+use crate::tools::Tools;
 
 /// What `rwfs mount` was asked for.
 #[derive(Clone)]
@@ -98,8 +98,8 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let mut note = None;
     if let Some(addr) = request.mcp_http {
         let (token, new) = mcp::http_token(&engine)?;
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
         if new {
             note = Some(format!(
                 "rwfs: MCP over HTTP at http://{addr}/mcp; bearer token (shown once, kept 0600 in {}/{}): {token}",

@@ -66,7 +66,10 @@ pub fn scan(root: &Path, options: &Options, args: ScanArgs) -> Result<Exit> {
             }
         }
         let warned = results.iter().filter(|r| r.decision.action == Action::Warn).count();
-        eprintln!("{} scanned, {blocked} blocked, {warned} with warnings, {skipped} skipped (binary or too large)", results.len());
+        eprintln!(
+            "{} scanned, {blocked} blocked, {warned} with warnings, {skipped} skipped (binary or too large)",
+            results.len()
+        );
     }
     Ok(if blocked > 0 { Exit::Negative } else { Exit::Ok })
 }
@@ -160,13 +163,15 @@ fn json_report(results: &[Scanned], skipped: usize) -> Value {
 
 /// SARIF 2.1.0: one run, the rules that fired, one result per blocked or warned finding.
 fn sarif(results: &[Scanned]) -> Value {
-    let mut rule_ids: Vec<&str> = results.iter().flat_map(|r| r.report.findings.iter().map(|f| f.rule.as_str())).collect();
+    let mut rule_ids: Vec<&str> =
+        results.iter().flat_map(|r| r.report.findings.iter().map(|f| f.rule.as_str())).collect();
     rule_ids.sort_unstable();
     rule_ids.dedup();
     let rules: Vec<Value> = rule_ids
         .iter()
         .map(|id| {
-            let family = results.iter().flat_map(|r| &r.report.findings).find(|f| f.rule == *id).map(|f| f.family.as_str());
+            let family =
+                results.iter().flat_map(|r| &r.report.findings).find(|f| f.rule == *id).map(|f| f.family.as_str());
             json!({
                 "id": id, "name": id,
                 "shortDescription": {"text": format!("Possible secret or personal data ({id})")},

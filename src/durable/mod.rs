@@ -34,8 +34,8 @@ mod sys;
 mod types;
 
 pub use disk::{Disk, Meta};
-pub use os::OsDisk;
 pub use layout::STATE_DIR;
+pub use os::OsDisk;
 pub use resolve::{Scope, Target, WorkspacePath};
 pub use stage::{Displaced, Install, Source, Staged, hash_file, stage, stage_into};
 pub use types::{

@@ -165,7 +165,8 @@ impl Engine {
     /// locks are apart from the ones writes take, so the holder may write any state file,
     /// `rel` included; it must not take a second state lock (two names may share a stripe).
     pub fn state_lock(&self, rel: &str) -> Result<StateLock<'_>> {
-        let path = crate::durable::resolve::lookup(self.core.disk(), &self.core.ws.root, &state_path(rel), Scope::State)?;
+        let path =
+            crate::durable::resolve::lookup(self.core.disk(), &self.core.ws.root, &state_path(rel), Scope::State)?;
         Ok(StateLock { _guard: self.core.state_locks.lock(&path) })
     }
 

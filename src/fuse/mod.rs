@@ -109,10 +109,8 @@ impl Mount {
     /// Mount `engine`'s workspace at `options.mountpoint` and serve it on background threads.
     pub fn start(engine: Arc<Engine>, options: MountOptions) -> Result<Mount> {
         let spawn = |e: std::io::Error| Error::io("start mount threads", e);
-        let kernel = Arc::new(Notifications {
-            notifier: OnceLock::new(),
-            thread: Pool::new(1, "rwfs-inval").map_err(spawn)?,
-        });
+        let kernel =
+            Arc::new(Notifications { notifier: OnceLock::new(), thread: Pool::new(1, "rwfs-inval").map_err(spawn)? });
         let blocked = options.blocked_errno.unwrap_or_else(|| engine.blocked_errno());
         let fsname = engine.workspace().path().display().to_string();
         let vfs = Vfs::new(engine, vfs::Options { read_only: options.read_only }, kernel.clone());

@@ -198,9 +198,11 @@ impl Filesystem for Glue {
         let caller = self.caller(req);
         let (name, newname) = (name.to_os_string(), newname.to_os_string());
         // A rename may commit a pending file first and syncs directories: off the request thread.
-        self.later(move |vfs, blocked| match vfs.rename(parent.0, &name, newparent.0, &newname, flags.bits(), &caller) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e, blocked)),
+        self.later(move |vfs, blocked| {
+            match vfs.rename(parent.0, &name, newparent.0, &newname, flags.bits(), &caller) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e, blocked)),
+            }
         });
     }
 

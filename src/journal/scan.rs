@@ -45,10 +45,9 @@ impl std::fmt::Display for Problem {
             Problem::Unreadable { line, bytes, error } => {
                 write!(f, "line {line}: not a journal row ({bytes} bytes, {error}); skipped")
             }
-            Problem::ChainBroken { line } => write!(
-                f,
-                "line {line}: hash chain broken (the row before it was changed, removed or inserted)"
-            ),
+            Problem::ChainBroken { line } => {
+                write!(f, "line {line}: hash chain broken (the row before it was changed, removed or inserted)")
+            }
             Problem::Unchained { line } => {
                 write!(f, "line {line}: row without a chain after chained rows")
             }

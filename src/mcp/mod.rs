@@ -68,7 +68,12 @@ impl Server {
     }
 
     /// Run `tool` on a blocking thread and shape its outcome.
-    pub(super) async fn run<F>(&self, tool: &'static str, ctx: &RequestContext<RoleServer>, f: F) -> Result<CallToolResult, McpError>
+    pub(super) async fn run<F>(
+        &self,
+        tool: &'static str,
+        ctx: &RequestContext<RoleServer>,
+        f: F,
+    ) -> Result<CallToolResult, McpError>
     where
         F: FnOnce(&Tools, &Call) -> Outcome + Send + 'static,
     {

@@ -91,7 +91,10 @@ mod stdio {
 
     impl Flags {
         pub(super) fn save() -> Flags {
-            Flags([io::stdin().as_fd(), io::stdout().as_fd()].map(|fd| fcntl(fd, FcntlArg::F_GETFL).ok().map(OFlag::from_bits_retain)))
+            Flags(
+                [io::stdin().as_fd(), io::stdout().as_fd()]
+                    .map(|fd| fcntl(fd, FcntlArg::F_GETFL).ok().map(OFlag::from_bits_retain)),
+            )
         }
     }
 
@@ -141,7 +144,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// Copy stdin to the daemon's socket and its answers to stdout, until either side ends.
 pub fn relay(link: &Path) -> Result<()> {
-    let socket = UnixStream::connect(link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
+    let socket =
+        UnixStream::connect(link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
     let mut to_daemon = socket.try_clone().step("clone socket")?;
     let upstream = std::thread::Builder::new()
         .name("rwfs-relay".into())
@@ -174,10 +178,7 @@ pub fn relay(link: &Path) -> Result<()> {
 pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, peer: Peer) -> Result<()> {
     stream.set_read_timeout(None).step("socket timeout")?;
     stream.set_nonblocking(true).step("socket mode")?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .step("start the MCP runtime")?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().step("start the MCP runtime")?;
     let served = runtime.block_on(async move {
         let stream = tokio::net::UnixStream::from_std(stream)?;
         let (read, write) = stream.into_split();
@@ -220,7 +221,12 @@ pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
 /// it returns) until `stop` is cancelled.
-pub fn serve_http(tools: Arc<Tools>, listener: std::net::TcpListener, token: String, stop: CancellationToken) -> Result<()> {
+pub fn serve_http(
+    tools: Arc<Tools>,
+    listener: std::net::TcpListener,
+    token: String,
+    stop: CancellationToken,
+) -> Result<()> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 

@@ -54,4 +54,3 @@ workspace policy blocks (live credentials, private keys) is refused with an enve
         self.run("rw_safe_replace", &ctx, move |t, c| t.safe_replace(c, args)).await
     }
 }
-

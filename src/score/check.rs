@@ -250,7 +250,10 @@ pub fn basic_auth_ok(value: &str) -> bool {
     let Some((user, password)) = text.split_once(':') else {
         return false;
     };
-    !user.is_empty() && !text.chars().any(char::is_control) && !documented(user, password) && password_ok(user, password)
+    !user.is_empty()
+        && !text.chars().any(char::is_control)
+        && !documented(user, password)
+        && password_ok(user, password)
 }
 
 /// A bech32 string (BIP-173): `hrp` `1` data, one case, data in the bech32 alphabet, valid

@@ -15,17 +15,47 @@ pub fn entropy(s: &[u8]) -> f32 {
         counts[b as usize] += 1;
     }
     let n = s.len() as f32;
-    counts.iter().filter(|&&c| c > 0).map(|&c| {
-        let p = c as f32 / n;
-        -p * p.log2()
-    }).sum()
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f32 / n;
+            -p * p.log2()
+        })
+        .sum()
 }
 
 /// Substrings that mark a value as an example, a template or a redaction (checked lowercase).
 const MARKERS: &[&str] = &[
-    "example", "redacted", "xxxx", "****", "....", "<your", "your_", "your-", "yourkey", "changeme",
-    "change_me", "placeholder", "dummy", "fake", "sample", "insert", "replace", "todo", "fixme",
-    "${", "{{", "}}", "<%", "%>", "env(", "getenv", "environ", "process.env", "secrets.",
+    "example",
+    "redacted",
+    "xxxx",
+    "****",
+    "....",
+    "<your",
+    "your_",
+    "your-",
+    "yourkey",
+    "changeme",
+    "change_me",
+    "placeholder",
+    "dummy",
+    "fake",
+    "sample",
+    "insert",
+    "replace",
+    "todo",
+    "fixme",
+    "${",
+    "{{",
+    "}}",
+    "<%",
+    "%>",
+    "env(",
+    "getenv",
+    "environ",
+    "process.env",
+    "secrets.",
 ];
 
 /// Is `value` a placeholder rather than a secret?
@@ -80,9 +110,20 @@ mod tests {
     #[test]
     fn placeholders() {
         for p in [
-            "${STRIPE_KEY}", "{{ api_key }}", "<your-key>", "%API_KEY%", "$TOKEN", "xxxxxxxxxxxxxxxx",
-            "{REDACTED}", "AKIAIOSFODNN7EXAMPLE", "aaaaaaaaaaaa", "abcdefghijklmnop", "1234567890",
-            "changeme", "os.environ['X']", "process.env.X",
+            "${STRIPE_KEY}",
+            "{{ api_key }}",
+            "<your-key>",
+            "%API_KEY%",
+            "$TOKEN",
+            "xxxxxxxxxxxxxxxx",
+            "{REDACTED}",
+            "AKIAIOSFODNN7EXAMPLE",
+            "aaaaaaaaaaaa",
+            "abcdefghijklmnop",
+            "1234567890",
+            "changeme",
+            "os.environ['X']",
+            "process.env.X",
         ] {
             assert!(is_placeholder(p), "{p}");
         }

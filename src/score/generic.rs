@@ -12,11 +12,60 @@ use super::filter::{entropy, is_placeholder};
 
 /// Key names that contain a keyword but do not hold a secret.
 const NOT_SECRET_KEYS: &[&str] = &[
-    "public", "_url", "url_", "uri", "_path", "path_", "_file", "file_", "_name", "name_", "_type", "type_",
-    "length", "_len", "max", "min", "count", "size", "policy", "format", "prompt", "field", "label", "hint",
-    "placeholder", "regex", "pattern", "hash", "expir", "ttl", "timeout", "limit", "endpoint", "header",
-    "tokenizer", "tokens", "_id", "id_", "prefix", "suffix", "kind", "mode", "enabled", "required", "version",
-    "reset", "forgot", "confirm", "validation", "strength", "policy", "manager", "provider", "store",
+    "public",
+    "_url",
+    "url_",
+    "uri",
+    "_path",
+    "path_",
+    "_file",
+    "file_",
+    "_name",
+    "name_",
+    "_type",
+    "type_",
+    "length",
+    "_len",
+    "max",
+    "min",
+    "count",
+    "size",
+    "policy",
+    "format",
+    "prompt",
+    "field",
+    "label",
+    "hint",
+    "placeholder",
+    "regex",
+    "pattern",
+    "hash",
+    "expir",
+    "ttl",
+    "timeout",
+    "limit",
+    "endpoint",
+    "header",
+    "tokenizer",
+    "tokens",
+    "_id",
+    "id_",
+    "prefix",
+    "suffix",
+    "kind",
+    "mode",
+    "enabled",
+    "required",
+    "version",
+    "reset",
+    "forgot",
+    "confirm",
+    "validation",
+    "strength",
+    "policy",
+    "manager",
+    "provider",
+    "store",
 ];
 
 /// Values that are language keywords or common literals, not secrets.
@@ -101,7 +150,11 @@ fn literal(hay: &[u8], mut i: usize, bare: bool) -> Option<Range<usize>> {
     } else if !bare {
         None
     } else {
-        let len = hay[i..].iter().take(512).position(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';' | b')' | b'}' | b']' | b'#')).unwrap_or(hay.len() - i);
+        let len = hay[i..]
+            .iter()
+            .take(512)
+            .position(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';' | b')' | b'}' | b']' | b'#'))
+            .unwrap_or(hay.len() - i);
         let value = i..i + len;
         // A bare value that is an expression (call, attribute, index) is code, not a literal.
         let text = &hay[value.clone()];
@@ -147,7 +200,8 @@ mod tests {
     }
 
     fn check_in(line: &str, bare: bool) -> Option<&str> {
-        let at = super::super::rules::GENERIC_KEYWORDS.iter().filter_map(|k| line.to_ascii_lowercase().find(k)).min()?;
+        let at =
+            super::super::rules::GENERIC_KEYWORDS.iter().filter_map(|k| line.to_ascii_lowercase().find(k)).min()?;
         find(line.as_bytes(), at, bare).map(|a| &line[a.value])
     }
 
@@ -184,6 +238,9 @@ mod tests {
         assert_eq!(check_in("    pub const BPKI_CT_SETPWD_REQ: crate::ObjectIdentifier =", false), None);
         assert_eq!(check_in("fn f(api_key: ApiKeyV2x9) {}", false), None);
         assert_eq!(check_in("API_TOKEN=9f86d081884c7d659a2feaa0c55ad015", false), None);
-        assert_eq!(check_in(r#"let api_token = "9f86d081884c7d659a2feaa0c55ad015";"#, false), Some("9f86d081884c7d659a2feaa0c55ad015"));
+        assert_eq!(
+            check_in(r#"let api_token = "9f86d081884c7d659a2feaa0c55ad015";"#, false),
+            Some("9f86d081884c7d659a2feaa0c55ad015")
+        );
     }
 }

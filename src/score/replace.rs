@@ -72,7 +72,14 @@ impl Lang {
 }
 
 /// The replacement text for a secret at `span` of `hay`, and the range it replaces.
-pub fn suggest(hay: &[u8], span: std::ops::Range<usize>, env: &str, family: &str, rule: &str, lang: Lang) -> (String, std::ops::Range<usize>) {
+pub fn suggest(
+    hay: &[u8],
+    span: std::ops::Range<usize>,
+    env: &str,
+    family: &str,
+    rule: &str,
+    lang: Lang,
+) -> (String, std::ops::Range<usize>) {
     if env.is_empty() || family == "pii" {
         return (pii_placeholder(rule).to_string(), span);
     }
@@ -104,7 +111,10 @@ mod tests {
 
     #[test]
     fn languages_and_references() {
-        assert_eq!(Lang::of(Some("app/settings.py")).env_reference("STRIPE_SECRET_KEY"), "os.environ[\"STRIPE_SECRET_KEY\"]");
+        assert_eq!(
+            Lang::of(Some("app/settings.py")).env_reference("STRIPE_SECRET_KEY"),
+            "os.environ[\"STRIPE_SECRET_KEY\"]"
+        );
         assert_eq!(Lang::of(Some("src/index.ts")).env_reference("X"), "process.env.X");
         assert_eq!(Lang::of(Some("src/main.rs")).env_reference("X"), "std::env::var(\"X\")");
         assert_eq!(Lang::of(Some(".env")).env_reference("X"), "${X}");

@@ -229,7 +229,12 @@ pub fn size_hits(bytes: usize, line_count: usize, max_line_len: usize) -> Vec<Si
 }
 
 /// Eq. 1 and the verdict.
-pub fn reference_score(counts: &BTreeMap<String, usize>, weights: &BTreeMap<String, f64>, size: &[SizeHit], thresholds: &Thresholds) -> (f64, Verdict) {
+pub fn reference_score(
+    counts: &BTreeMap<String, usize>,
+    weights: &BTreeMap<String, f64>,
+    size: &[SizeHit],
+    thresholds: &Thresholds,
+) -> (f64, Verdict) {
     let mut score = 0.0;
     for (family, &n) in counts {
         if n == 0 {
@@ -286,13 +291,17 @@ mod tests {
     #[test]
     fn eq1_matches_the_reference() {
         let weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS.iter().map(|(f, w)| (f.to_string(), *w)).collect();
-        let counts = |pairs: &[(&str, usize)]| pairs.iter().map(|(f, n)| (f.to_string(), *n)).collect::<BTreeMap<_, _>>();
+        let counts =
+            |pairs: &[(&str, usize)]| pairs.iter().map(|(f, n)| (f.to_string(), *n)).collect::<BTreeMap<_, _>>();
         let t = Thresholds::default();
         // One api_key family can reach at most 0.525 (medium), as the reference notes.
         assert_eq!(reference_score(&counts(&[("api_key", 9)]), &weights, &[], &t), (0.525, Verdict::Medium));
         assert_eq!(reference_score(&counts(&[("api_key", 2)]), &weights, &[], &t), (0.4375, Verdict::Medium));
         assert_eq!(reference_score(&counts(&[("pii", 1)]), &weights, &[], &t), (0.15, Verdict::Low));
-        assert_eq!(reference_score(&counts(&[("api_key", 1), ("pem_block", 1)]), &weights, &[], &t), (0.85, Verdict::High));
+        assert_eq!(
+            reference_score(&counts(&[("api_key", 1), ("pem_block", 1)]), &weights, &[], &t),
+            (0.85, Verdict::High)
+        );
         let size = size_hits(600_000, 6000, 10);
         assert_eq!(size.len(), 3);
         assert_eq!(reference_score(&BTreeMap::new(), &weights, &size, &t).0, 0.55);

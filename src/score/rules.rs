@@ -21,8 +21,8 @@
 
 use super::rule::{BASE, Check, Confidence, Part, Rule, Severity, Trigger};
 use super::sample::{
-    self as s, ALNUM, AZURE_SECRET, BASE32, BASE32_LOWER, BASE64, BASE64URL, DIGITS, HEX, HEX_TO_H, HEX_UPPER, LETTERS, LOWER,
-    LOWER_DIGITS, UPPER_DIGITS,
+    self as s, ALNUM, AZURE_SECRET, BASE32, BASE32_LOWER, BASE64, BASE64URL, DIGITS, HEX, HEX_TO_H, HEX_UPPER, LETTERS,
+    LOWER, LOWER_DIGITS, UPPER_DIGITS,
 };
 
 /// `[A-Za-z0-9_-]`, the body alphabet of Anthropic and OpenAI keys.
@@ -171,7 +171,13 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "aws-secret-access-key",
         family: "aws_secret",
-        trigger: Trigger::Anchors(&["secret_access_key", "secretaccesskey", "secret-access-key", "aws_secret", "awssecret"]),
+        trigger: Trigger::Anchors(&[
+            "secret_access_key",
+            "secretaccesskey",
+            "secret-access-key",
+            "aws_secret",
+            "awssecret",
+        ]),
         regex: r#"(?i:aws)?_?(?i:secret)_?-?(?i:access)?_?-?(?i:key)["'`\]]?\s*(?::=|=>|=|:)\s*(?:r#*)?["'`]?(?P<secret>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
         before: 8,
         after: 90,
@@ -296,7 +302,14 @@ pub static RULES: &[Rule] = &[
         confidence: Confidence::High,
         prefix: Some(r"\bxoxb-"),
         env: "SLACK_BOT_TOKEN",
-        sample: &[Part::Lit("xoxb-"), Part::Rand(DIGITS, 12), Part::Lit("-"), Part::Rand(DIGITS, 13), Part::Lit("-"), Part::Rand(ALNUM, 24)],
+        sample: &[
+            Part::Lit("xoxb-"),
+            Part::Rand(DIGITS, 12),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 13),
+            Part::Lit("-"),
+            Part::Rand(ALNUM, 24),
+        ],
         ..BASE
     },
     Rule {
@@ -308,8 +321,14 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"\bxox[pe]-"),
         env: "SLACK_USER_TOKEN",
         sample: &[
-            Part::Lit("xoxp-"), Part::Rand(DIGITS, 12), Part::Lit("-"), Part::Rand(DIGITS, 12), Part::Lit("-"),
-            Part::Rand(DIGITS, 13), Part::Lit("-"), Part::Rand(HEX, 32),
+            Part::Lit("xoxp-"),
+            Part::Rand(DIGITS, 12),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 12),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 13),
+            Part::Lit("-"),
+            Part::Rand(HEX, 32),
         ],
         ..BASE
     },
@@ -323,8 +342,12 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"hooks\.slack\.com/(?:services|workflows|triggers)/"),
         env: "SLACK_WEBHOOK_URL",
         sample: &[
-            Part::Lit("https://hooks.slack.com/services/T"), Part::Rand(UPPER_DIGITS, 8), Part::Lit("/B"),
-            Part::Rand(UPPER_DIGITS, 10), Part::Lit("/"), Part::Rand(ALNUM, 24),
+            Part::Lit("https://hooks.slack.com/services/T"),
+            Part::Rand(UPPER_DIGITS, 8),
+            Part::Lit("/B"),
+            Part::Rand(UPPER_DIGITS, 10),
+            Part::Lit("/"),
+            Part::Rand(ALNUM, 24),
         ],
         ..BASE
     },
@@ -514,8 +537,19 @@ pub static RULES: &[Rule] = &[
         id: "database-url-with-password",
         family: "db_credential",
         trigger: Trigger::Anchors(&[
-            "postgres://", "postgresql://", "mysql://", "mariadb://", "mongodb://", "mongodb+srv://",
-            "redis://", "rediss://", "amqp://", "amqps://", "mssql://", "sqlserver://", "clickhouse://",
+            "postgres://",
+            "postgresql://",
+            "mysql://",
+            "mariadb://",
+            "mongodb://",
+            "mongodb+srv://",
+            "redis://",
+            "rediss://",
+            "amqp://",
+            "amqps://",
+            "mssql://",
+            "sqlserver://",
+            "clickhouse://",
         ]),
         regex: r"(?P<secret>(?i:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|clickhouse)://[^\s:@/'\x22]{0,64}:[^\s@/'\x22]{3,128}@[A-Za-z0-9.\-_]+(?::\d+)?(?:/[^\s'\x22]*)?)",
         after: 400,
@@ -528,7 +562,16 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "url-with-password",
         family: "db_credential",
-        trigger: Trigger::Anchors(&["https://", "http://", "ftp://", "ftps://", "sftp://", "ssh://", "git+ssh://", "smtp://"]),
+        trigger: Trigger::Anchors(&[
+            "https://",
+            "http://",
+            "ftp://",
+            "ftps://",
+            "sftp://",
+            "ssh://",
+            "git+ssh://",
+            "smtp://",
+        ]),
         regex: r"(?P<secret>(?i:https?|s?ftps?|ssh|git\+ssh|smtp)://[^\s:@/'\x22]{1,64}:[^\s@/'\x22]{3,128}@[A-Za-z0-9.\-_]+(?::\d+)?)",
         after: 300,
         check: Check::UrlPassword,
@@ -543,8 +586,8 @@ pub static RULES: &[Rule] = &[
         id: "datadog-client-key",
         // `pub` + a hex digit: a bare `pub` would trigger on every `pub fn`.
         trigger: Trigger::Anchors(&[
-            "pub0", "pub1", "pub2", "pub3", "pub4", "pub5", "pub6", "pub7", "pub8", "pub9", "puba", "pubb", "pubc", "pubd",
-            "pube", "pubf",
+            "pub0", "pub1", "pub2", "pub3", "pub4", "pub5", "pub6", "pub7", "pub8", "pub9", "puba", "pubb", "pubc",
+            "pubd", "pube", "pubf",
         ]),
         regex: r"\b(?P<secret>pub[a-f0-9]{32})(?:[^A-Za-z0-9_\-]|$)",
         after: 40,
@@ -721,7 +764,11 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"\bxapp-"),
         env: "SLACK_APP_TOKEN",
         sample: &[
-            Part::Lit("xapp-1-A"), Part::Rand(UPPER_DIGITS, 10), Part::Lit("-"), Part::Rand(DIGITS, 13), Part::Lit("-"),
+            Part::Lit("xapp-1-A"),
+            Part::Rand(UPPER_DIGITS, 10),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 13),
+            Part::Lit("-"),
             Part::Rand(HEX, 64),
         ],
         ..BASE
@@ -772,8 +819,14 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"\b(?:xoxs-|xoxo-\d)"),
         env: "SLACK_TOKEN",
         sample: &[
-            Part::Lit("xoxs-"), Part::Rand(DIGITS, 10), Part::Lit("-"), Part::Rand(DIGITS, 10), Part::Lit("-"),
-            Part::Rand(DIGITS, 12), Part::Lit("-"), Part::Rand(HEX, 64),
+            Part::Lit("xoxs-"),
+            Part::Rand(DIGITS, 10),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 10),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 12),
+            Part::Lit("-"),
+            Part::Rand(HEX, 64),
         ],
         ..BASE
     },
@@ -1040,7 +1093,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "elevenlabs-api-key",
         trigger: Trigger::Anchors(&["elevenlabs", "xi_api_key", "xi-api-key"]),
-        regex: keyed!(r"elevenlabs[A-Za-z0-9_.\-]{0,20}(?:key|token)|xi[_\-]api[_\-]key", r"sk_[a-f0-9]{48}|[a-f0-9]{32}"),
+        regex: keyed!(
+            r"elevenlabs[A-Za-z0-9_.\-]{0,20}(?:key|token)|xi[_\-]api[_\-]key",
+            r"sk_[a-f0-9]{48}|[a-f0-9]{32}"
+        ),
         after: 120,
         min_entropy: 3.0,
         env: "ELEVENLABS_API_KEY",
@@ -1170,7 +1226,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "postmark-server-token",
         trigger: Trigger::Anchors(&["postmark"]),
-        regex: keyed!(r"postmark[A-Za-z0-9_.\-]{0,20}(?:token|key)", r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+        regex: keyed!(
+            r"postmark[A-Za-z0-9_.\-]{0,20}(?:token|key)",
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+        ),
         after: 120,
         min_entropy: 3.0,
         env: "POSTMARK_SERVER_TOKEN",
@@ -1197,7 +1256,14 @@ pub static RULES: &[Rule] = &[
         min_entropy: 3.5,
         env: "DISCORD_BOT_TOKEN",
         needs_key: true,
-        sample: &[Part::Lit("MT"), Part::Rand(ALNUM, 24), Part::Lit("."), Part::Rand(URLSAFE, 6), Part::Lit("."), Part::Rand(ALNUM, 38)],
+        sample: &[
+            Part::Lit("MT"),
+            Part::Rand(ALNUM, 24),
+            Part::Lit("."),
+            Part::Rand(URLSAFE, 6),
+            Part::Lit("."),
+            Part::Rand(ALNUM, 38),
+        ],
         ..BASE
     },
     Rule {
@@ -1221,7 +1287,12 @@ pub static RULES: &[Rule] = &[
         confidence: Confidence::High,
         prefix: Some(r"discord(?:app)?\.com/api/webhooks/\d{17,20}/"),
         env: "DISCORD_WEBHOOK_URL",
-        sample: &[Part::Lit("https://discord.com/api/webhooks/1"), Part::Rand(DIGITS, 18), Part::Lit("/"), Part::Rand(URLSAFE, 68)],
+        sample: &[
+            Part::Lit("https://discord.com/api/webhooks/1"),
+            Part::Rand(DIGITS, 18),
+            Part::Lit("/"),
+            Part::Rand(URLSAFE, 68),
+        ],
         ..BASE
     },
     Rule {
@@ -1285,7 +1356,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "datadog-app-key",
         trigger: Trigger::Anchors(&["datadog", "dd_app_key", "dd-app-key", "dd_application_key", "dd-application-key"]),
-        regex: keyed!(r"datadog[A-Za-z0-9_.\-]{0,20}app(?:lication)?[_\-]?key|dd[_\-]app(?:lication)?[_\-]?key", r"[a-f0-9]{40}"),
+        regex: keyed!(
+            r"datadog[A-Za-z0-9_.\-]{0,20}app(?:lication)?[_\-]?key|dd[_\-]app(?:lication)?[_\-]?key",
+            r"[a-f0-9]{40}"
+        ),
         after: 120,
         min_entropy: 3.0,
         env: "DD_APP_KEY",
@@ -1502,7 +1576,13 @@ pub static RULES: &[Rule] = &[
         min_entropy: 3.0,
         confidence: Confidence::High,
         env: "AZURE_CLIENT_SECRET",
-        sample: &[Part::Rand(ALNUM, 3), Part::Rand(DIGITS, 1), Part::Lit("Q~"), Part::Rand(AZURE_SECRET, 33), Part::Rand(ALNUM, 1)],
+        sample: &[
+            Part::Rand(ALNUM, 3),
+            Part::Rand(DIGITS, 1),
+            Part::Lit("Q~"),
+            Part::Rand(AZURE_SECRET, 33),
+            Part::Rand(ALNUM, 1),
+        ],
         ..BASE
     },
     Rule {
@@ -1516,7 +1596,9 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"sv=20\d\d-\d\d-\d\d&"),
         env: "AZURE_STORAGE_SAS_TOKEN",
         sample: &[
-            Part::Lit("sv=2022-11-02&ss=bfqt&srt=sco&sp=rwdlacupiytfx&se=2031-01-01T00:00:00Z&st=2024-01-01T00:00:00Z&spr=https&sig="),
+            Part::Lit(
+                "sv=2022-11-02&ss=bfqt&srt=sco&sp=rwdlacupiytfx&se=2031-01-01T00:00:00Z&st=2024-01-01T00:00:00Z&spr=https&sig=",
+            ),
             Part::Rand(ALNUM, 43),
             Part::Lit("%3D"),
         ],
@@ -1545,9 +1627,11 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"(?i:SharedAccessKey)=(?:[A-Za-z0-9+/]{4}|[xX*]{4}|\{|\$|<)"),
         env: "AZURE_SERVICEBUS_CONNECTION_STRING",
         sample: &[
-            Part::Lit("Endpoint=sb://"), Part::Rand(LOWER, 10),
+            Part::Lit("Endpoint=sb://"),
+            Part::Rand(LOWER, 10),
             Part::Lit(".servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey="),
-            Part::Rand(BASE64, 43), Part::Lit("="),
+            Part::Rand(BASE64, 43),
+            Part::Lit("="),
         ],
         ..BASE
     },
@@ -1840,7 +1924,11 @@ pub static RULES: &[Rule] = &[
         id: "yandex-iam-token",
         family: "cloud_key",
         trigger: Trigger::Anchors(&["yandex", "yc_iam_token", "yc_token"]),
-        regex: keyed!(r"yandex|yc_(?:iam_)?token", r"t1\.[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}", r"(?:[^A-Za-z0-9_\-=]|$)"),
+        regex: keyed!(
+            r"yandex|yc_(?:iam_)?token",
+            r"t1\.[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}",
+            r"(?:[^A-Za-z0-9_\-=]|$)"
+        ),
         after: 400,
         min_entropy: 3.5,
         env: "YC_IAM_TOKEN",
@@ -1980,8 +2068,16 @@ pub static RULES: &[Rule] = &[
         prefix: Some(r"\bA3-[A-Z0-9]{6}-"),
         env: "OP_SECRET_KEY",
         sample: &[
-            Part::Lit("A3-"), Part::Rand(UPPER_DIGITS, 6), Part::Lit("-"), Part::Rand(UPPER_DIGITS, 11), Part::Lit("-"),
-            Part::Rand(UPPER_DIGITS, 5), Part::Lit("-"), Part::Rand(UPPER_DIGITS, 5), Part::Lit("-"), Part::Rand(UPPER_DIGITS, 5),
+            Part::Lit("A3-"),
+            Part::Rand(UPPER_DIGITS, 6),
+            Part::Lit("-"),
+            Part::Rand(UPPER_DIGITS, 11),
+            Part::Lit("-"),
+            Part::Rand(UPPER_DIGITS, 5),
+            Part::Lit("-"),
+            Part::Rand(UPPER_DIGITS, 5),
+            Part::Lit("-"),
+            Part::Rand(UPPER_DIGITS, 5),
         ],
         ..BASE
     },
@@ -2219,7 +2315,14 @@ pub static RULES: &[Rule] = &[
         min_entropy: 3.5,
         confidence: Confidence::High,
         env: "HARNESS_PLATFORM_API_KEY",
-        sample: &[Part::Lit("pat."), Part::Rand(URLSAFE, 22), Part::Lit("."), Part::Rand(ALNUM, 24), Part::Lit("."), Part::Rand(ALNUM, 20)],
+        sample: &[
+            Part::Lit("pat."),
+            Part::Rand(URLSAFE, 22),
+            Part::Lit("."),
+            Part::Rand(ALNUM, 24),
+            Part::Lit("."),
+            Part::Rand(ALNUM, 20),
+        ],
         ..BASE
     },
     Rule {
@@ -2363,7 +2466,13 @@ pub static RULES: &[Rule] = &[
         min_entropy: 2.5,
         confidence: Confidence::High,
         env: "SIDEKIQ_GEMS_URL",
-        sample: &[Part::Lit("https://"), Part::Rand(HEX, 8), Part::Lit(":"), Part::Rand(HEX, 8), Part::Lit("@gems.contribsys.com/")],
+        sample: &[
+            Part::Lit("https://"),
+            Part::Rand(HEX, 8),
+            Part::Lit(":"),
+            Part::Rand(HEX, 8),
+            Part::Lit("@gems.contribsys.com/"),
+        ],
         ..BASE
     },
     Rule {
@@ -2506,7 +2615,14 @@ pub static RULES: &[Rule] = &[
         min_entropy: 3.0,
         env: "ASANA_ACCESS_TOKEN",
         needs_key: true,
-        sample: &[Part::Lit("2/"), Part::Rand(DIGITS, 16), Part::Lit("/"), Part::Rand(DIGITS, 16), Part::Lit(":"), Part::Rand(HEX, 32)],
+        sample: &[
+            Part::Lit("2/"),
+            Part::Rand(DIGITS, 16),
+            Part::Lit("/"),
+            Part::Rand(DIGITS, 16),
+            Part::Lit(":"),
+            Part::Rand(HEX, 32),
+        ],
         ..BASE
     },
     Rule {
@@ -2523,7 +2639,11 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "intercom-access-token",
         trigger: Trigger::Anchors(&["intercom"]),
-        regex: keyed!(r"intercom[A-Za-z0-9_.\-]{0,20}(?:token|key|secret)", r"[A-Za-z0-9_\-=]{60}", r"(?:[^A-Za-z0-9_\-=]|$)"),
+        regex: keyed!(
+            r"intercom[A-Za-z0-9_.\-]{0,20}(?:token|key|secret)",
+            r"[A-Za-z0-9_\-=]{60}",
+            r"(?:[^A-Za-z0-9_\-=]|$)"
+        ),
         after: 140,
         min_entropy: 3.5,
         env: "INTERCOM_ACCESS_TOKEN",
@@ -2560,10 +2680,7 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "launchdarkly-sdk-key",
         trigger: Trigger::Anchors(&["launchdarkly", "ld_sdk_key"]),
-        regex: keyed!(
-            r"launchdarkly|ld_sdk_key",
-            r"sdk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-        ),
+        regex: keyed!(r"launchdarkly|ld_sdk_key", r"sdk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
         after: 120,
         min_entropy: 3.0,
         env: "LAUNCHDARKLY_SDK_KEY",
@@ -2695,7 +2812,15 @@ pub static RULES: &[Rule] = &[
         min_entropy: 3.5,
         env: "RAPIDAPI_KEY",
         needs_key: true,
-        sample: &[Part::Rand(HEX, 10), Part::Lit("msh"), Part::Rand(HEX, 14), Part::Lit("p1"), Part::Rand(HEX, 6), Part::Lit("jsn"), Part::Rand(HEX, 12)],
+        sample: &[
+            Part::Rand(HEX, 10),
+            Part::Lit("msh"),
+            Part::Rand(HEX, 14),
+            Part::Lit("p1"),
+            Part::Rand(HEX, 6),
+            Part::Lit("jsn"),
+            Part::Rand(HEX, 12),
+        ],
         ..BASE
     },
     Rule {
@@ -2718,7 +2843,14 @@ pub static RULES: &[Rule] = &[
         confidence: Confidence::High,
         prefix: Some(r"cloudinary://\d{6,20}:"),
         env: "CLOUDINARY_URL",
-        sample: &[Part::Lit("cloudinary://"), Part::Rand(DIGITS, 15), Part::Lit(":"), Part::Rand(URLSAFE, 27), Part::Lit("@"), Part::Rand(LOWER, 8)],
+        sample: &[
+            Part::Lit("cloudinary://"),
+            Part::Rand(DIGITS, 15),
+            Part::Lit(":"),
+            Part::Rand(URLSAFE, 27),
+            Part::Lit("@"),
+            Part::Rand(LOWER, 8),
+        ],
         ..BASE
     },
     Rule {
@@ -3024,7 +3156,12 @@ pub static RULES: &[Rule] = &[
         confidence: Confidence::High,
         prefix: Some(r"\baccess_token\$(?:production|sandbox)\$"),
         env: "BRAINTREE_ACCESS_TOKEN",
-        sample: &[Part::Lit("access_token$production$"), Part::Rand(LOWER_DIGITS, 16), Part::Lit("$"), Part::Rand(HEX, 32)],
+        sample: &[
+            Part::Lit("access_token$production$"),
+            Part::Rand(LOWER_DIGITS, 16),
+            Part::Lit("$"),
+            Part::Rand(HEX, 32),
+        ],
         ..BASE
     },
     Rule {
@@ -3041,7 +3178,11 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "kraken-api-secret",
         trigger: Trigger::Anchors(&["kraken"]),
-        regex: keyed!(r"kraken[A-Za-z0-9_.\-]{0,20}(?:secret|key|token)", r"[A-Za-z0-9/+=_\-]{80,90}", r"(?:[^A-Za-z0-9/+=_\-]|$)"),
+        regex: keyed!(
+            r"kraken[A-Za-z0-9_.\-]{0,20}(?:secret|key|token)",
+            r"[A-Za-z0-9/+=_\-]{80,90}",
+            r"(?:[^A-Za-z0-9/+=_\-]|$)"
+        ),
         after: 160,
         min_entropy: 4.0,
         env: "KRAKEN_API_SECRET",
@@ -3098,7 +3239,13 @@ pub static RULES: &[Rule] = &[
         after: 140,
         min_entropy: 4.0,
         env: "TWITTER_BEARER_TOKEN",
-        sample: &[Part::Lit("AAAAAAAAAAAAAAAAAAAAAM"), Part::Rand(ALNUM, 20), Part::Lit("%2B"), Part::Rand(ALNUM, 60), Part::Lit("%3D")],
+        sample: &[
+            Part::Lit("AAAAAAAAAAAAAAAAAAAAAM"),
+            Part::Rand(ALNUM, 20),
+            Part::Lit("%2B"),
+            Part::Rand(ALNUM, 60),
+            Part::Lit("%3D"),
+        ],
         ..BASE
     },
     Rule {
@@ -3281,6 +3428,20 @@ pub static RULES: &[Rule] = &[
 
 /// Key-name words that make an assignment worth a look for the generic detector.
 pub const GENERIC_KEYWORDS: &[&str] = &[
-    "password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "api-key", "access_key",
-    "accesskey", "auth_key", "private_key", "privatekey", "client_secret", "credential", "pwd",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_key",
+    "accesskey",
+    "auth_key",
+    "private_key",
+    "privatekey",
+    "client_secret",
+    "credential",
+    "pwd",
 ];

@@ -12,8 +12,8 @@
 use base64::Engine as _;
 
 use super::codec::{BECH32, bech32_hrp_expand, bech32_polymod, crc32_base62, mod97};
-use super::rule::Part;
 pub use super::rng::Rng;
+use super::rule::Part;
 
 pub const DIGITS: &str = "0123456789";
 pub const HEX: &str = "0123456789abcdef";
@@ -159,7 +159,14 @@ pub fn ssn(rng: &mut Rng) -> String {
 
 /// A US phone number in the common written form.
 pub fn phone(rng: &mut Rng) -> String {
-    format!("+1 ({}{}) {}{}-{}", 2 + rng.below(8), rng.string(DIGITS, 2), 2 + rng.below(8), rng.string(DIGITS, 2), rng.string(DIGITS, 4))
+    format!(
+        "+1 ({}{}) {}{}-{}",
+        2 + rng.below(8),
+        rng.string(DIGITS, 2),
+        2 + rng.below(8),
+        rng.string(DIGITS, 2),
+        rng.string(DIGITS, 4)
+    )
 }
 
 /// An email address at a non-reserved domain.
@@ -191,7 +198,10 @@ pub fn gcp_service_account(rng: &mut Rng) -> String {
 /// An Azure storage connection string.
 pub fn azure_connection_string(rng: &mut Rng) -> String {
     let key = base64::engine::general_purpose::STANDARD.encode(rng.bytes(64));
-    format!("DefaultEndpointsProtocol=https;AccountName={};AccountKey={key};EndpointSuffix=core.windows.net", rng.string(LOWER_DIGITS, 12))
+    format!(
+        "DefaultEndpointsProtocol=https;AccountName={};AccountKey={key};EndpointSuffix=core.windows.net",
+        rng.string(LOWER_DIGITS, 12)
+    )
 }
 
 /// An 88-character base64 Azure storage account key.

@@ -54,11 +54,7 @@ impl Anchors {
 
     /// Every occurrence of every anchor, in order of their end.
     pub fn find(&self, hay: &[u8]) -> Vec<Hit> {
-        if hay.len() < LANES * MIN_LANE {
-            self.walk::<1>(hay)
-        } else {
-            self.walk::<LANES>(hay)
-        }
+        if hay.len() < LANES * MIN_LANE { self.walk::<1>(hay) } else { self.walk::<LANES>(hay) }
     }
 
     fn walk<const K: usize>(&self, hay: &[u8]) -> Vec<Hit> {
@@ -90,7 +86,14 @@ impl Anchors {
 
     /// Feed the byte at `at` to one lane; record the anchors ending there if past `report`.
     #[inline(always)]
-    fn step(&self, hay: &[u8], at: usize, report: usize, state: &mut aho_corasick::automaton::StateID, hits: &mut Vec<Hit>) {
+    fn step(
+        &self,
+        hay: &[u8],
+        at: usize,
+        report: usize,
+        state: &mut aho_corasick::automaton::StateID,
+        hits: &mut Vec<Hit>,
+    ) {
         let dfa = &self.dfa;
         let sid = dfa.next_state(Anchored::No, *state, hay[at]);
         *state = sid;
@@ -113,11 +116,12 @@ impl Spans {
     /// merged into it too).
     pub fn push(&mut self, window: Range<usize>) {
         if let Some(last) = self.0.last_mut()
-            && window.start <= last.end {
-                last.start = last.start.min(window.start);
-                last.end = last.end.max(window.end);
-                return;
-            }
+            && window.start <= last.end
+        {
+            last.start = last.start.min(window.start);
+            last.end = last.end.max(window.end);
+            return;
+        }
         self.0.push(window);
     }
 
@@ -136,7 +140,12 @@ fn is_word(b: u8) -> bool {
 /// says whether the byte at `i` belongs to a run (it may look at neighbours: a space belongs to
 /// a number only next to a digit). Cost: `n / step` probes plus the runs extended over, each
 /// byte at most once.
-fn probed_runs(hay: &[u8], step: usize, probe: impl Fn(usize) -> bool, member: impl Fn(usize) -> bool) -> Vec<Range<usize>> {
+fn probed_runs(
+    hay: &[u8],
+    step: usize,
+    probe: impl Fn(usize) -> bool,
+    member: impl Fn(usize) -> bool,
+) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut covered = 0;
     let mut i = step - 1;
@@ -270,7 +279,9 @@ impl Masks {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "sse2")]
     fn sse2(chunk: &[u8; CHUNK]) -> Masks {
-        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8, _mm_sub_epi8};
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8, _mm_sub_epi8,
+        };
         let mut masks = Masks::default();
         let mut high = 0;
         for (j, part) in chunk.chunks_exact(16).enumerate() {
@@ -279,11 +290,13 @@ impl Masks {
             // `lo..lo + len`, unsigned, as one signed compare: shift the range down to -128.
             let in_range = |lo: u8, len: u8| {
                 let shifted = _mm_sub_epi8(v, _mm_set1_epi8(lo.wrapping_add(128) as i8));
-                _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((len as i8).wrapping_add(i8::MIN)))) as u16 as u64
+                _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((len as i8).wrapping_add(i8::MIN)))) as u16
+                    as u64
             };
             masks.digits |= in_range(b'0', 10) << (16 * j);
             masks.upper |= in_range(b'A', 26) << (16 * j);
-            masks.newlines |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u16 as u64) << (16 * j);
+            masks.newlines |=
+                (_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u16 as u64) << (16 * j);
             high |= _mm_movemask_epi8(v);
         }
         masks.non_ascii = high != 0;
@@ -362,11 +375,7 @@ impl Classes {
 /// or range (`x1`, `1.2`, `3-4`).
 fn number_start(hay: &[u8], i: usize, floor: usize) -> Option<usize> {
     let free = |at: usize| at == 0 || !(is_word(hay[at - 1]) || matches!(hay[at - 1], b'.' | b'-'));
-    if i > floor && matches!(hay[i - 1], b'+' | b'(') && free(i - 1) {
-        Some(i - 1)
-    } else {
-        free(i).then_some(i)
-    }
+    if i > floor && matches!(hay[i - 1], b'+' | b'(') && free(i - 1) { Some(i - 1) } else { free(i).then_some(i) }
 }
 
 /// Parse the number starting at `start`: digits with at most two separators in a row, each
@@ -550,7 +559,12 @@ mod tests {
             let text: Vec<u8> = (0..len).map(|_| b"AZ09x .-(Q5"[rng.below(11)]).chain(std::iter::once(0xff)).collect();
             let classes = Classes::of(&text);
             let want: Vec<usize> = (0..text.len().saturating_sub(3))
-                .filter(|&i| text[i].is_ascii_uppercase() && text[i + 1].is_ascii_uppercase() && text[i + 2].is_ascii_digit() && text[i + 3].is_ascii_digit())
+                .filter(|&i| {
+                    text[i].is_ascii_uppercase()
+                        && text[i + 1].is_ascii_uppercase()
+                        && text[i + 2].is_ascii_digit()
+                        && text[i + 3].is_ascii_digit()
+                })
                 .collect();
             assert_eq!(classes.iban_starts, want, "len {len}");
         }
@@ -561,7 +575,9 @@ mod tests {
     fn masks_kernels_agree_with_the_definition() {
         let mut rng = super::super::sample::Rng::new(11);
         for round in 0..2000 {
-            let chunk: [u8; CHUNK] = std::array::from_fn(|_| if round % 2 == 0 { rng.below(256) as u8 } else { b"09AZ@[/:\n\x7f\x80\xff"[rng.below(12)] });
+            let chunk: [u8; CHUNK] = std::array::from_fn(|_| {
+                if round % 2 == 0 { rng.below(256) as u8 } else { b"09AZ@[/:\n\x7f\x80\xff"[rng.below(12)] }
+            });
             let bit = |f: fn(&u8) -> bool| chunk.iter().enumerate().fold(0u64, |m, (j, b)| m | (u64::from(f(b)) << j));
             let want = (bit(u8::is_ascii_digit), bit(u8::is_ascii_uppercase), bit(|b| *b == b'\n'), !chunk.is_ascii());
             for got in [Masks::of(&chunk), Masks::portable(&chunk)] {
@@ -603,11 +619,14 @@ mod tests {
 
     #[test]
     fn lanes_find_exactly_the_overlapping_matches() {
-        let words: Vec<String> = ["sk-", "SK-PROJ", "ghp_", "token", "ok", "k", "tokentokentoken"].map(String::from).to_vec();
+        let words: Vec<String> =
+            ["sk-", "SK-PROJ", "ghp_", "token", "ok", "k", "tokentokentoken"].map(String::from).to_vec();
         let anchors = Anchors::new(&words).expect("anchors");
         let oracle = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).expect("oracle");
         let mut rng = super::super::sample::Rng::new(5);
-        for (round, len) in [0, 1, 100, LANES * MIN_LANE - 1, LANES * MIN_LANE, LANES * MIN_LANE + 3, 50_000].into_iter().enumerate() {
+        for (round, len) in
+            [0, 1, 100, LANES * MIN_LANE - 1, LANES * MIN_LANE, LANES * MIN_LANE + 3, 50_000].into_iter().enumerate()
+        {
             let mut hay: Vec<u8> = (0..len).map(|_| b"skSK-proghp_tken .x"[rng.below(19)]).collect();
             // Anchors across every cut between lanes, at every offset over the rounds.
             for k in 1..LANES {
@@ -616,9 +635,11 @@ mod tests {
                     hay[at..at + 15].copy_from_slice(b"tokentokentoken");
                 }
             }
-            let mut want: Vec<(usize, usize)> = oracle.find_overlapping_iter(&hay).map(|m| (m.end(), m.start())).collect();
+            let mut want: Vec<(usize, usize)> =
+                oracle.find_overlapping_iter(&hay).map(|m| (m.end(), m.start())).collect();
             want.sort();
-            let mut got: Vec<(usize, usize)> = anchors.find(&hay).iter().map(|h| (h.start + words[h.anchor].len(), h.start)).collect();
+            let mut got: Vec<(usize, usize)> =
+                anchors.find(&hay).iter().map(|h| (h.start + words[h.anchor].len(), h.start)).collect();
             assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "in order of their end, len {len}");
             got.sort();
             assert_eq!(got, want, "len {len}");

@@ -122,7 +122,6 @@ impl Session<'_> {
     }
 }
 
-
 /// The index of a part file name `part-NNN.txt`.
 fn part_index(name: &str) -> Option<i64> {
     let digits = name.strip_prefix("part-")?.strip_suffix(".txt")?;

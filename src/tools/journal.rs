@@ -206,13 +206,11 @@ impl Tools {
             }
         };
         match self.engine().restore(&args.path, &to, &call.actor).map_err(|e| self.fail(call, e, None))? {
-            Restored::Committed(c) => {
-                Ok(ok(json!({
-                    "path": c.path.as_str(), "sha256": c.sha256, "bytes": c.bytes, "journal_id": c.journal_id,
-                    "wrote_at": c.ts, "seq": c.seq, "prev_sha256": c.prev_sha256, "op": c.op.as_str(),
-                    "restored": true, "already_current": false,
-                })))
-            }
+            Restored::Committed(c) => Ok(ok(json!({
+                "path": c.path.as_str(), "sha256": c.sha256, "bytes": c.bytes, "journal_id": c.journal_id,
+                "wrote_at": c.ts, "seq": c.seq, "prev_sha256": c.prev_sha256, "op": c.op.as_str(),
+                "restored": true, "already_current": false,
+            }))),
             Restored::AlreadyCurrent { path, sha256 } => Ok(ok(json!({
                 "path": path.as_str(), "sha256": sha256, "restored": false, "already_current": true,
             }))),
@@ -311,7 +309,6 @@ fn rejection_order(id: &str) -> (String, u64, String) {
     let ts = parts.next().unwrap_or("").to_string();
     (ts, seq, id.to_string())
 }
-
 
 fn format_time(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()

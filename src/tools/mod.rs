@@ -156,13 +156,25 @@ impl Tools {
 
     /// A malformed or out-of-range argument: [`Tools::invalid`] with reason `invalid_argument`
     /// and `context.argument` naming it.
-    pub(crate) fn bad_argument(&self, call: &Call, argument: &str, message: impl Into<String>, context: Value) -> Failure {
+    pub(crate) fn bad_argument(
+        &self,
+        call: &Call,
+        argument: &str,
+        message: impl Into<String>,
+        context: Value,
+    ) -> Failure {
         let mut failure = self.invalid(call, "invalid_argument", message, context);
         failure.0.context.insert("argument".into(), json!(argument));
         failure
     }
 
-    fn envelope(&self, call: &Call, kind: ErrorKind, mut envelope: Envelope, attempt: Option<(&str, &[u8])>) -> Failure {
+    fn envelope(
+        &self,
+        call: &Call,
+        kind: ErrorKind,
+        mut envelope: Envelope,
+        attempt: Option<(&str, &[u8])>,
+    ) -> Failure {
         if let Some((path, content)) = attempt
             && counts_against_budget(kind)
         {

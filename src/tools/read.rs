@@ -495,7 +495,12 @@ impl Tools {
     /// `value` must be at least 1.
     fn positive(&self, call: &Call, argument: &str, value: u64) -> Result<u64, Failure> {
         if value == 0 {
-            return Err(self.bad_argument(call, argument, format!("{argument} must be at least 1"), json!({"value": 0})));
+            return Err(self.bad_argument(
+                call,
+                argument,
+                format!("{argument} must be at least 1"),
+                json!({"value": 0}),
+            ));
         }
         Ok(value)
     }

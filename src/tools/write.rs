@@ -248,7 +248,8 @@ impl Tools {
         if report.verdict < reject_at.verdict() {
             return Ok(());
         }
-        let mut kinds: Vec<String> = report.detected_patterns().iter().filter_map(|p| p["kind"].as_str().map(String::from)).collect();
+        let mut kinds: Vec<String> =
+            report.detected_patterns().iter().filter_map(|p| p["kind"].as_str().map(String::from)).collect();
         kinds.sort();
         kinds.dedup();
         let mut failure = self.reject(
@@ -263,13 +264,20 @@ impl Tools {
             }),
             Some((path, content.as_bytes())),
         );
-        if failure.0.error == ErrorKind::Blocked.as_str() && failure.0.context.get("reason") != Some(&json!("retry_budget_exhausted")) {
+        if failure.0.error == ErrorKind::Blocked.as_str()
+            && failure.0.context.get("reason") != Some(&json!("retry_budget_exhausted"))
+        {
             failure.0.detected_patterns = kinds;
         }
         Err(failure)
     }
 
-    fn expectation(&self, call: &Call, expected: Option<&str>, attempt: Option<(&str, &[u8])>) -> Result<Option<Expect>, super::Failure> {
+    fn expectation(
+        &self,
+        call: &Call,
+        expected: Option<&str>,
+        attempt: Option<(&str, &[u8])>,
+    ) -> Result<Option<Expect>, super::Failure> {
         expected.map(Expect::parse).transpose().map_err(|e| self.fail(call, e, attempt))
     }
 

@@ -39,9 +39,7 @@ impl SetAttr {
 /// left; a placeholder when nothing of it is open.
 fn detached_attr(ino: u64, stat: Option<Stat>) -> Attr {
     let mut stat = stat.unwrap_or_else(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
         Stat {
             id: crate::durable::FileId { dev: 0, ino: 0 },
             kind: FileKind::File,

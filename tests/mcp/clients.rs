@@ -22,18 +22,11 @@ use crate::support::mount::Mounted;
 fn client(env: &str, rel: &str) -> PathBuf {
     if let Some(path) = std::env::var_os(env) {
         let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "{env}={} is not a file: run integration/mcp/setup.sh",
-            path.display()
-        );
+        assert!(path.is_file(), "{env}={} is not a file: run integration/mcp/setup.sh", path.display());
         return path;
     }
     let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    assert!(
-        !ci,
-        "{env} is not set: .ci/run exports it after integration/mcp/setup.sh"
-    );
+    assert!(!ci, "{env} is not set: .ci/run exports it after integration/mcp/setup.sh");
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
@@ -85,18 +78,12 @@ fn script<S: AsRef<OsStr>>(name: &str, args: &[S]) -> String {
         args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
         out.status
     );
-    assert!(
-        stdout.lines().any(|l| l.starts_with("PASS ")),
-        "{name} did not report PASS:\n{stdout}{stderr}"
-    );
+    assert!(stdout.lines().any(|l| l.starts_with("PASS ")), "{name} did not report PASS:\n{stdout}{stderr}");
     stdout
 }
 
 fn texts(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 /// A paper scenario of `scenarios.py` against a fresh workspace; its stdout.
@@ -105,36 +92,17 @@ fn scenario(name: &str) -> String {
     let ws = Ws::new();
     script(
         "scenarios.py",
-        &[
-            OsStr::new(name),
-            "--rwfs".as_ref(),
-            rwfs().as_ref(),
-            "-w".as_ref(),
-            ws.path().as_os_str(),
-        ],
+        &[OsStr::new(name), "--rwfs".as_ref(), rwfs().as_ref(), "-w".as_ref(), ws.path().as_os_str()],
     )
 }
 
 #[test]
 fn python_client_drives_the_issue_scenario_end_to_end() {
     let ws = Ws::new();
-    let out = script(
-        "issue_scenario.py",
-        &[
-            OsStr::new("--rwfs"),
-            rwfs().as_ref(),
-            "-w".as_ref(),
-            ws.path().as_os_str(),
-        ],
-    );
-    assert!(
-        out.contains("handoff_read (second client): drift [('REPORT.md', 'hash_mismatch')]"),
-        "{out}"
-    );
-    assert!(
-        ws.read("deploy/NOTES.md")
-            .is_some_and(|b| !String::from_utf8_lossy(&b).contains("sk_live_"))
-    );
+    let out =
+        script("issue_scenario.py", &[OsStr::new("--rwfs"), rwfs().as_ref(), "-w".as_ref(), ws.path().as_os_str()]);
+    assert!(out.contains("handoff_read (second client): drift [('REPORT.md', 'hash_mismatch')]"), "{out}");
+    assert!(ws.read("deploy/NOTES.md").is_some_and(|b| !String::from_utf8_lossy(&b).contains("sk_live_")));
 }
 
 #[test]
@@ -174,10 +142,7 @@ fn scenario_s5_moves_a_stripe_key_to_the_scratchpad_and_reads_the_environment() 
 #[test]
 fn motivating_incident_loses_nothing_and_identical_retries_exhaust_the_budget() {
     let out = scenario("incident");
-    let row = out
-        .lines()
-        .find(|l| l.starts_with("TABLE3 "))
-        .unwrap_or_else(|| panic!("no TABLE3 line:\n{out}"));
+    let row = out.lines().find(|l| l.starts_with("TABLE3 ")).unwrap_or_else(|| panic!("no TABLE3 line:\n{out}"));
     assert!(row.contains("content_lost_bytes=0 structured_error=yes"), "{row}");
     assert!(out.contains("retry_budget_exhausted -> abort"), "{out}");
 }
@@ -236,11 +201,7 @@ fn inspector_lists_every_tool_and_its_strict_lint_finds_no_schema_problem() {
     let ws = Ws::new();
     let out = inspect(&ws, &["--method", "tools/list", "--strict"]);
     let (stdout, stderr) = texts(&out);
-    assert!(
-        out.status.success(),
-        "mcp-inspector --strict failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
+    assert!(out.status.success(), "mcp-inspector --strict failed ({}):\n{stdout}\n{stderr}", out.status);
     let listed: serde_json::Value =
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("tools/list JSON: {e}\n{stdout}"));
     let tools = listed["tools"].as_array().expect("tools");
@@ -251,14 +212,9 @@ fn inspector_lists_every_tool_and_its_strict_lint_finds_no_schema_problem() {
     }
     let problems = lint_problems(&stderr);
     let known = |tool: &str, path: &str| KNOWN_LINT.iter().any(|(t, p)| *t == tool && *p == path);
-    let unexplained: Vec<&(String, String, String)> = problems
-        .iter()
-        .filter(|(level, tool, path)| level != "Warning" || !known(tool, path))
-        .collect();
-    assert!(
-        unexplained.is_empty(),
-        "the Inspector's --strict lint found schema problems {unexplained:?}:\n{stderr}"
-    );
+    let unexplained: Vec<&(String, String, String)> =
+        problems.iter().filter(|(level, tool, path)| level != "Warning" || !known(tool, path)).collect();
+    assert!(unexplained.is_empty(), "the Inspector's --strict lint found schema problems {unexplained:?}:\n{stderr}");
 }
 
 /// Lint warnings that are the contract: (tool, schema path).
@@ -276,22 +232,13 @@ fn lint_problems(stderr: &str) -> Vec<(String, String, String)> {
         for level in ["Warning", "Error"] {
             if let Some(tool) = line.strip_prefix(&format!("{level}: tool \"")) {
                 let tool = tool.trim_end_matches('"').to_string();
-                let path = lines
-                    .next()
-                    .and_then(|l| l.trim().strip_prefix("Path: "))
-                    .unwrap_or("?")
-                    .to_string();
+                let path = lines.next().and_then(|l| l.trim().strip_prefix("Path: ")).unwrap_or("?").to_string();
                 found.push((level.to_string(), tool, path));
             }
         }
     }
-    let summary = stderr
-        .lines()
-        .find(|l| l.contains(" errors, ") || l.contains(" error, "));
-    assert!(
-        summary.is_none_or(|s| s.starts_with("0 errors")),
-        "the lint reports errors: {summary:?}"
-    );
+    let summary = stderr.lines().find(|l| l.contains(" errors, ") || l.contains(" error, "));
+    assert!(summary.is_none_or(|s| s.starts_with("0 errors")), "the lint reports errors: {summary:?}");
     found
 }
 
@@ -301,42 +248,22 @@ fn inspector_calls_a_tool_and_sees_a_refusal_as_is_error() {
     let call = |args: &str| {
         inspect(
             &ws,
-            &[
-                "--format",
-                "json",
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "rw_safe_write",
-                "--tool-args-json",
-                args,
-            ],
+            &["--format", "json", "--method", "tools/call", "--tool-name", "rw_safe_write", "--tool-args-json", args],
         )
     };
     let out = call(r#"{"path": "hello.txt", "content": "hello\n"}"#);
     let (stdout, stderr) = texts(&out);
-    assert!(
-        out.status.success(),
-        "tools/call failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
+    assert!(out.status.success(), "tools/call failed ({}):\n{stdout}\n{stderr}", out.status);
     let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(answer["result"]["structuredContent"]["ok"], true, "{stdout}");
     assert_eq!(ws.read("hello.txt").unwrap(), b"hello\n");
     // The same create again: refused, which the Inspector reports as isError (exit code 5).
     let out = call(r#"{"path": "hello.txt", "content": "again\n"}"#);
     let (stdout, stderr) = texts(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "a refusal is isError:true (exit 5):\n{stdout}\n{stderr}"
-    );
+    assert_eq!(out.status.code(), Some(5), "a refusal is isError:true (exit 5):\n{stdout}\n{stderr}");
     let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(answer["result"]["isError"], true, "{stdout}");
-    assert_eq!(
-        answer["result"]["structuredContent"]["error"], "stale_precondition",
-        "{stdout}"
-    );
+    assert_eq!(answer["result"]["structuredContent"]["error"], "stale_precondition", "{stdout}");
     assert!(stderr.contains("tool_is_error"), "{stderr}");
     assert_eq!(ws.read("hello.txt").unwrap(), b"hello\n");
 }
@@ -348,10 +275,7 @@ fn no_input_schema_uses_a_type_array() {
     fn walk(value: &serde_json::Value, at: &str) {
         match value {
             serde_json::Value::Object(map) => {
-                assert!(
-                    !map.get("type").is_some_and(|t| t.is_array()),
-                    "a type array at {at}: {value}"
-                );
+                assert!(!map.get("type").is_some_and(|t| t.is_array()), "a type array at {at}: {value}");
                 for (key, inner) in map {
                     walk(inner, &format!("{at}.{key}"));
                 }

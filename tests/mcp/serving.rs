@@ -15,7 +15,8 @@ fn rwfs_mcp_serves_stdio_and_exits_at_eof() {
     let ws = Ws::new();
     let mut client = Stdio::start(ws.path(), "stdio-test");
     let tools = client.request("tools/list", json!({}));
-    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"rw_safe_write"), "{names:?}");
     client.call("rw_safe_write", json!({"path": "a.txt", "content": "hi\n"})).ok();
     assert!(client.finish().success());
@@ -44,7 +45,8 @@ fn a_second_session_relays_to_the_first_and_shares_its_engine() {
     let env = first.call("rw_safe_write", json!({"path": "shared.txt", "content": "from first\n"})).err();
     assert_eq!(env["context"]["reason"], "file_already_exists");
     // And a CLI write reaches the same engine through the socket instead of failing on the lock.
-    let mut cli = rwfs().args(["write", "-w"]).arg(ws.path()).arg("cli.txt").stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let mut cli =
+        rwfs().args(["write", "-w"]).arg(ws.path()).arg("cli.txt").stdin(std::process::Stdio::piped()).spawn().unwrap();
     cli.stdin.take().unwrap().write_all(b"cli\n").unwrap();
     assert!(cli.wait().unwrap().success());
     assert!(second.finish().success());
@@ -60,9 +62,7 @@ fn with_a_mount_mcp_writes_are_visible_through_it_and_mount_writes_through_mcp()
     let mut client = Stdio::start(mnt.ws.path(), "relay-test");
     client.call("rw_safe_write", json!({"path": "from_mcp.txt", "content": "via mcp\n"})).ok();
     assert_eq!(mnt.read("from_mcp.txt").unwrap(), b"via mcp\n", "visible through the mount at once");
-    client
-        .call("rw_safe_write", json!({"path": "from_mcp.txt", "content": "again\n", "mode": "overwrite"}))
-        .ok();
+    client.call("rw_safe_write", json!({"path": "from_mcp.txt", "content": "again\n", "mode": "overwrite"})).ok();
     assert_eq!(mnt.read("from_mcp.txt").unwrap(), b"again\n", "the mount's caches were invalidated");
     mnt.write("from_mount.txt", b"via mount\n").unwrap();
     let env = client.call("rw_safe_write", json!({"path": "from_mount.txt", "content": "x"})).err();
@@ -132,15 +132,39 @@ fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
     let names = mcp.tool_names();
     let expected = [
         // resilient-write 0.3.0 (notes/reference.md §2, §16), wire names.
-        "rw_risk_score", "rw_safe_write", "rw_safe_replace", "rw_chunk_write", "rw_chunk_append", "rw_chunk_compose",
-        "rw_chunk_reset", "rw_chunk_status", "rw_chunk_preview", "rw_scratch_put", "rw_scratch_ref", "rw_scratch_get",
-        "rw_handoff_write", "rw_handoff_read", "rw_journal_tail", "rw_validate", "rw_analytics", "rw_checkpoint",
-        "rw_checkpoint_read", "rw_checkpoint_list", "rw_checkpoint_cleanup",
+        "rw_risk_score",
+        "rw_safe_write",
+        "rw_safe_replace",
+        "rw_chunk_write",
+        "rw_chunk_append",
+        "rw_chunk_compose",
+        "rw_chunk_reset",
+        "rw_chunk_status",
+        "rw_chunk_preview",
+        "rw_scratch_put",
+        "rw_scratch_ref",
+        "rw_scratch_get",
+        "rw_handoff_write",
+        "rw_handoff_read",
+        "rw_journal_tail",
+        "rw_validate",
+        "rw_analytics",
+        "rw_checkpoint",
+        "rw_checkpoint_read",
+        "rw_checkpoint_list",
+        "rw_checkpoint_cleanup",
         // resilient-read (§14).
-        "rr_stat", "rr_read_bytes", "rr_read_lines", "rr_read_tail", "rr_search_then_page", "rr_make_cursor",
+        "rr_stat",
+        "rr_read_bytes",
+        "rr_read_lines",
+        "rr_read_tail",
+        "rr_search_then_page",
+        "rr_make_cursor",
         "rr_read_next",
         // rwfs.
-        "rw_history", "rw_restore", "rw_rejections",
+        "rw_history",
+        "rw_restore",
+        "rw_rejections",
     ];
     let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     expected.sort();

@@ -51,7 +51,10 @@ fn expected_prev_sha256_is_a_compare_and_swap() {
     let mcp = Mcp::start();
     let first = mcp.call("rw_safe_write", json!({"path": "a.txt", "content": "one"})).ok();
     let env = mcp
-        .call("rw_safe_write", json!({"path": "a.txt", "content": "two", "mode": "overwrite", "expected_prev_sha256": "0".repeat(64)}))
+        .call(
+            "rw_safe_write",
+            json!({"path": "a.txt", "content": "two", "mode": "overwrite", "expected_prev_sha256": "0".repeat(64)}),
+        )
         .err();
     assert_eq!(env["error"], "stale_precondition");
     mcp.call(
@@ -60,7 +63,12 @@ fn expected_prev_sha256_is_a_compare_and_swap() {
     )
     .ok();
     // "" means: must not exist.
-    let env = mcp.call("rw_safe_write", json!({"path": "a.txt", "content": "x", "mode": "overwrite", "expected_prev_sha256": ""})).err();
+    let env = mcp
+        .call(
+            "rw_safe_write",
+            json!({"path": "a.txt", "content": "x", "mode": "overwrite", "expected_prev_sha256": ""}),
+        )
+        .err();
     assert_eq!(env["error"], "stale_precondition");
 }
 
@@ -98,8 +106,11 @@ fn a_blocked_write_returns_the_gate_envelope_and_identical_retries_spend_the_bud
         last = now;
     }
     // A different content is a different attempt.
-    mcp.call("rw_safe_write", json!({"path": "config.py", "content": "import os\nkey = os.environ['AWS_SECRET_ACCESS_KEY']\n"}))
-        .ok();
+    mcp.call(
+        "rw_safe_write",
+        json!({"path": "config.py", "content": "import os\nkey = os.environ['AWS_SECRET_ACCESS_KEY']\n"}),
+    )
+    .ok();
 }
 
 #[test]
@@ -137,9 +148,11 @@ fn safe_replace_needs_exactly_the_asked_number_of_matches() {
     assert_eq!(env["context"]["reason"], "old_string_not_found");
     let env = mcp.call("rw_safe_replace", json!({"path": "s.txt", "old_string": "", "new_string": "x"})).err();
     assert_eq!(env["context"]["reason"], "empty_old_string");
-    let env = mcp.call("rw_safe_replace", json!({"path": "s.txt", "old_string": "a", "new_string": "x", "count": 3})).err();
+    let env =
+        mcp.call("rw_safe_replace", json!({"path": "s.txt", "old_string": "a", "new_string": "x", "count": 3})).err();
     assert_eq!(env["context"]["reason"], "insufficient_matches");
-    let out = mcp.call("rw_safe_replace", json!({"path": "s.txt", "old_string": "a", "new_string": "x", "count": -1})).ok();
+    let out =
+        mcp.call("rw_safe_replace", json!({"path": "s.txt", "old_string": "a", "new_string": "x", "count": -1})).ok();
     assert_eq!(out["replacements"], 2);
     assert_eq!(mcp.ws.read("s.txt").unwrap(), b"x b x c");
     let env = mcp.call("rw_safe_replace", json!({"path": "missing.txt", "old_string": "a", "new_string": "x"})).err();
@@ -186,7 +199,9 @@ fn create_is_exclusive_under_concurrency_reference_bug_7() {
         let calls: Vec<_> = (0..16)
             .map(|i| {
                 let mcp = &mcp;
-                scope.spawn(move || mcp.call("rw_safe_write", json!({"path": "race.txt", "content": format!("writer {i}\n")})))
+                scope.spawn(move || {
+                    mcp.call("rw_safe_write", json!({"path": "race.txt", "content": format!("writer {i}\n")}))
+                })
             })
             .collect();
         calls.into_iter().map(|c| c.join().unwrap()).filter(|a| !a.is_error).count()

@@ -17,30 +17,92 @@ use rwfs::durable::{Attrs, Dir, Disk, File, FileKind, FsStats, Meta, OsDisk, Ren
 /// A disk call, as an intercept sees it.
 #[derive(Debug)]
 pub enum Call<'a> {
-    Stat { dir: &'a Dir, name: &'a str },
-    Mkdir { dir: &'a Dir, name: &'a str },
-    CreateTemp { dir: &'a Dir },
+    Stat {
+        dir: &'a Dir,
+        name: &'a str,
+    },
+    Mkdir {
+        dir: &'a Dir,
+        name: &'a str,
+    },
+    CreateTemp {
+        dir: &'a Dir,
+    },
     /// `existed`: whether the name existed before (so the call did not create it).
-    OpenWrite { dir: &'a Dir, name: &'a str, existed: bool },
-    Write { file: &'a File, data: &'a [u8], offset: u64 },
-    SetLen { file: &'a File, len: u64 },
+    OpenWrite {
+        dir: &'a Dir,
+        name: &'a str,
+        existed: bool,
+    },
+    Write {
+        file: &'a File,
+        data: &'a [u8],
+        offset: u64,
+    },
+    SetLen {
+        file: &'a File,
+        len: u64,
+    },
     /// Mode, owner and extended attributes applied to an open file ([`Disk::set_attrs`]).
-    SetAttrs { file: &'a File },
-    Sync { file: &'a File },
-    SyncDir { dir: &'a Dir },
-    Link { file: &'a File, dir: &'a Dir, name: &'a str },
-    Rename { from: &'a Dir, from_name: &'a str, to: &'a Dir, to_name: &'a str, how: Rename },
-    Unlink { dir: &'a Dir, name: &'a str },
+    SetAttrs {
+        file: &'a File,
+    },
+    Sync {
+        file: &'a File,
+    },
+    SyncDir {
+        dir: &'a Dir,
+    },
+    Link {
+        file: &'a File,
+        dir: &'a Dir,
+        name: &'a str,
+    },
+    Rename {
+        from: &'a Dir,
+        from_name: &'a str,
+        to: &'a Dir,
+        to_name: &'a str,
+        how: Rename,
+    },
+    Unlink {
+        dir: &'a Dir,
+        name: &'a str,
+    },
     // The changes of [`Meta`].
-    CreateNew { dir: &'a Dir, name: &'a str },
-    Symlink { dir: &'a Dir, name: &'a str },
+    CreateNew {
+        dir: &'a Dir,
+        name: &'a str,
+    },
+    Symlink {
+        dir: &'a Dir,
+        name: &'a str,
+    },
     /// A fifo, socket or device node.
-    Mknod { dir: &'a Dir, name: &'a str },
-    HardLink { from: &'a Dir, from_name: &'a str, to: &'a Dir, to_name: &'a str },
-    Rmdir { dir: &'a Dir, name: &'a str },
+    Mknod {
+        dir: &'a Dir,
+        name: &'a str,
+    },
+    HardLink {
+        from: &'a Dir,
+        from_name: &'a str,
+        to: &'a Dir,
+        to_name: &'a str,
+    },
+    Rmdir {
+        dir: &'a Dir,
+        name: &'a str,
+    },
     /// Mode, owner, times or an extended attribute of `name` in `dir`.
-    SetMeta { dir: &'a Dir, name: &'a str },
-    CopyRange { from: &'a File, to: &'a File, len: u64 },
+    SetMeta {
+        dir: &'a Dir,
+        name: &'a str,
+    },
+    CopyRange {
+        from: &'a File,
+        to: &'a File,
+        len: u64,
+    },
 }
 
 impl Call<'_> {

@@ -46,7 +46,14 @@ impl Mounted {
             let mnt = tempfile::Builder::new().prefix("rwfs-mnt-").tempdir().expect("mountpoint");
             (mnt.path().to_path_buf(), Some(mnt))
         };
-        let mut m = Mounted { ws, mountpoint, _mnt: mnt, log, args: args.iter().map(|a| a.to_string()).collect(), mounted: false };
+        let mut m = Mounted {
+            ws,
+            mountpoint,
+            _mnt: mnt,
+            log,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            mounted: false,
+        };
         m.start();
         m
     }
@@ -78,7 +85,8 @@ impl Mounted {
 
     /// The daemon's pid, from the workspace lock it holds.
     pub fn daemon_pid(&self) -> i32 {
-        let out = rwfs().args(["status", "--json", "--workspace"]).arg(self.ws.path()).output().expect("run rwfs status");
+        let out =
+            rwfs().args(["status", "--json", "--workspace"]).arg(self.ws.path()).output().expect("run rwfs status");
         let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
         let pid = status["owner"]["pid"].as_i64().unwrap_or_else(|| panic!("no owner in {status}"));
         i32::try_from(pid).expect("a pid")

@@ -39,22 +39,60 @@ pub type Ino = u64;
 
 #[derive(Debug, Clone)]
 pub enum Event {
-    Mkdir { dir: String, name: String },
+    Mkdir {
+        dir: String,
+        name: String,
+    },
     /// A new inode; `name` is set for a named temp file (a directory change too).
-    Create { ino: Ino, dir: String, name: Option<String> },
-    Write { ino: Ino, offset: u64, data: Vec<u8> },
-    SetLen { ino: Ino, len: u64 },
-    Sync { ino: Ino },
-    SyncDir { dir: String },
+    Create {
+        ino: Ino,
+        dir: String,
+        name: Option<String>,
+    },
+    Write {
+        ino: Ino,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    SetLen {
+        ino: Ino,
+        len: u64,
+    },
+    Sync {
+        ino: Ino,
+    },
+    SyncDir {
+        dir: String,
+    },
     /// A name for an existing inode: an anonymous temp file's first, or a hard link.
-    Link { ino: Ino, dir: String, name: String },
-    Rename { from: String, from_name: String, to: String, to_name: String, how: Rename },
-    Unlink { dir: String, name: String },
-    Rmdir { dir: String, name: String },
+    Link {
+        ino: Ino,
+        dir: String,
+        name: String,
+    },
+    Rename {
+        from: String,
+        from_name: String,
+        to: String,
+        to_name: String,
+        how: Rename,
+    },
+    Unlink {
+        dir: String,
+        name: String,
+    },
+    Rmdir {
+        dir: String,
+        name: String,
+    },
     /// Test marker: a commit with this effect started.
-    Intent { id: usize },
+    Intent {
+        id: usize,
+    },
     /// Test marker: that commit was acknowledged.
-    Ack { id: usize },
+    Ack {
+        id: usize,
+    },
 }
 
 impl Event {
@@ -267,7 +305,9 @@ impl Intercept for Recorder {
             Call::SetLen { file, len } => Event::SetLen { ino: state.ino(file), len },
             Call::Sync { file } => Event::Sync { ino: state.ino(file) },
             Call::SyncDir { dir } => Event::SyncDir { dir: dir.rel().into() },
-            Call::Link { file, dir, name } => Event::Link { ino: state.ino(file), dir: dir.rel().into(), name: name.into() },
+            Call::Link { file, dir, name } => {
+                Event::Link { ino: state.ino(file), dir: dir.rel().into(), name: name.into() }
+            }
             Call::Rename { from, from_name, to, to_name, how } => Event::Rename {
                 from: from.rel().into(),
                 from_name: from_name.into(),
@@ -330,17 +370,17 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
         let mut durable_events: BTreeSet<usize> = BTreeSet::new();
         for (i, e) in events.iter().enumerate() {
             if let Event::SyncDir { dir } = e
-                && let Some(list) = per_dir.get(dir.as_str()) {
-                    durable_events.extend(list.iter().copied().filter(|&j| j < i));
-                }
+                && let Some(list) = per_dir.get(dir.as_str())
+            {
+                durable_events.extend(list.iter().copied().filter(|&j| j < i));
+            }
         }
         for (dir, list) in &per_dir {
             let cut = list.iter().rposition(|j| durable_events.contains(j)).map_or(0, |p| p + 1);
             durable_upto.insert(dir, cut);
         }
         let dirs: Vec<&str> = per_dir.keys().copied().collect();
-        let choices: Vec<Vec<usize>> =
-            dirs.iter().map(|d| (durable_upto[d]..=per_dir[d].len()).collect()).collect();
+        let choices: Vec<Vec<usize>> = dirs.iter().map(|d| (durable_upto[d]..=per_dir[d].len()).collect()).collect();
         for cuts in product(&choices) {
             let mut included: BTreeSet<usize> = BTreeSet::new();
             for (d, cut) in dirs.iter().zip(&cuts) {
@@ -379,7 +419,8 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
                 enumerated += 1;
                 let mut image = names.clone();
                 for ((ino, choices), k) in data_choices.iter().zip(&pick) {
-                    let bytes = apply_data(base.inodes.get(ino).cloned().unwrap_or_default(), events, *ino, choices[*k]);
+                    let bytes =
+                        apply_data(base.inodes.get(ino).cloned().unwrap_or_default(), events, *ino, choices[*k]);
                     image.inodes.insert(*ino, bytes);
                 }
                 if seen.insert(image.fingerprint()) {
