@@ -3,8 +3,9 @@
 //! # Architecture
 //!
 //! ```text
-//!   cli (clap) ── app (wiring) ──┬── fuse/ (mount glue)      ┬── mcp/ (MCP glue)
-//!                                └──────────────┬────────────┘
+//!   cli (clap) ── app (wiring) ──┬── fuse/ (fuser adapter)     ┬── mcp/ (rmcp adapter)
+//!                                │     vfs/ (the mount's fs)   │     tools/ (the paper's tools)
+//!                                └──────────────┬──────────────┘
 //!                                            engine/          drafts → decide → commit
 //!                                 ┌─────────┬───┴──────┬───────────┐
 //!                              score/    journal/    store/        │
@@ -12,17 +13,23 @@
 //!                                             durable/            the only code that changes the disk
 //! ```
 //!
-//! - [`durable`]: the I/O seam ([`durable::Disk`] and [`durable::Meta`]), path resolution beneath the root
-//!   (`openat2(RESOLVE_BENEATH)`), and the steps of a commit (stage, sync, install).
+//! - [`durable`]: the I/O seam ([`durable::Disk`] and [`durable::Meta`]), path resolution
+//!   beneath the root (`openat2(RESOLVE_BENEATH)`), the state directory's layout table, and the
+//!   steps of a commit (stage, sync, install).
 //! - [`journal`]: `journal.jsonl` — rows, the group-commit writer thread, the tolerant reader.
 //! - [`store`]: `objects/`, content-addressed versions that left the tree.
 //! - [`engine`]: the owner of a workspace: open (lock, recovery), the commit protocol
-//!   (`engine/commit.rs`), delete, history, restore, retention, verify.
+//!   (`engine/commit.rs`), delete, history, restore, retention, verify; which class a path is in
+//!   ([`engine::PathClass`]); change events ([`engine::Changed`]).
+//! - [`vfs`]: the mount's filesystem without a kernel — nodes, handles, each file's draft state
+//!   machine, the commit points; [`fuse`] serves it through fuser.
+//! - [`tools`]: the Resilient Write tools without a transport; [`mcp`] serves them through rmcp.
 //! - `cli` and `app`: argument parsing and wiring for the `rwfs` binary.
 //!
 //! Boundaries (checked by `tests/layout.rs`): arrows only point down; `engine`, `journal`,
-//! `store` and `durable` never import `fuser`, `rmcp`, `tokio` or `clap`; `fuse` and `mcp` never
-//! import each other; `score` does no I/O.
+//! `store`, `durable`, `tools` and `vfs` never import `fuser`, `rmcp`, `tokio` or `clap`; `fuse`
+//! imports only `vfs` and the types it converts; `fuse` and `mcp` never import each other;
+//! `score` does no I/O.
 
 pub mod app;
 pub mod cli;
