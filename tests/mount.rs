@@ -647,7 +647,9 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
         let entry = entry.unwrap();
         let name = format!("shared/{}", entry.file_name().to_string_lossy());
         let bytes = std::fs::read(entry.path()).unwrap();
-        assert!(is_whole_version(&bytes), "{name} is torn");
+        // Empty is a version too: the writer's `os.fsync` before Python flushed its buffer
+        // commits the empty new file (`.wN.tmp`), and the kill may come before its close.
+        assert!(bytes.is_empty() || is_whole_version(&bytes), "{name} is torn");
         let last = rows_of(&m, &name).into_iter().rfind(|r| r.sha256.is_some() || r.op() == Op::Delete);
         assert_eq!(last.and_then(|r| r.sha256), Some(sha(&bytes)), "{name} is its last journaled version");
         assert_eq!(m.read(&name).unwrap(), bytes, "the new mount shows it");
