@@ -788,3 +788,53 @@ fn fresh_ctime(path: &std::path::Path) -> (i64, u32) {
     let stx = unsafe { stx.assume_init() };
     (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec)
 }
+
+/// Is the workspace at `path` served by an rwfs mount now?
+fn is_mounted(path: &std::path::Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let path = path.canonicalize().unwrap();
+    info.lines().any(|l| l.contains(" fuse.rwfs ") && l.split(' ').nth(4) == Some(path.to_str().unwrap()))
+}
+
+#[test]
+fn rwfs_run_starts_the_program_on_the_mount_gates_its_writes_and_unmounts_after() {
+    let ws = Ws::new();
+    std::fs::create_dir(ws.abs("app")).unwrap();
+    // What a new user does: stand in the project (here a directory of it), run the agent
+    // through rwfs.
+    let out = rwfs()
+        .arg("-w")
+        .arg(ws.path())
+        .args(["run", "--", "sh", "-c", "stat -f -c %T .; printf '%s' \"$LEAK\" > settings.py; echo wrote=$?"])
+        .env("LEAK", aws_secret_line(7))
+        .current_dir(ws.abs("app"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.starts_with("fuse"), "the program's working directory is on the mount: {stdout}{stderr}");
+    assert!(stdout.contains("wrote=1"), "the redirect failed (EACCES): {stdout}{stderr}");
+    assert_eq!(ws.read("app/settings.py"), None, "the secret never reached the tree");
+    let rows: Vec<_> = ws.rows().iter().map(|r| (r.op(), r.path.clone())).collect();
+    assert!(rows.contains(&(Op::Block, "app/settings.py".into())), "and was journaled: {rows:?}");
+    assert!(out.status.success(), "rwfs run exits with the program's status: {stderr}");
+    assert!(!is_mounted(ws.path()), "it unmounted what it mounted: {stderr}");
+
+    // The program's exit status is rwfs run's.
+    let out = rwfs().args(["run", "--", "sh", "-c", "exit 7"]).current_dir(ws.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(7));
+}
+
+#[test]
+fn a_shell_left_under_the_mount_is_told_to_cd_back_in() {
+    let ws = Ws::new();
+    let script = format!("{0} mount --daemon . && {0} status; {0} unmount \"$PWD\"", env!("CARGO_BIN_EXE_rwfs"));
+    let out = Command::new("sh").arg("-c").arg(script).current_dir(ws.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bypass the gate") && stderr.contains("cd "), "{stderr}");
+    assert!(!is_mounted(ws.path()));
+    // In the mounted view itself there is nothing to say.
+    let m = Mounted::over_itself();
+    let out = rwfs().arg("status").current_dir(m.mountpoint()).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("bypass the gate"));
+}

@@ -8,6 +8,7 @@
 mod mount;
 mod run;
 mod scan;
+mod session;
 
 use std::path::PathBuf;
 
@@ -39,6 +40,8 @@ deleted version so it can be restored.",
   rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
   rwfs verify                                    journal chain intact? files as journaled?
   rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
+  rwfs shell                                     a shell inside the gated view of this directory
+  rwfs run -- claude                             run an agent inside it (mounts, then unmounts)
   rwfs mount --daemon ~/repo                     gate every write to ~/repo (mount over it)
   rwfs unmount ~/repo                            commit open drafts and unmount
   rwfs mcp -w ~/repo                             MCP on stdio (relays to the mount's daemon)
@@ -84,6 +87,13 @@ pub enum Command {
     /// Ask the daemon serving PATH to commit its open drafts and unmount (lazy unmount if no
     /// daemon answers).
     Unmount(UnmountArgs),
+    /// Run PROGRAM inside the gated view of the workspace: mount it over itself if it is not
+    /// mounted, start PROGRAM with its working directory on the mount (so every write it makes
+    /// goes through the gate), and unmount afterwards if this command mounted it. Exits with
+    /// PROGRAM's status.
+    Run(RunArgs),
+    /// `rwfs run -- $SHELL`: an interactive shell whose writes go through the gate.
+    Shell(ShellArgs),
     /// Print the rules to paste into AGENTS.md / CLAUDE.md / .cursorrules for a mounted workspace.
     AgentRules,
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
@@ -119,6 +129,23 @@ pub struct MountArgs {
     /// with a bearer token kept in the state directory (printed when first generated).
     #[arg(long, value_name = "ADDR")]
     pub mcp_http: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Leave the workspace mounted when PROGRAM exits (if this command mounted it).
+    #[arg(long)]
+    pub keep_mounted: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
+    pub program: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// Leave the workspace mounted when the shell exits (if this command mounted it).
+    #[arg(long)]
+    pub keep_mounted: bool,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
         policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
         pass_through: Vec::new(),
     };
+    if matches!(cli.command, Command::Write(_) | Command::Rm(_) | Command::Restore(_) | Command::Status(_)) {
+        super::session::warn_if_shadowed();
+    }
     match cli.command {
         Command::Write(args) => write(&root, &options, args),
         Command::Rm(args) => rm(&root, &options, args),
@@ -38,6 +41,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Scan(args) => super::scan::scan(&root, &options, args),
         Command::Mount(args) => mount(root, options, args),
         Command::Unmount(args) => unmount(&args),
+        Command::Run(args) => super::session::run_inside(&root, cli.allow_unsafe_root, args),
+        Command::Shell(args) => {
+            let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into());
+            let args = super::RunArgs { keep_mounted: args.keep_mounted, program: vec![shell] };
+            super::session::run_inside(&root, cli.allow_unsafe_root, args)
+        }
         Command::Mcp => {
             crate::app::mcp::run(&root, &options)?;
             Ok(Exit::Ok)

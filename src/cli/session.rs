@@ -1,0 +1,118 @@
+//! `rwfs run` and `rwfs shell`: the safe way in. A mount over a workspace covers the directory
+//! that shells already standing in it keep using: their writes go *under* the mount, past the
+//! gate. These commands mount the workspace when it is not mounted yet, start the program with
+//! its working directory re-resolved through the mount (so every write it and its children
+//! make goes through the gate), and unmount afterwards when they mounted it (`--keep-mounted`
+//! leaves it). [`shadowed_cwd`] tells other commands when the caller stands under a mount.
+
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::mount::{mounts, unmount};
+use super::{Exit, RunArgs, UnmountArgs};
+use crate::error::{Error, IoContext, Reason, Result};
+
+/// Run `args.program` inside the mounted view of the workspace at `root`.
+pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result<Exit> {
+    let root =
+        std::fs::canonicalize(root).map_err(|e| Error::io("resolve workspace", e).at(root.display().to_string()))?;
+    let (mountpoint, mounted_here) = match mountpoint_of(&root) {
+        Some(mountpoint) => (mountpoint, false),
+        None => {
+            mount_daemon(&root, allow_unsafe_root)?;
+            let mountpoint = mountpoint_of(&root).ok_or_else(|| {
+                Error::from(Reason::InvalidArgument { what: "mount: the daemon reported ready but no mount is listed" })
+            })?;
+            eprintln!("rwfs: mounted {} (over itself) for this session", root.display());
+            (mountpoint, true)
+        }
+    };
+    let cwd = std::env::current_dir().step("read the working directory")?;
+    let inside = match cwd.strip_prefix(&root) {
+        Ok(rel) => mountpoint.join(rel),
+        Err(_) => mountpoint.clone(),
+    };
+    check_on_mount(&inside, &mountpoint)?;
+    let (program, rest) = args.program.split_first().ok_or(Reason::InvalidArgument { what: "program to run" })?;
+    let status = Command::new(program)
+        .args(rest)
+        .current_dir(&inside)
+        .env("PWD", &inside)
+        .env("RWFS_MOUNT", &mountpoint)
+        .status()
+        .map_err(|e| Error::io("start program", e).at(program.clone()));
+    if mounted_here && !args.keep_mounted {
+        if let Err(e) = unmount(&UnmountArgs { path: mountpoint.clone() }) {
+            eprintln!("rwfs: could not unmount {}: {e} (try `rwfs unmount {0}`)", mountpoint.display());
+        } else {
+            eprintln!("rwfs: unmounted {}", mountpoint.display());
+        }
+    }
+    let status = status?;
+    // The program's own exit status (128 + signal, as shells report a killed program).
+    let code = status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(2);
+    std::process::exit(code)
+}
+
+/// The mountpoint of the rwfs mount serving the workspace at `root`, if any.
+fn mountpoint_of(root: &Path) -> Option<PathBuf> {
+    mounts().into_iter().find(|m| m.workspace == root).map(|m| m.mountpoint)
+}
+
+/// `rwfs mount --daemon ROOT`, as a child: it returns once the mount is ready (or failed).
+fn mount_daemon(root: &Path, allow_unsafe_root: bool) -> Result<()> {
+    let exe = std::env::current_exe().step("find the rwfs binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("mount").arg("--daemon").arg(root);
+    if allow_unsafe_root {
+        cmd.arg("--allow-unsafe-root");
+    }
+    let status = cmd.status().step("start the mount daemon")?;
+    if !status.success() {
+        // The daemon printed why on stderr.
+        return Err(Error::from(Reason::InvalidArgument { what: "mount: see the message above" })
+            .at(root.display().to_string()));
+    }
+    Ok(())
+}
+
+/// Refuse to start the program anywhere but on the mount (a path that does not reach it would
+/// let its writes past the gate).
+fn check_on_mount(dir: &Path, mountpoint: &Path) -> Result<()> {
+    let dev =
+        |p: &Path| std::fs::metadata(p).map(|m| m.dev()).map_err(|e| Error::io("stat", e).at(p.display().to_string()));
+    if dev(dir)? != dev(mountpoint)? {
+        return Err(Error::from(Reason::InvalidArgument { what: "working directory: not on the mount" })
+            .at(dir.display().to_string()));
+    }
+    Ok(())
+}
+
+/// When the caller's working directory is the directory *under* an rwfs mount (a shell that
+/// was there before the mount), the mountpoint that covers it: its writes do not go through
+/// the gate until it changes directory again.
+pub fn shadowed_cwd() -> Option<PathBuf> {
+    let path = std::env::current_dir().ok()?;
+    let here = std::fs::metadata(".").ok()?;
+    let there = std::fs::metadata(&path).ok()?;
+    if (here.dev(), here.ino()) == (there.dev(), there.ino()) {
+        return None;
+    }
+    mounts().into_iter().map(|m| m.mountpoint).filter(|m| path.starts_with(m)).max_by_key(|m| m.as_os_str().len())
+}
+
+/// Say on stderr when the caller stands under a mount (see [`shadowed_cwd`]).
+pub fn warn_if_shadowed() {
+    if let Some(mountpoint) = shadowed_cwd() {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        eprintln!(
+            "rwfs: warning: this shell's working directory is the directory under the mount at {}; \
+             writes made from here bypass the gate. Run `cd {}` to go through the mount, or start \
+             programs with `rwfs run` / `rwfs shell`.",
+            mountpoint.display(),
+            cwd.display()
+        );
+    }
+}
