@@ -9,7 +9,7 @@
 //!   close and fsync is a commit), and must find no mismatch; the committed file must then be
 //!   the bytes fsx last saw.
 //!
-//! Both tools are installed by `.ci/run`. They are found through `RWFS_PJDFSTEST` / `RWFS_FSX`,
+//! Both tools are installed by `scripts/test` (what `.ci/run` runs). They are found through `RWFS_PJDFSTEST` / `RWFS_FSX`,
 //! else `PATH`, else `$CARGO_HOME/bin` or `~/.cargo/bin`; a missing tool fails the test (it
 //! never skips). Run with `--nocapture` to see the counts and the differences.
 
@@ -75,12 +75,14 @@ fn tool(env: &str, name: &str) -> PathBuf {
         dirs.push(PathBuf::from(cargo_home).join("bin"));
     }
     if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(&home).join(".cache/rwfs/tools/bin"));
         dirs.push(PathBuf::from(home).join(".cargo/bin"));
     }
     dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file()).unwrap_or_else(|| {
         panic!(
-            "{name} is not installed (looked at ${env}, PATH and ~/.cargo/bin): run .ci/run, which installs \
-             pjdfstest 0.2.2 and fsx 0.3.2 (or `cargo install --locked pjdfstest@0.2.2 fsx@0.3.2`)"
+            "{name} is not installed (looked at ${env}, PATH, ~/.cache/rwfs/tools/bin and ~/.cargo/bin): run \
+             scripts/test, which installs pjdfstest 0.2.2 and fsx 0.3.2 (or `cargo install --locked \
+             pjdfstest@0.2.2 fsx@0.3.2`)"
         )
     })
 }

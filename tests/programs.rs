@@ -1,7 +1,7 @@
 //! Real programs through a real mount (DESIGN §5): git, cp, sed, python, an editor's save, tar,
 //! sqlite, cargo and mmap writers do their usual work in the mount, and the results are checked
 //! through the mount, in the backing tree and in the journal. A missing program fails the test
-//! (`.ci/run` installs them); it never skips.
+//! (`scripts/test` installs them); it never skips.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -19,7 +19,7 @@ use crate::support::*;
 fn program(name: &str) -> Command {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path).any(|dir| dir.join(name).is_file());
-    assert!(found, "`{name}` is not installed: the program tests need it (.ci/run installs it)");
+    assert!(found, "`{name}` is not installed: the program tests need it (scripts/test installs it)");
     Command::new(name)
 }
 

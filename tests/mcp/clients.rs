@@ -4,7 +4,7 @@
 //! the reference server), and the MCP Inspector CLI (tool listing with its schema lint, a
 //! call, a refusal).
 //!
-//! The clients are pinned and installed by `integration/mcp/setup.sh`, which `.ci/run` runs and
+//! The clients are pinned and installed by `integration/mcp/setup.sh`, which `scripts/test` runs and
 //! whose `env.sh` it sources: `RWFS_MCP_PY` (the client venv's python), `RWFS_REF_SERVER` (the
 //! reference's `resilient-write`), `RWFS_INSPECTOR` (`mcp-inspector`). Under CI a variable that
 //! is not set fails the test; elsewhere the tests also look in setup.sh's default directory.
@@ -26,7 +26,7 @@ fn client(env: &str, rel: &str) -> PathBuf {
         return path;
     }
     let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    assert!(!ci, "{env} is not set: .ci/run exports it after integration/mcp/setup.sh");
+    assert!(!ci, "{env} is not set: scripts/test exports it after integration/mcp/setup.sh");
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
