@@ -25,6 +25,7 @@
 //!   machine, the commit points; [`fuse`] serves it through fuser.
 //! - [`tools`]: the Resilient Write tools without a transport; [`mcp`] serves them through rmcp.
 //! - `cli` and `app`: argument parsing and wiring for the `rwfs` binary.
+//! - [`wake`]: blocking hand-over between threads (a queue, a one-shot reply) that never spins.
 //!
 //! Boundaries (checked by `tests/layout.rs`): arrows only point down; `engine`, `journal`,
 //! `store`, `durable`, `tools` and `vfs` never import `fuser`, `rmcp`, `tokio` or `clap`; `fuse`
@@ -46,5 +47,6 @@ pub mod sha;
 pub mod store;
 pub mod tools;
 pub mod vfs;
+pub mod wake;
 
 pub use error::{Error, ErrorKind, Reason, Result};

@@ -53,14 +53,15 @@ impl Action {
     }
 }
 
-/// The mount's defaults for paths written in place (DESIGN §5). A database's rollback journal,
+/// The mount's defaults for paths written in place (DESIGN §5), at any depth: a nested
+/// repository's `.git/`, a sub-crate's `target/`, a package's `node_modules/`. A database's rollback journal,
 /// write-ahead log and shared-memory index (`x.db-journal`, `x.db-wal`, `x.db-shm`) go with it:
 /// gated, each sqlite transaction would be a committed, journaled and kept version of them.
 pub const DEFAULT_PASS_THROUGH: &[&str] = &[
-    ".git/**",
-    "target/**",
-    "node_modules/**",
-    ".venv/**",
+    "**/.git/**",
+    "**/target/**",
+    "**/node_modules/**",
+    "**/.venv/**",
     "**/__pycache__/**",
     "*.log",
     "*.sqlite*",

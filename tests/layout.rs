@@ -14,15 +14,19 @@ use std::path::{Path, PathBuf};
 /// Modules of rwfs and the crate-internal modules each may use.
 const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("durable", &["error", "sha", "durable"]),
-    ("journal", &["error", "sha", "durable", "journal"]),
+    ("wake", &["wake"]),
+    ("journal", &["error", "sha", "durable", "journal", "wake"]),
     ("store", &["error", "sha", "durable", "store"]),
     ("score", &["error", "sha", "score"]),
     ("policy", &["error", "sha", "score", "policy"]),
     ("envelope", &["error", "sha", "envelope"]),
-    ("engine", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope"]),
+    (
+        "engine",
+        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "wake"],
+    ),
     ("vfs", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "vfs"]),
     // The adapter: the filesystem, and the types it converts (stats, errors, the engine it starts).
-    ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse"]),
+    ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake"]),
     (
         "tools",
         &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools"],

@@ -838,3 +838,76 @@ fn a_shell_left_under_the_mount_is_told_to_cd_back_in() {
     let out = rwfs().arg("status").current_dir(m.mountpoint()).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("bypass the gate"));
 }
+
+#[test]
+fn an_unchanged_file_keeps_its_pages_and_a_changed_one_is_read_fresh() {
+    // The kernel keeps a file's pages across opens (FOPEN_KEEP_CACHE) only while nothing
+    // changed it: each way of changing it is read fresh through the mount at the next open.
+    let m = Mounted::new();
+    let cli_write = |rel: &str, bytes: &[u8]| {
+        let mut child =
+            rwfs().args(["write", rel, "-w"]).arg(m.ws.path()).stdin(std::process::Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+    let read_twice = |rel: &str, expect: &[u8], what: &str| {
+        for round in ["first", "second"] {
+            assert_eq!(m.read(rel).unwrap(), expect, "{round} read after {what}:\n{}", m.log());
+        }
+    };
+    m.write("f.txt", b"version one\n").unwrap();
+    read_twice("f.txt", b"version one\n", "a write through the mount");
+    // An engine write while mounted (MCP and the CLI reach the daemon's engine).
+    cli_write("f.txt", b"version two\n");
+    read_twice("f.txt", b"version two\n", "a CLI write");
+    // Another name of the same file, then a rename over it.
+    std::fs::hard_link(m.path("f.txt"), m.path("g.txt")).unwrap();
+    m.write("g.txt", b"version 3 (g)\n").unwrap();
+    read_twice("f.txt", b"version 3 (g)\n", "a write through a hard link");
+    m.write("h.txt", b"version 4 (h)\n").unwrap();
+    std::fs::rename(m.path("h.txt"), m.path("f.txt")).unwrap();
+    read_twice("f.txt", b"version 4 (h)\n", "a rename over it");
+    // A refused rewrite leaves the committed version, and the kernel shows that one.
+    let mut f = OpenOptions::new().write(true).truncate(true).open(m.path("f.txt")).unwrap();
+    assert!(f.write_all(aws_secret_line(12).as_bytes()).is_err());
+    drop(f);
+    read_twice("f.txt", b"version 4 (h)\n", "a refusal");
+    // A change made outside the mount, in the workspace itself (same length: the kernel keeps
+    // the attributes for their TTL).
+    std::fs::write(m.ws.path().join("f.txt"), b"version 5 (x)\n").unwrap();
+    read_twice("f.txt", b"version 5 (x)\n", "a change outside the mount");
+}
+
+#[test]
+fn listings_carry_each_entrys_attributes() {
+    // READDIRPLUS: `ls -l` and `find` get names and attributes in one request; the sizes and
+    // kinds are right, a pending file is listed, and entries the listing handed to the kernel
+    // stay usable (lookup counts kept) after the files change.
+    let m = Mounted::new();
+    std::fs::create_dir(m.path("d")).unwrap();
+    for i in 0..50 {
+        m.write(&format!("d/f{i:02}"), &vec![b'x'; i]).unwrap();
+    }
+    std::fs::create_dir(m.path("d/sub")).unwrap();
+    let held = std::fs::File::create(m.path("d/pending")).unwrap();
+    for round in 0..2 {
+        let out =
+            String::from_utf8(run_ok(Command::new("find").arg(m.path("d")).args(["-printf", "%P %y %s\n"])).stdout)
+                .unwrap();
+        let mut lines: Vec<&str> = out.lines().filter(|l| !l.starts_with(' ')).collect();
+        lines.sort();
+        assert_eq!(lines.len(), 52, "round {round}: {out}");
+        let has = |line: &str| lines.contains(&line);
+        assert!(has("f07 f 7") && has("f49 f 49") && has("pending f 0"), "{out}");
+        assert!(lines.iter().any(|l| l.starts_with("sub d ")), "{out}");
+        // Rewrite and remove some of what the kernel was told about.
+        m.write("d/f07", b"seven\n").unwrap();
+        std::fs::remove_file(m.path("d/f48")).unwrap();
+        m.write("d/f48", b"again\n").unwrap();
+        assert_eq!(m.read("d/f07").unwrap(), b"seven\n");
+        assert_eq!(std::fs::metadata(m.path("d/f48")).unwrap().len(), 6);
+        m.write("d/f07", &[b'x'; 7]).unwrap();
+        m.write("d/f48", &[b'x'; 48]).unwrap();
+    }
+    drop(held);
+}

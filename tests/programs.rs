@@ -471,13 +471,15 @@ fn cargo_builds_a_crate_in_the_mount_and_the_binary_runs() {
     m.write("Cargo.toml", manifest("hello").as_bytes()).unwrap();
     m.write("src/main.rs", main).unwrap();
     m.write("src/greeting.rs", b"pub fn text() -> &'static str {\n    \"hello from the mount\"\n}\n").unwrap();
-    // A second crate below the root: its `target/` is not pass-through, so the compiler's and
-    // the linker's output go through the gate.
+    // A second crate below the root: its `target/` is pass-through too (the default globs
+    // match at any depth); built again into a directory of its own, the compiler's and the
+    // linker's output go through the gate.
     m.write("tools/count/Cargo.toml", manifest("count").as_bytes()).unwrap();
     m.write("tools/count/src/main.rs", b"fn main() {\n    println!(\"{}\", (1..=10).sum::<u32>());\n}\n").unwrap();
-    let cargo = |dir: &Path| {
+    let cargo_with = |dir: &Path, args: &[&str]| {
         let mut cmd = program("cargo");
         cmd.args(["build", "--offline", "--quiet"])
+            .args(args)
             .current_dir(dir)
             .env_remove("CARGO_TARGET_DIR")
             .env_remove("CARGO_BUILD_TARGET_DIR")
@@ -485,6 +487,7 @@ fn cargo_builds_a_crate_in_the_mount_and_the_binary_runs() {
             .env_remove("CARGO_BUILD_RUSTC_WRAPPER");
         run(&mut cmd);
     };
+    let cargo = |dir: &Path| cargo_with(dir, &[]);
     cargo(m.mountpoint());
     assert_eq!(run(&mut Command::new(m.path("target/debug/hello"))), "hello from the mount\n");
     // An edit through the mount, an incremental rebuild.
@@ -493,7 +496,9 @@ fn cargo_builds_a_crate_in_the_mount_and_the_binary_runs() {
     assert_eq!(run(&mut Command::new(m.path("target/debug/hello"))), "rebuilt\n");
     cargo(&m.path("tools/count"));
     assert_eq!(run(&mut Command::new(m.path("tools/count/target/debug/count"))), "55\n");
-    let binary = "tools/count/target/debug/count";
+    cargo_with(&m.path("tools/count"), &["--target-dir", "gated"]);
+    let binary = "tools/count/gated/debug/count";
+    assert_eq!(run(&mut Command::new(m.path(binary))), "55\n");
     assert_eq!(m.backing(binary).unwrap(), m.read(binary).unwrap());
     assert_eq!(run(&mut Command::new(m.ws.abs(binary))), "55\n", "the backing tree's binary runs too");
 
@@ -502,7 +507,8 @@ fn cargo_builds_a_crate_in_the_mount_and_the_binary_runs() {
     assert_eq!(rows["src/greeting.rs"].len(), 2);
     assert!(rows["Cargo.lock"].iter().all(|r| r.comm.as_deref() == Some("cargo")), "cargo wrote Cargo.lock");
     assert!(rows.keys().all(|p| !p.starts_with("target/")), "target/ is written in place");
-    assert!(rows.keys().any(|p| p.starts_with("tools/count/target/")), "a nested target/ is gated");
+    assert!(rows.keys().all(|p| !p.starts_with("tools/count/target/")), "a nested target/ is written in place");
+    assert!(rows.keys().any(|p| p.starts_with("tools/count/gated/")), "a build directory of another name is gated");
 }
 
 #[test]

@@ -13,8 +13,8 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 
 use nix::libc;
-use rwfs::engine::{Engine, Options as EngineOptions, WriteMode};
-use rwfs::journal::{Op, Via};
+use rwfs::engine::{Engine, Options as EngineOptions, RestoreTo, WriteMode};
+use rwfs::journal::{Actor, Op, Via};
 use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
 use rwfs::{ErrorKind, Reason, Result};
 
@@ -103,7 +103,7 @@ impl Fx {
     /// `open(path, flags | O_CREAT, 0644)` by `who`: CREATE when the name is absent, else OPEN.
     fn open(&self, path: &str, flags: i32, who: &Caller) -> Result<u64> {
         match self.node(path) {
-            Ok(ino) => self.vfs.open(ino, flags, who),
+            Ok(ino) => self.vfs.open(ino, flags, who).map(|o| o.fh),
             Err(e) if *e.reason() == Reason::NotFound => {
                 let (parent, name) = self.parent(path);
                 self.vfs.create(parent, name, 0o644, flags | libc::O_CREAT, who).map(|(_, fh)| fh)
@@ -312,7 +312,7 @@ fn a_refused_new_file_whose_name_the_kernel_kept_is_revived_by_a_rewrite() {
     blocked(fx.write(fh, 0, aws_secret_line(5).as_bytes(), &p));
     blocked(fx.close(fh, &p));
     // The kernel still holds the node: it opens it again instead of creating.
-    let fh = fx.vfs.open(ino, TRUNC, &p).unwrap();
+    let fh = fx.vfs.open(ino, TRUNC, &p).unwrap().fh;
     fx.write(fh, 0, b"x = 1\n", &p).unwrap();
     fx.close(fh, &p).unwrap();
     assert_eq!(fx.backing("k.py").unwrap(), b"x = 1\n");
@@ -390,7 +390,7 @@ fn an_unlinked_open_file_reports_no_link_and_keeps_working() {
     let p = process(92);
     fx.put("u", b"data\n", &p).unwrap();
     let ino = fx.node("u").unwrap();
-    let fh = fx.vfs.open(ino, libc::O_RDWR, &p).unwrap();
+    let fh = fx.vfs.open(ino, libc::O_RDWR, &p).unwrap().fh;
     fx.vfs.unlink(ROOT, OsStr::new("u"), &p).unwrap();
     assert_eq!(fx.vfs.getattr(ino).unwrap().stat.nlink, 0);
     fx.write(fh, 5, b"more\n", &p).unwrap();
@@ -419,7 +419,7 @@ fn the_state_directory_is_read_only_and_its_secrets_unreadable() {
     let p = process(94);
     fx.put("x", b"x\n", &p).unwrap();
     let journal = fx.node(".resilient_write/journal.jsonl").unwrap();
-    let fh = fx.vfs.open(journal, RDONLY, &p).unwrap();
+    let fh = fx.vfs.open(journal, RDONLY, &p).unwrap().fh;
     assert!(!fx.read(fh).is_empty());
     fx.vfs.release(fh, &p);
     assert_eq!(fx.vfs.open(journal, WRONLY, &p).unwrap_err().reason().code(), "read_only_filesystem");
@@ -449,6 +449,152 @@ fn pass_through_paths_are_written_in_place_without_rows() {
     fx.vfs.mkdir(ROOT, OsStr::new("target"), 0o755, &p).unwrap();
     fx.put("target/x", aws_secret_line(6).as_bytes(), &p).unwrap();
     assert!(fx.backing("target/x").is_some(), "nothing gated there");
+}
+
+#[test]
+fn readdirplus_counts_one_lookup_per_entry_but_the_dots() {
+    let fx = Fx::new();
+    let p = process(98);
+    fx.vfs.mkdir(ROOT, OsStr::new("d"), 0o755, &p).unwrap();
+    fx.put("d/a", b"a\n", &p).unwrap();
+    fx.put("d/b", b"bb\n", &p).unwrap();
+    let created = fx.open("d/new", TRUNC, &p).unwrap(); // pending: only in the mount
+    let d = fx.node("d").unwrap();
+    let count = |ino| fx.vfs.lookups(ino).unwrap_or(0);
+    let before: Vec<u64> = ["d/a", "d/b", "d/new"].iter().map(|p| fx.node(p).unwrap()).collect();
+    let counts: Vec<u64> = before.iter().map(|&ino| count(ino)).collect();
+    let (d_count, root_count) = (count(d), count(ROOT));
+    let fh = fx.vfs.opendir(d).unwrap();
+    let mut seen = Vec::new();
+    fx.vfs
+        .readdirplus(fh, 0, |e, attr, next| {
+            let attr = attr.expect("attributes");
+            seen.push((e.name.to_string_lossy().into_owned(), attr.ino, attr.stat.size, next));
+            false
+        })
+        .unwrap();
+    let mut names: Vec<&str> = seen.iter().map(|s| s.0.as_str()).collect();
+    names.sort();
+    assert_eq!(names, [".", "..", "a", "b", "new"]);
+    for (name, ino, size, _) in &seen {
+        match name.as_str() {
+            "." => assert_eq!(*ino, d),
+            ".." => assert_eq!(*ino, ROOT),
+            "a" => assert_eq!((*ino, *size), (before[0], 2)),
+            "b" => assert_eq!((*ino, *size), (before[1], 3)),
+            _ => assert_eq!(*ino, before[2], "the pending file's node"),
+        }
+    }
+    let after: Vec<u64> = before.iter().map(|&ino| count(ino)).collect();
+    assert_eq!(after, counts.iter().map(|c| c + 1).collect::<Vec<_>>(), "one lookup per entry");
+    assert_eq!((count(d), count(ROOT)), (d_count, root_count), "the dots count nothing");
+    // A reply that is full at the fourth entry: that entry is not counted; the next call
+    // starts there.
+    let mut added = Vec::new();
+    fx.vfs
+        .readdirplus(fh, 0, |e, attr, _| {
+            if added.len() == 3 {
+                true
+            } else {
+                added.push((e.name.clone(), attr.unwrap().ino));
+                false
+            }
+        })
+        .unwrap();
+    let rest_offset = added.len() as u64;
+    let mut rest = Vec::new();
+    fx.vfs
+        .readdirplus(fh, rest_offset, |e, attr, _| {
+            rest.push((e.name.clone(), attr.unwrap().ino));
+            false
+        })
+        .unwrap();
+    assert_eq!(added.len() + rest.len(), 5);
+    let after2: Vec<u64> = before.iter().map(|&ino| count(ino)).collect();
+    assert_eq!(after2, counts.iter().map(|c| c + 2).collect::<Vec<_>>(), "each entry counted once per listing");
+    // A file looked up only by the listing is forgotten with it.
+    fx.put("d/c", b"c", &p).unwrap();
+    let c = fx.node("d/c").unwrap();
+    fx.vfs.forget(c, count(c));
+    assert_eq!(fx.vfs.lookups(c), None);
+    let fh2 = fx.vfs.opendir(d).unwrap();
+    let mut c_ino = None;
+    fx.vfs
+        .readdirplus(fh2, 0, |e, attr, _| {
+            if e.name == "c" {
+                c_ino = attr.map(|a| a.ino);
+            }
+            false
+        })
+        .unwrap();
+    let c_ino = c_ino.expect("listed");
+    assert_eq!(fx.vfs.lookups(c_ino), Some(1));
+    fx.vfs.forget(c_ino, 1);
+    assert_eq!(fx.vfs.lookups(c_ino), None);
+    fx.vfs.release(fh, &p);
+    fx.vfs.release(fh2, &p);
+    fx.close(created, &p).unwrap();
+}
+
+/// Does a read-only open of `path` let the kernel keep its pages? (It closes again.)
+fn keeps_pages(fx: &Fx, path: &str, who: &Caller) -> bool {
+    let opened = fx.vfs.open(fx.node(path).unwrap(), RDONLY, who).unwrap();
+    fx.close(opened.fh, who).unwrap();
+    opened.keep_cache
+}
+
+#[test]
+fn the_kernel_keeps_a_files_pages_across_opens_until_the_file_changes() {
+    let fx = Fx::with(Ws::new(), EngineOptions { pass_through: vec!["build/**".into()], ..EngineOptions::default() });
+    let p = process(97);
+    fx.put("f", b"v1\n", &p).unwrap();
+    let unchanged_at = |path: &str, what: &str| {
+        assert!(!keeps_pages(&fx, path, &p), "pages kept after {what}");
+        assert!(keeps_pages(&fx, path, &p), "pages dropped again with nothing changed since {what}");
+    };
+    let unchanged = |what: &str| unchanged_at("f", what);
+    unchanged("the first commit");
+    assert!(keeps_pages(&fx, "f", &p), "a third open");
+    // A commit through the file itself, and through another of its names (one node).
+    fx.put("f", b"v2\n", &p).unwrap();
+    unchanged("a commit");
+    fx.vfs.link(fx.node("f").unwrap(), ROOT, OsStr::new("g"), &p).unwrap();
+    fx.put("g", b"v3\n", &p).unwrap();
+    unchanged("a commit through a hard link");
+    // A truncation by path (committed at once).
+    fx.ftruncate("f", 2, &p).unwrap();
+    unchanged("a truncation");
+    // An MCP or CLI write, and a restore: the engine's change events.
+    write(&fx.engine, "f", b"v4\n", WriteMode::Overwrite).unwrap();
+    unchanged("an engine write");
+    fx.engine.restore("f", &RestoreTo::Sha(sha(b"v2\n").to_hex()), &Actor::engine()).unwrap();
+    unchanged("a restore");
+    // A change made outside the mount altogether: the committed file is another one.
+    std::fs::write(fx.ws.path().join("f"), b"outside\n").unwrap();
+    unchanged("a change outside the mount");
+    // While a draft exists, every open reads it, not the pages of the committed version.
+    let w = fx.open("f", WRONLY, &p).unwrap();
+    fx.write(w, 0, b"draft", &p).unwrap();
+    let r = fx.vfs.open(fx.node("f").unwrap(), RDONLY, &p).unwrap();
+    assert!(!r.keep_cache, "a draft is being written");
+    assert_eq!(fx.read(r.fh), b"draftde\n");
+    assert!(!keeps_pages(&fx, "f", &p), "still drafting");
+    fx.close(w, &p).unwrap();
+    fx.close(r.fh, &p).unwrap();
+    unchanged("a draft");
+    // A refused draft.
+    let w = fx.open("f", TRUNC, &p).unwrap();
+    blocked(fx.write(w, 0, aws_secret_line(8).as_bytes(), &p));
+    blocked(fx.close(w, &p));
+    assert_eq!(fx.backing("f").unwrap(), b"draftde\n");
+    unchanged("a refusal");
+    // Pass-through files: their own version says whether they changed.
+    fx.vfs.mkdir(ROOT, OsStr::new("build"), 0o755, &p).unwrap();
+    fx.put("build/out", b"o1", &p).unwrap();
+    unchanged_at("build/out", "a write in place");
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    fx.put("build/out", b"o2", &p).unwrap();
+    assert!(!keeps_pages(&fx, "build/out", &p), "rewritten in place");
 }
 
 #[test]

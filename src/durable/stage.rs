@@ -126,12 +126,15 @@ fn fill(disk: &dyn Disk, file: &File, source: Source<'_>, attrs: &Attrs) -> Resu
 fn verify(disk: &dyn Disk, temp: &File, segments: &[Segment<'_>], len: u64) -> Result<Sha256> {
     let mut hasher = Hasher::new();
     let mut source_buf = Vec::new();
-    let mut back = vec![0u8; CHUNK];
+    let mut back = vec![0u8; CHUNK.min(len as usize)];
     let mut offset = 0u64;
     let mut equal = true;
     for segment in segments {
         segment.for_each_chunk(disk, &mut source_buf, |chunk| {
             hasher.update(chunk);
+            if back.len() < chunk.len() {
+                back.resize(chunk.len(), 0);
+            }
             let got = read_full(disk, temp, &mut back[..chunk.len()], offset).step("read back temp file")?;
             equal &= got == chunk.len() && back[..got] == *chunk;
             offset += chunk.len() as u64;

@@ -145,9 +145,18 @@ mod tests {
             ("logs/app.log", PathClass::PassThrough),
             ("app.db", PathClass::PassThrough),
             ("data/app.sqlite3", PathClass::PassThrough),
-            // The default globs are anchored at the root: a nested repository is gated.
-            ("a/.git/x", PathClass::Gated),
-            ("src/target/x", PathClass::Gated),
+            // ... at any depth: a nested repository, a sub-crate's build, a package's modules.
+            ("a/.git/x", PathClass::PassThrough),
+            ("vendor/lib/.git/objects/ab/cd", PathClass::PassThrough),
+            ("crates/core/target/debug/x", PathClass::PassThrough),
+            ("web/app/node_modules/m/i.js", PathClass::PassThrough),
+            ("py/.venv/bin/python", PathClass::PassThrough),
+            // ... but only as whole names of a directory.
+            ("src/targets/x", PathClass::Gated),
+            ("my.git/x", PathClass::Gated),
+            ("src/target.rs", PathClass::Gated),
+            (".gitignore", PathClass::Gated),
+            ("a/.github/workflows/ci.yml", PathClass::Gated),
             // The mount's extra globs.
             ("build/out.o", PathClass::PassThrough),
             ("notes.tmp", PathClass::PassThrough),

@@ -359,23 +359,22 @@ impl Core {
     fn read_draft_whole(&self, draft: &Draft) -> Result<(Sha256, Option<Vec<u8>>)> {
         let disk = self.disk();
         let keep = draft.len <= SCAN_MAX as u64;
-        let mut whole = Vec::with_capacity(if keep { draft.len as usize } else { 0 });
+        // A draft kept whole is read straight into its buffer; a bigger one through a chunk.
+        // Either way the buffer is no bigger than the draft (most are a few KiB).
+        let mut buf = vec![0u8; if keep { draft.len as usize } else { CHUNK.min(draft.len as usize) }];
         let mut hasher = Hasher::new();
-        let mut buf = vec![0u8; CHUNK];
         let mut offset = 0u64;
         while offset < draft.len {
-            let want = CHUNK.min((draft.len - offset) as usize);
-            let n = disk.read_at(&draft.file, &mut buf[..want], offset).step("read draft")?;
+            let at = if keep { offset as usize } else { 0 };
+            let want = (buf.len() - at).min((draft.len - offset) as usize);
+            let n = disk.read_at(&draft.file, &mut buf[at..at + want], offset).step("read draft")?;
             if n == 0 {
                 return Err(Error::io("read draft", std::io::Error::from_raw_os_error(nix::libc::EIO)));
             }
-            hasher.update(&buf[..n]);
-            if keep {
-                whole.extend_from_slice(&buf[..n]);
-            }
+            hasher.update(&buf[at..at + n]);
             offset += n as u64;
         }
-        Ok((hasher.finish(), keep.then_some(whole)))
+        Ok((hasher.finish(), keep.then_some(buf)))
     }
 
     /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window.

@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-
 use crate::durable::{Dir, Disk, FileId, Temp};
+use crate::wake::{Popped, Queue};
 
 /// Directories with a spare at once.
 const MAX_DIRS: usize = 16;
@@ -37,7 +36,7 @@ const MAX_AGE: Duration = Duration::from_secs(10);
 /// The spares of one engine (or none: [`Spares::off`]).
 pub(crate) struct Spares {
     shelf: Arc<Mutex<Shelf>>,
-    requests: Option<Sender<Dir>>,
+    requests: Option<Arc<Queue<Dir>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -63,10 +62,10 @@ impl Spares {
     /// Spares made by a thread of their own; `off()` if it cannot start.
     pub(crate) fn start(disk: Arc<dyn Disk>) -> Spares {
         let shelf = Arc::<Mutex<Shelf>>::default();
-        let (tx, rx) = crossbeam_channel::bounded(MAX_DIRS);
-        let worker = shelf.clone();
+        let requests = Arc::new(Queue::bounded(MAX_DIRS));
+        let (worker, rx) = (shelf.clone(), requests.clone());
         match std::thread::Builder::new().name("rwfs-spares".into()).spawn(move || make(&*disk, &worker, &rx)) {
-            Ok(thread) => Spares { shelf, requests: Some(tx), thread: Some(thread) },
+            Ok(thread) => Spares { shelf, requests: Some(requests), thread: Some(thread) },
             Err(e) => {
                 tracing::warn!(error = %e, "no spare temp files: could not start their thread");
                 Spares::off()
@@ -91,14 +90,16 @@ impl Spares {
         }
         if let Ok(dir) = dir.try_clone() {
             // A full queue means the thread is busy enough: skip this one.
-            let _ = requests.try_send(dir);
+            let _ = requests.push(dir);
         }
     }
 }
 
 impl Drop for Spares {
     fn drop(&mut self) {
-        self.requests = None;
+        if let Some(requests) = self.requests.take() {
+            requests.close();
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -106,12 +107,12 @@ impl Drop for Spares {
 }
 
 /// The thread: one spare per requested directory that has none, until the engine goes.
-fn make(disk: &dyn Disk, shelf: &Mutex<Shelf>, requests: &Receiver<Dir>) {
+fn make(disk: &dyn Disk, shelf: &Mutex<Shelf>, requests: &Queue<Dir>) {
     loop {
-        let dir = match requests.recv_timeout(MAX_AGE) {
-            Ok(dir) => Some(dir),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => return,
+        let dir = match requests.pop(Some(MAX_AGE)) {
+            Popped::Item(dir) => Some(dir),
+            Popped::TimedOut => None,
+            Popped::Closed => return,
         };
         lock(shelf).by_dir.retain(|_, spare| spare.made.elapsed() < MAX_AGE);
         let Some(dir) = dir else { continue };

@@ -9,7 +9,8 @@
 //! filesystem, or through the engine, which tells it), and so do absent names (negative
 //! entries) where [`Vfs::absence_cacheable`] allows; attributes that are not
 //! [`crate::vfs::Attr::cacheable`] and those of a file just created (its draft's, until the
-//! first commit) are not cached. File pages are dropped at each open.
+//! first commit) are not cached. File pages are kept across opens (`FOPEN_KEEP_CACHE`) while
+//! the file has not changed since they were read ([`crate::vfs::Opened`]), and dropped otherwise.
 
 mod errno;
 mod ops;
@@ -224,6 +225,12 @@ fn attr_ttl(attr: &Attr) -> Duration {
 
 /// A negative entry: node 0, which the kernel keeps as "absent" for the entry TTL.
 fn absent() -> FileAttr {
+    no_node(FileType::RegularFile)
+}
+
+/// Attributes of no node (node 0) of `kind`: a negative entry, or a listed name without
+/// attributes.
+fn no_node(kind: FileType) -> FileAttr {
     FileAttr {
         ino: INodeNo(0),
         size: 0,
@@ -232,7 +239,7 @@ fn absent() -> FileAttr {
         mtime: UNIX_EPOCH,
         ctime: UNIX_EPOCH,
         crtime: UNIX_EPOCH,
-        kind: FileType::RegularFile,
+        kind,
         perm: 0,
         nlink: 0,
         uid: 0,

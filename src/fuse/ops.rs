@@ -9,14 +9,14 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
-    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nix::libc;
 
 use super::pool::Pool;
 use super::process::Processes;
-use super::{TTL, absent, attr_ttl, errno, file_attr, file_type};
+use super::{TTL, absent, attr_ttl, errno, file_attr, file_type, no_node};
 use crate::durable::SetTime;
 use crate::error::{Error, Reason};
 use crate::vfs::{Attr, Caller, SetAttr, Vfs};
@@ -68,8 +68,14 @@ impl Glue {
 impl Filesystem for Glue {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // O_TRUNC arrives with the open (one empty draft instead of a copy then a truncate);
-        // lookups and listings of one directory may run in parallel; symlinks are cached.
-        let wanted = InitFlags::FUSE_ATOMIC_O_TRUNC | InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_CACHE_SYMLINKS;
+        // lookups and listings of one directory may run in parallel; symlinks are cached;
+        // listings carry their entries' attributes when the kernel expects a stat of each
+        // (`ls -l`, `find`, git's untracked scan).
+        let wanted = InitFlags::FUSE_ATOMIC_O_TRUNC
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_CACHE_SYMLINKS
+            | InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO;
         let _ = config.add_capabilities(wanted & config.capabilities());
         let _ = config.set_max_write(1 << 20);
         Ok(())
@@ -216,7 +222,10 @@ impl Filesystem for Glue {
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         // An O_TRUNC open of an existing file may start a draft: cheap enough for this thread.
         match self.vfs.open(ino.0, flags.0, &self.caller(req)) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(opened) => {
+                let flags = if opened.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                reply.opened(FileHandle(opened.fh), flags)
+            }
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -310,6 +319,18 @@ impl Filesystem for Glue {
     fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         let filled =
             self.vfs.readdir(fh.0, offset, |e, next| reply.add(INodeNo(e.ino), next, file_type(e.kind), &e.name));
+        match filled {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.err(&e)),
+        }
+    }
+
+    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let filled = self.vfs.readdirplus(fh.0, offset, |e, attr, next| match attr {
+            Some(attr) => reply.add(INodeNo(attr.ino), next, &e.name, &attr_ttl(attr), &file_attr(attr), Generation(0)),
+            // Node 0: the name only, no entry for the kernel to keep (and no lookup counted).
+            None => reply.add(INodeNo(0), next, &e.name, &Duration::ZERO, &no_node(file_type(e.kind)), Generation(0)),
+        });
         match filled {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),

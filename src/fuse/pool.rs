@@ -3,49 +3,45 @@
 //! invalidations run on their own thread, never inside a request handler (the kernel may hold
 //! the inode's lock while it waits for that handler's reply).
 
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use crate::wake::{Popped, Queue};
 
 type Job = Box<dyn FnOnce() + Send>;
 
 /// A fixed set of threads running jobs in submission order (per thread).
 pub struct Pool {
-    tx: Option<Sender<Job>>,
+    queue: Arc<Queue<Job>>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Pool {
     pub fn new(threads: usize, name: &str) -> std::io::Result<Pool> {
-        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+        let queue = Arc::new(Queue::<Job>::default());
         let threads = (0..threads.max(1))
             .map(|i| {
-                let rx: Receiver<Job> = rx.clone();
+                let queue = queue.clone();
                 std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
-                    for job in rx {
+                    while let Popped::Item(job) = queue.pop(None) {
                         job();
                     }
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(Pool { tx: Some(tx), threads })
+        Ok(Pool { queue, threads })
     }
 
     /// Run `job` on one of the threads (at once on this one if the pool has stopped).
     pub fn run(&self, job: impl FnOnce() + Send + 'static) {
-        match &self.tx {
-            Some(tx) => {
-                if let Err(e) = tx.send(Box::new(job)) {
-                    (e.into_inner())();
-                }
-            }
-            None => job(),
+        if let Err(job) = self.queue.push(Box::new(job)) {
+            job();
         }
     }
 
     /// Finish the queued jobs and stop.
     pub fn stop(&mut self) {
-        drop(self.tx.take());
+        self.queue.close();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }

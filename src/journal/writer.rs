@@ -14,11 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use crossbeam_channel::{Receiver, Sender};
-
 use crate::durable::{Disk, File};
 use crate::error::{Error, IoContext, Result};
 use crate::sha::Sha256;
+use crate::wake::{Queue, Replier, Reply};
 
 use super::row::{Op, Row, Via};
 use super::scan::Scan;
@@ -92,24 +91,16 @@ pub struct Appended {
     pub ts: String,
 }
 
-// `Stop` is sent once per journal: its smaller size is not worth boxing every row for.
-#[allow(clippy::large_enum_variant)]
-enum Request {
-    Append {
-        change: Change,
-        reply: Sender<Result<Appended>>,
-    },
-    /// Finish what is queued before this and stop.
-    Stop,
-}
+/// A row to write and who waits for it.
+type Request = (Change, Replier<Result<Appended>>);
 
 /// A submitted row; [`wait`](Pending::wait) returns once it is durable (or failed).
 #[must_use = "a row is acknowledged only by waiting for it"]
-pub struct Pending(Receiver<Result<Appended>>);
+pub struct Pending(Reply<Result<Appended>>);
 
 impl Pending {
     pub fn wait(self) -> Result<Appended> {
-        self.0.recv().unwrap_or_else(|_| Err(writer_gone()))
+        self.0.wait().unwrap_or_else(|| Err(writer_gone()))
     }
 }
 
@@ -119,7 +110,7 @@ fn writer_gone() -> Error {
 
 /// The append side of `journal.jsonl`.
 pub struct Journal {
-    tx: Sender<Request>,
+    queue: Arc<Queue<Request>>,
     worker: Mutex<Option<JoinHandle<()>>>,
     durable_seq: Arc<AtomicU64>,
 }
@@ -127,7 +118,7 @@ pub struct Journal {
 impl Journal {
     /// Start the writer on an open journal file whose contents `scan` describes.
     pub fn start(disk: Arc<dyn Disk>, file: File, scan: &Scan) -> Result<Journal> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let queue = Arc::new(Queue::default());
         let durable_seq = Arc::new(AtomicU64::new(scan.last_seq));
         let mut writer = Writer {
             durable_seq: durable_seq.clone(),
@@ -139,19 +130,20 @@ impl Journal {
             next_seq: scan.last_seq + 1,
             cut_pending: false,
         };
+        let rx = queue.clone();
         let worker = std::thread::Builder::new()
             .name("rwfs-journal".into())
-            .spawn(move || writer.run(rx))
+            .spawn(move || writer.run(&rx))
             .step("start journal writer")?;
-        Ok(Journal { tx, worker: Mutex::new(Some(worker)), durable_seq })
+        Ok(Journal { queue, worker: Mutex::new(Some(worker)), durable_seq })
     }
 
     /// Queue a row; it is durable when the returned [`Pending`] says so.
     pub fn submit(&self, change: Change) -> Pending {
-        let (reply, rx) = crossbeam_channel::bounded(1);
-        // If the writer is gone the request (and `reply`) is dropped and `wait` reports it.
-        let _ = self.tx.send(Request::Append { change, reply });
-        Pending(rx)
+        let (replier, reply) = crate::wake::reply();
+        // If the writer is gone the request (and `replier`) is dropped and `wait` reports it.
+        let _ = self.queue.push((change, replier));
+        Pending(reply)
     }
 
     /// The highest `seq` known to be durable.
@@ -168,7 +160,7 @@ impl Journal {
     pub fn close(&self) {
         let worker = self.worker.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(worker) = worker {
-            let _ = self.tx.send(Request::Stop);
+            self.queue.close();
             let _ = worker.join();
         }
     }
@@ -194,29 +186,18 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(&mut self, rx: Receiver<Request>) {
-        let mut stop = false;
-        while !stop {
-            let mut batch = Vec::new();
-            match rx.recv() {
-                Ok(Request::Append { change, reply }) => batch.push((change, reply)),
-                Ok(Request::Stop) | Err(_) => break,
-            }
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(Request::Append { change, reply }) => batch.push((change, reply)),
-                    Ok(Request::Stop) => {
-                        stop = true;
-                        break;
-                    }
-                    Err(_) => break,
-                }
+    /// Write batches of what is queued until the queue is closed and drained.
+    fn run(&mut self, queue: &Queue<Request>) {
+        loop {
+            let batch = queue.take(MAX_BATCH);
+            if batch.is_empty() {
+                return;
             }
             self.commit(batch);
         }
     }
 
-    fn commit(&mut self, batch: Vec<(Change, Sender<Result<Appended>>)>) {
+    fn commit(&mut self, batch: Vec<Request>) {
         let (saved_seq, saved_chain) = (self.next_seq, self.chain);
         let now = SystemTime::now();
         let ts = humantime::format_rfc3339_seconds(now).to_string();
@@ -243,7 +224,7 @@ impl Writer {
                 self.needs_newline = false;
                 self.durable_seq.store(self.next_seq - 1, Ordering::Release);
                 for ((_, reply), ok) in batch.into_iter().zip(appended) {
-                    let _ = reply.send(Ok(ok));
+                    reply.send(Ok(ok));
                 }
             }
             Err(e) => {
@@ -253,7 +234,7 @@ impl Writer {
                 self.cut_pending = true;
                 self.cut();
                 for (_, reply) in batch {
-                    let _ = reply.send(Err(Error::io("journal append", e.duplicate())));
+                    reply.send(Err(Error::io("journal append", e.duplicate())));
                 }
             }
         }

@@ -7,11 +7,22 @@ use std::sync::Arc;
 
 use nix::libc;
 
-use super::file::{FileNode, FileState};
+use super::file::{FileNode, FileState, Version};
 use super::{Attr, Caller, Handle, Vfs};
 use crate::engine::{DraftBase, DraftError};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::journal::Actor;
+
+/// An open file: its handle, and whether the kernel may keep the pages it cached of the file
+/// (`FOPEN_KEEP_CACHE`): only when nothing changed the file since they were read, as far as
+/// this filesystem, which sees every change made through it or the engine, can tell (the
+/// committed file's [`Version`] is checked too, for changes made outside). Otherwise the
+/// kernel drops them, and reads come here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub fh: u64,
+    pub keep_cache: bool,
+}
 
 /// A released file handle whose last close is still to run (see [`Vfs::release_handle`]).
 pub struct Closing {
@@ -74,8 +85,9 @@ impl Vfs {
         }
     }
 
-    /// `open(2)` of an existing node with `flags`; returns the handle.
-    pub fn open(&self, ino: u64, flags: i32, caller: &Caller) -> Result<u64> {
+    /// `open(2)` of an existing node with `flags`: the handle, and whether the kernel may keep
+    /// the pages it cached of the file (see [`Opened`]).
+    pub fn open(&self, ino: u64, flags: i32, caller: &Caller) -> Result<Opened> {
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let truncate = writable && flags & libc::O_TRUNC != 0;
         let path = match self.path(ino) {
@@ -99,17 +111,27 @@ impl Vfs {
             if truncate {
                 self.engine.set_len(&file, 0)?;
             }
+            // Written in place, through the kernel or not: the file's own version says.
+            let version = Version::from(&self.engine.stat_file(&file)?);
+            let keep_cache = file_node.lock().open_pages(Some(version));
             self.set_opens(ino, 1);
-            return Ok(self.new_handle(Handle::InPlace { ino, file }));
+            return Ok(Opened { fh: self.new_handle(Handle::InPlace { ino, file }), keep_cache });
         }
         let mut state = file_node.lock();
         if truncate {
             self.rewrite(&path, &mut state, caller)?;
         }
+        let version = match (state.draft(), &state.backing) {
+            (Some(_), _) => None,
+            (None, Some(backing)) => Some(Version::from(&self.engine.stat_file(backing)?)),
+            (None, None) if self.is_pending(ino) => None,
+            (None, None) => self.engine.stat(&path)?.as_ref().map(Version::from),
+        };
+        let keep_cache = state.open_pages(version);
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);
-        Ok(self.new_handle(Handle::File { ino, writable, opener: caller.clone() }))
+        Ok(Opened { fh: self.new_handle(Handle::File { ino, writable, opener: caller.clone() }), keep_cache })
     }
 
     /// Give a detached, never-committed file its name back as a new pending file with an
@@ -167,8 +189,8 @@ impl Vfs {
             }
             // A name created behind the kernel's back (an MCP write): open what is there.
             let attr = self.lookup(parent, name)?;
-            let fh = self.open(attr.ino, flags, caller)?;
-            return Ok((attr, fh));
+            let opened = self.open(attr.ino, flags, caller)?;
+            return Ok((attr, opened.fh));
         }
         let perm = mode & 0o7777;
         let owner = crate::engine::Owner { uid: caller.uid, gid: caller.gid };

@@ -28,12 +28,18 @@
 //!
 //! Counters that are not states: `handles` (open handles of the file) and `closing` (last
 //! closes whose commit is still running; a `stat` waits for them, see [`FileNode::lock_closed`]).
+//!
+//! The kernel's pages: `pages` is the committed [`Version`] the kernel's page cache of the file
+//! was filled from, recorded at an open in [`Phase::Clean`]. Starting a draft (a write, a
+//! truncation, `O_TRUNC`), a refusal and a change the engine made behind the kernel's back
+//! forget it; an open that finds the same version again lets the kernel keep its pages
+//! (`Vfs::open`), any other open has them dropped.
 //! Whether the file has a name, and whether that name exists only in the mount (a file created
 //! and not committed yet), is the namespace's (`table.rs`).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use crate::durable::File;
+use crate::durable::{File, FileId, Stat};
 use crate::engine::Draft;
 use crate::error::Result;
 use crate::journal::Actor;
@@ -69,6 +75,22 @@ pub struct Authors {
     writers: Vec<u32>,
 }
 
+/// Which committed version a backing file holds: a commit installs a new inode, a write in
+/// place (pass-through paths) changes the size or the times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    id: FileId,
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl From<&Stat> for Version {
+    fn from(stat: &Stat) -> Version {
+        Version { id: stat.id, size: stat.size, mtime_ns: stat.mtime_ns, ctime_ns: stat.ctime_ns }
+    }
+}
+
 /// A regular file's shared state (see the module docs).
 #[derive(Debug, Default)]
 pub struct FileState {
@@ -79,6 +101,8 @@ pub struct FileState {
     /// The committed version, open for reads while there is no draft (and for the handles of
     /// a file that lost its name).
     pub backing: Option<Arc<File>>,
+    /// The version the kernel's pages were read from, while nothing changed it since.
+    pages: Option<Version>,
     phase: Phase,
 }
 
@@ -104,6 +128,21 @@ impl FileState {
         }
     }
 
+    /// An open found the committed file at `version` (`None`: gone): may the kernel keep the
+    /// pages it has of this file? Only when the file is Clean and they were read from that very
+    /// version. Either way the pages the kernel reads from now on are of `version`.
+    pub fn open_pages(&mut self, version: Option<Version>) -> bool {
+        let clean = matches!(self.phase, Phase::Clean);
+        let keep = clean && version.is_some() && self.pages == version;
+        self.pages = if clean { version } else { None };
+        keep
+    }
+
+    /// The content changed in a way the kernel's pages may not show: the next open drops them.
+    pub fn forget_pages(&mut self) {
+        self.pages = None;
+    }
+
     pub fn is_refused(&self) -> bool {
         matches!(self.phase, Phase::Refused { .. })
     }
@@ -123,6 +162,7 @@ impl FileState {
     /// this is a rewrite. Returns the placeholder a refusal held, for the caller to discard.
     pub fn start(&mut self, draft: Draft, writer: Option<Actor>) -> Option<Draft> {
         let old = std::mem::replace(&mut self.phase, Phase::Clean);
+        self.pages = None;
         let writers = writer.as_ref().and_then(|w| w.pid).into_iter().collect();
         self.phase = Phase::Drafting(Drafting { draft, authors: Authors { writer, writers } });
         match old {
@@ -219,6 +259,7 @@ impl FileState {
     /// → Refused: the gate refused the draft (already quarantined by the engine). Returns
     /// whatever draft the state still held, for the caller to discard.
     pub fn refuse(&mut self, placeholder: Option<Draft>) -> Option<Draft> {
+        self.pages = None;
         match std::mem::replace(&mut self.phase, Phase::Refused { placeholder }) {
             Phase::Drafting(d) => Some(d.draft),
             Phase::Refused { placeholder } => placeholder,

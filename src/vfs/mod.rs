@@ -41,7 +41,8 @@
 //!   through its handles, into a draft that is never committed (POSIX's unlinked open file).
 //!
 //! Kernel caches are the adapter's, but when to drop them is decided here and said through the
-//! [`Kernel`] trait: a refused draft drops the file's pages, a commit drops its attributes, a
+//! [`Kernel`] trait and the answer to `open` ([`Opened::keep_cache`]: the kernel keeps a file's
+//! pages across opens while nothing changed the file): a refused draft drops the file's pages, a commit drops its attributes, a
 //! change the engine made behind the kernel's back (an MCP or CLI write, a restore — published
 //! by the engine as a [`crate::engine::Changed`] event, to which a `Vfs` subscribes) drops the
 //! node and the name. [`Attr::cacheable`] and [`Vfs::absence_cacheable`] say which answers the
@@ -66,7 +67,7 @@ use crate::engine::Engine;
 use crate::error::{Reason, Result};
 use crate::journal::{Actor, Via};
 
-pub use data::Closing;
+pub use data::{Closing, Opened};
 pub use file::{FileState, Phase};
 pub use names::SetAttr;
 pub use table::ROOT;
@@ -297,7 +298,9 @@ impl Vfs {
         };
         if let Some(ino) = node {
             if let Some(file_node) = self.file_of(ino) {
-                file_node.lock().backing = None;
+                let mut state = file_node.lock();
+                state.backing = None;
+                state.forget_pages();
             }
             self.kernel.forget_node(ino);
         }

@@ -432,6 +432,50 @@ impl Vfs {
     /// pending files), read once per open directory; `add` takes an entry and the offset of the
     /// next one, and says when the reply is full.
     pub fn readdir(&self, fh: u64, offset: u64, mut add: impl FnMut(&DirEntry, u64) -> bool) -> Result<()> {
+        let (_, list) = self.listing(fh, offset)?;
+        for (i, entry) in list.iter().enumerate() {
+            if add(entry, offset + i as u64 + 1) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// `readdirplus`: [`Vfs::readdir`] with each entry's attributes. Each entry but `.` and `..`
+    /// counts a lookup, as [`Vfs::lookup`] does (the kernel forgets it later; it ignores the
+    /// two dots); an entry the reply has no room for does not. An entry gone since the listing
+    /// is left out; one whose attributes cannot be had (a name that is not UTF-8) comes without
+    /// them (`None`), which counts nothing.
+    pub fn readdirplus(
+        &self,
+        fh: u64,
+        offset: u64,
+        mut add: impl FnMut(&DirEntry, Option<&Attr>, u64) -> bool,
+    ) -> Result<()> {
+        let (dir, list) = self.listing(fh, offset)?;
+        for (i, entry) in list.iter().enumerate() {
+            let next = offset + i as u64 + 1;
+            let (attr, counted) = match entry.name.as_encoded_bytes() {
+                b"." | b".." => (self.getattr(entry.ino).ok(), false),
+                _ => match self.lookup(dir, &entry.name) {
+                    Ok(attr) => (Some(attr), true),
+                    Err(e) if *e.reason() == Reason::NotFound => continue,
+                    Err(_) => (None, false),
+                },
+            };
+            if add(entry, attr.as_ref(), next) {
+                if let Some(attr) = attr.filter(|_| counted) {
+                    self.forget(attr.ino, 1);
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The open directory `fh`'s node and its entries from `offset` on, listed at the first
+    /// call of the handle.
+    fn listing(&self, fh: u64, offset: u64) -> Result<(u64, Vec<DirEntry>)> {
         self.with_handle(fh, |vfs, handle| {
             let Handle::Dir { ino, entries } = handle else {
                 return Err(Reason::NotADirectory.into());
@@ -441,13 +485,14 @@ impl Vfs {
                 *entries = Some(vfs.list(*ino)?);
             }
             let list = entries.as_ref().map_or(&[][..], |v| &v[..]);
-            for (i, entry) in list.iter().enumerate().skip(offset as usize) {
-                if add(entry, i as u64 + 1) {
-                    break;
-                }
-            }
-            Ok(())
+            Ok((*ino, list.get(offset as usize..).unwrap_or_default().to_vec()))
         })
+    }
+
+    /// How many references the kernel holds on node `ino` (lookups not yet forgotten); `None`
+    /// for a node the table does not have.
+    pub fn lookups(&self, ino: u64) -> Option<u64> {
+        self.table().get(ino).map(|n| n.lookups)
     }
 
     fn list(&self, ino: u64) -> Result<Vec<DirEntry>> {
