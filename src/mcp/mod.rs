@@ -11,6 +11,7 @@
 
 mod checkpoint;
 mod chunks;
+mod gate;
 mod handoff;
 mod journal;
 mod read;

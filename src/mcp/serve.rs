@@ -26,6 +26,7 @@ use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::tools::{Settings, Tools};
 
+use super::gate::gate;
 use super::{Peer, Server};
 
 /// The tool settings from the environment (`RW_SCRATCH_DISABLE_GET`).
@@ -39,13 +40,11 @@ pub fn serve_stdio(tools: Arc<Tools>, peer: Peer) -> Result<()> {
     // Taken before stdin and stdout may be made non-blocking, given back when the session ends.
     let _flags = stdio::Flags::save();
     let served = runtime.block_on(async move {
-        let service = match stdio::pollable()? {
-            Some(pair) => Server::new(tools, peer).serve(pair).await,
-            None => Server::new(tools, peer).serve(rmcp::transport::stdio()).await,
-        }
-        .map_err(std::io::Error::other)?;
-        service.waiting().await.map_err(std::io::Error::other)?;
-        Ok::<(), std::io::Error>(())
+        let (pair, written) = match stdio::pollable()? {
+            Some((read, write)) => gate(read, write),
+            None => gate(tokio::io::stdin(), tokio::io::stdout()),
+        };
+        serve_gated(Server::new(tools, peer), pair, written).await
     });
     runtime.shutdown_background();
     served.step("serve MCP on stdio")
@@ -133,6 +132,19 @@ mod stdio {
     }
 }
 
+/// Serve one session on the rmcp side of a [`gate`], then wait (briefly) for its last replies
+/// to reach the client.
+async fn serve_gated(
+    server: Server,
+    pair: (tokio::io::DuplexStream, tokio::io::DuplexStream),
+    written: tokio::task::JoinHandle<()>,
+) -> std::io::Result<()> {
+    let service = server.serve(pair).await.map_err(std::io::Error::other)?;
+    service.waiting().await.map_err(std::io::Error::other)?;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), written).await;
+    Ok(())
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -183,9 +195,8 @@ pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, p
         let stream = tokio::net::UnixStream::from_std(stream)?;
         let (read, write) = stream.into_split();
         let read = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(first), read);
-        let service = Server::new(tools, peer).serve((read, write)).await.map_err(std::io::Error::other)?;
-        service.waiting().await.map_err(std::io::Error::other)?;
-        Ok::<(), std::io::Error>(())
+        let (pair, written) = gate(read, write);
+        serve_gated(Server::new(tools, peer), pair, written).await
     });
     runtime.shutdown_background();
     served.step("serve MCP on the socket")

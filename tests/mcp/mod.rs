@@ -7,6 +7,7 @@ mod chunks;
 mod clients;
 mod handoff;
 mod journal;
+mod malformed;
 mod read;
 mod scratch;
 mod serving;
