@@ -13,6 +13,7 @@ mod checkpoint;
 mod chunks;
 mod gate;
 mod handoff;
+mod http;
 mod journal;
 mod read;
 mod scratch;

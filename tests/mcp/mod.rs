@@ -6,6 +6,7 @@ mod checkpoint;
 mod chunks;
 mod clients;
 mod handoff;
+mod http_limits;
 mod journal;
 mod malformed;
 mod read;
