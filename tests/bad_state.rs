@@ -742,3 +742,27 @@ fn enospc_on_the_journal_append_keeps_the_old_version_and_writes_no_half_row() {
         engine.close().unwrap();
     }
 }
+
+#[test]
+fn a_user_file_named_like_an_rwfs_temp_survives_recovery() {
+    let ws = Ws::new();
+    let name = ".rwfs.0123456789abcdef.tmp";
+    let nested = format!("d/{name}");
+    let engine = ws.open();
+    write(&engine, name, b"mine\n", WriteMode::Create).unwrap();
+    write(&engine, &nested, b"mine too\n", WriteMode::Create).unwrap();
+    write(&engine, "d/other", b"other\n", WriteMode::Create).unwrap();
+    engine.close().unwrap();
+    // A staged version no row names, as a crash leaves it: still kept in objects/.
+    let stray = "d/.rwfs.fedcba9876543210.tmp";
+    ws.put(stray, b"staged\n");
+    // As after a crash: the lock's record is gone, so every journaled path is checked.
+    std::fs::write(ws.abs(".resilient_write/lock"), b"   \n").unwrap();
+    let engine = ws.open();
+    assert_eq!(engine.recovery().temps_kept, [stray.to_string()], "only the file rwfs never acknowledged");
+    assert_eq!(ws.read(name).unwrap(), b"mine\n");
+    assert_eq!(ws.read(&nested).unwrap(), b"mine too\n");
+    assert_eq!(ws.read(stray), None);
+    engine.close().unwrap();
+    assert!(report(&ws).is_clean(), "{:?}", problems(&ws));
+}

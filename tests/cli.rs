@@ -208,3 +208,32 @@ fn scan_is_a_pre_commit_hook() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("bad_policy") && stderr.contains("line 2") && stderr.contains("pathz"), "{stderr}");
 }
+
+#[test]
+fn control_characters_in_names_are_escaped_in_every_text_output() {
+    let ws = Ws::new();
+    let name = "two\nlines\tand\x1b[31mred\\.txt";
+    let escaped = "two\\nlines\\tand\\u{1b}[31mred\\\\.txt";
+    ok(&rwfs(&ws, &["write", "--json", name], b"v1\n"));
+    let written = rwfs(&ws, &["write", name], b"v2\n");
+    assert_eq!(written.status.code(), Some(0));
+    ws.put(name, b"drifted");
+    let outputs = [
+        ("write", written),
+        ("log", rwfs(&ws, &["log"], b"")),
+        ("history", rwfs(&ws, &["history", name], b"")),
+        ("status", rwfs(&ws, &["status"], b"")),
+        ("verify", rwfs(&ws, &["verify"], b"")),
+    ];
+    for (command, out) in outputs {
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains('\x1b') && !text.contains('\t'), "{command}: a raw control character: {text:?}");
+        let line = text.lines().find(|l| l.contains("two")).unwrap_or_else(|| panic!("{command}: no path in {text:?}"));
+        assert!(line.contains(escaped), "{command}: {line:?} does not hold {escaped:?}");
+    }
+    // JSON keeps the name as it is.
+    let rows = rwfs(&ws, &["log", "--json"], b"");
+    let row: serde_json::Value =
+        serde_json::from_str(String::from_utf8(rows.stdout).unwrap().lines().last().unwrap()).unwrap();
+    assert_eq!(row["path"], name);
+}

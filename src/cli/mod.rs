@@ -246,3 +246,22 @@ pub struct GcArgs {
     #[command(flatten)]
     pub json: JsonArg,
 }
+
+/// A name in text output: control characters and backslashes escaped (`\n`, `\t`, `\u{1b}`,
+/// `\\`), so one row stays one line and a terminal never runs what a name holds. JSON output
+/// keeps names as they are.
+pub struct Escaped<'a>(pub &'a str);
+
+impl std::fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        for c in self.0.chars() {
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                c if c.is_control() => write!(f, "{}", c.escape_default())?,
+                c => f.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::mount::{mount, mount_statuses, unmount};
-use super::{Cli, Command, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
+use super::{Cli, Command, Escaped, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
 use crate::app::control::{self, Request, committed_json};
 use crate::engine::{Engine, Expect, Found, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
 use crate::error::{IoContext, Reason, Result};
@@ -157,7 +157,7 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
         } else {
             eprintln!(
                 "{} already holds {}; nothing to do",
-                restored["path"].as_str().unwrap_or(""),
+                Escaped(restored["path"].as_str().unwrap_or("")),
                 short_json(&restored["sha256"])
             );
         }
@@ -220,7 +220,7 @@ fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
                 row.op().as_str(),
                 short(row.sha256),
                 row.bytes,
-                row.path,
+                Escaped(&row.path).to_string(),
                 who(row)
             );
         }
@@ -251,7 +251,7 @@ fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
         println!("{}", json!({"path": history.path.as_str(), "current": history.current, "versions": versions}));
         return Ok(Exit::Ok);
     }
-    println!("{} (current: {})", history.path, short(history.current));
+    println!("{} (current: {})", Escaped(history.path.as_str()), short(history.current));
     println!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "WHERE");
     for version in &history.versions {
         let row = &version.entry.row;
@@ -287,11 +287,11 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
     }
     println!("journal: {} rows, {} problems", report.rows, report.problems.len());
     for problem in &report.problems {
-        println!("  {problem}");
+        println!("  {}", Escaped(&problem.to_string()));
     }
     println!("files: {} paths checked, {} differ from their last row", report.paths, report.drift.len());
     for drift in &report.drift {
-        println!("  {}: journal {} , disk {}", drift.path, short(drift.expected), found_str(&drift.found));
+        println!("  {}: journal {} , disk {}", Escaped(&drift.path), short(drift.expected), found_str(&drift.found));
     }
     Ok(exit)
 }
@@ -323,7 +323,7 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
         );
         return Ok(Exit::Ok);
     }
-    println!("workspace  {}", status.root.display());
+    println!("workspace  {}", Escaped(&status.root.to_string_lossy()));
     match status.owner {
         Some(owner) if owner.pid == 0 => {
             println!("owner      an rwfs process (its lock record is unreadable)")
@@ -338,7 +338,7 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             status.journal_problems,
             row.ts,
             row.op().as_str(),
-            row.path
+            Escaped(&row.path)
         ),
         None => println!("journal    empty"),
     }
@@ -350,8 +350,8 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
         let pid = m["pid"].as_u64().map_or_else(|| "no daemon answers".to_string(), |p| format!("pid {p}"));
         println!(
             "mount      {} on {} ({pid}, {} drafts open, last commit {})",
-            m["workspace"].as_str().unwrap_or("?"),
-            m["mountpoint"].as_str().unwrap_or("?"),
+            Escaped(m["workspace"].as_str().unwrap_or("?")),
+            Escaped(m["mountpoint"].as_str().unwrap_or("?")),
             m["drafts_open"].as_u64().unwrap_or(0),
             m["last_commit"].as_str().unwrap_or("never")
         );
@@ -368,7 +368,7 @@ fn print_committed(c: &serde_json::Value, as_json: bool) {
     println!(
         "{} {}: {} bytes, sha256 {} (was {}), seq {}",
         c["op"].as_str().unwrap_or("?"),
-        c["path"].as_str().unwrap_or("?"),
+        Escaped(c["path"].as_str().unwrap_or("?")),
         c["bytes"],
         short_json(&c["sha256"]),
         short_json(&c["prev_sha256"]),
@@ -394,11 +394,11 @@ fn found_str(found: &Found) -> String {
 }
 
 fn who(row: &Row) -> String {
-    let via = row.via.map_or(row.caller.clone(), |v| format!("{v:?}").to_lowercase());
+    let via = row.via.map_or_else(|| Escaped(&row.caller).to_string(), |v| format!("{v:?}").to_lowercase());
     let mut who = via;
     if let Some(comm) = &row.comm {
         who.push(' ');
-        who.push_str(comm);
+        who.push_str(&Escaped(comm).to_string());
     }
     if let Some(pid) = row.pid {
         who.push_str(&format!("[{pid}]"));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Exit, ScanArgs};
+use super::{Escaped, Exit, ScanArgs};
 use crate::engine::{Options, Workspace};
 use crate::error::{IoContext, Reason, Result};
 use crate::policy::{Action, Decision, Policy};
@@ -61,7 +61,7 @@ pub fn scan(root: &Path, options: &Options, args: ScanArgs) -> Result<Exit> {
         for r in &results {
             for (f, action) in r.report.findings.iter().zip(&r.decision.findings) {
                 if *action != Action::Allow {
-                    println!("{}:{}:{} {} {}", r.display, f.line, f.column, f.rule, action.as_str());
+                    println!("{}:{}:{} {} {}", Escaped(&r.display), f.line, f.column, f.rule, action.as_str());
                 }
             }
         }

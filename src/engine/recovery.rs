@@ -6,7 +6,9 @@
 //!
 //! 1. Temp files (`.rwfs.<hex>.tmp`) in the path's directory are the previous version of an
 //!    overwrite that was not moved to `objects/` yet, or a staged version that was never
-//!    installed. Either way their bytes go into `objects/` and a `recover` row says so.
+//!    installed. Either way their bytes go into `objects/` and a `recover` row says so. A name
+//!    alone is not enough: a file the journal says holds a version (a user's file that happens
+//!    to be named like a temp, acknowledged by rwfs) is the user's and stays where it is.
 //! 2. The path's content is compared with the last row that claims it. A difference means the
 //!    crash came between a durable row and a durable change (or someone edited the tree while
 //!    no engine owned it); a `recover` row records what is really there, so `verify` agrees
@@ -66,7 +68,7 @@ impl Core {
         let dirs: BTreeSet<String> =
             claims.unsettled.iter().map(|p| p.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string())).collect();
         for dir in dirs {
-            self.keep_temps(&dir, &actor, &mut report)?;
+            self.keep_temps(&dir, &claims.ledger, &actor, &mut report)?;
         }
         for path in &claims.unsettled {
             let expected = claims.ledger.get(path).flatten();
@@ -95,8 +97,9 @@ impl Core {
         Ok(report)
     }
 
-    /// Move the bytes of every rwfs temp file in `dir` into `objects/`.
-    fn keep_temps(&self, dir_rel: &str, actor: &Actor, report: &mut Recovery) -> Result<()> {
+    /// Move the bytes of every rwfs temp file in `dir` into `objects/`: a file with a temp name
+    /// that the journal says holds a version is a user's file with that name, and stays.
+    fn keep_temps(&self, dir_rel: &str, ledger: &Ledger, actor: &Actor, report: &mut Recovery) -> Result<()> {
         let disk = &*self.ws.disk;
         let dir = match disk.open_dir(&self.ws.root, dir_rel) {
             Ok(dir) => dir,
@@ -105,7 +108,7 @@ impl Core {
         };
         for (name, kind) in disk.list(&dir).step("list directory for recovery")? {
             let Some(name) = name.to_str() else { continue };
-            if kind != FileKind::File || !is_temp_name(name) {
+            if kind != FileKind::File || !is_temp_name(name) || ledger.get(&dir.join(name)).flatten().is_some() {
                 continue;
             }
             let file = disk.open_read(&dir, name).step("open temp file")?;

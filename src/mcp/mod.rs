@@ -11,7 +11,9 @@
 
 mod checkpoint;
 mod chunks;
+mod gate;
 mod handoff;
+mod http;
 mod journal;
 mod read;
 mod scratch;

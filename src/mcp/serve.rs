@@ -9,6 +9,7 @@
 //!   carry `Authorization: Bearer <token>`; the token is generated once, kept 0600 in the state
 //!   directory (written through the engine, hidden from the mount) and printed when created.
 //!   `Host` must be a loopback name and a browser `Origin` a loopback origin (DNS rebinding).
+//!   Connections, read times, bodies and sessions are bounded (`http.rs`).
 //!
 //! stdout carries only the protocol: logs go to stderr.
 
@@ -26,6 +27,8 @@ use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::tools::{Settings, Tools};
 
+use super::gate::gate;
+use super::http::{Admitted, CappedSessions, Connections, Limits, MAX_BODY, hold_until_sent};
 use super::{Peer, Server};
 
 /// The tool settings from the environment (`RW_SCRATCH_DISABLE_GET`).
@@ -39,13 +42,11 @@ pub fn serve_stdio(tools: Arc<Tools>, peer: Peer) -> Result<()> {
     // Taken before stdin and stdout may be made non-blocking, given back when the session ends.
     let _flags = stdio::Flags::save();
     let served = runtime.block_on(async move {
-        let service = match stdio::pollable()? {
-            Some(pair) => Server::new(tools, peer).serve(pair).await,
-            None => Server::new(tools, peer).serve(rmcp::transport::stdio()).await,
-        }
-        .map_err(std::io::Error::other)?;
-        service.waiting().await.map_err(std::io::Error::other)?;
-        Ok::<(), std::io::Error>(())
+        let (pair, written) = match stdio::pollable()? {
+            Some((read, write)) => gate(read, write),
+            None => gate(tokio::io::stdin(), tokio::io::stdout()),
+        };
+        serve_gated(Server::new(tools, peer), pair, written).await
     });
     runtime.shutdown_background();
     served.step("serve MCP on stdio")
@@ -133,6 +134,19 @@ mod stdio {
     }
 }
 
+/// Serve one session on the rmcp side of a [`gate`], then wait (briefly) for its last replies
+/// to reach the client.
+async fn serve_gated(
+    server: Server,
+    pair: (tokio::io::DuplexStream, tokio::io::DuplexStream),
+    written: tokio::task::JoinHandle<()>,
+) -> std::io::Result<()> {
+    let service = server.serve(pair).await.map_err(std::io::Error::other)?;
+    service.waiting().await.map_err(std::io::Error::other)?;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), written).await;
+    Ok(())
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -183,9 +197,8 @@ pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, p
         let stream = tokio::net::UnixStream::from_std(stream)?;
         let (read, write) = stream.into_split();
         let read = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(first), read);
-        let service = Server::new(tools, peer).serve((read, write)).await.map_err(std::io::Error::other)?;
-        service.waiting().await.map_err(std::io::Error::other)?;
-        Ok::<(), std::io::Error>(())
+        let (pair, written) = gate(read, write);
+        serve_gated(Server::new(tools, peer), pair, written).await
     });
     runtime.shutdown_background();
     served.step("serve MCP on the socket")
@@ -220,16 +233,16 @@ pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
 pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
-/// it returns) until `stop` is cancelled.
+/// it returns) until `stop` is cancelled, within the [`Limits`] of the environment.
 pub fn serve_http(
     tools: Arc<Tools>,
     listener: std::net::TcpListener,
     token: String,
     stop: CancellationToken,
 ) -> Result<()> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+    let limits = Limits::from_env();
     let runtime = runtime()?;
     let served = runtime.block_on(async move {
         let config = StreamableHttpServerConfig::default()
@@ -240,7 +253,7 @@ pub fn serve_http(
         let peer = Peer { pid: None, uid: None };
         let service = StreamableHttpService::new(
             move || Ok(Server::new(tools.clone(), peer)),
-            LocalSessionManager::default().into(),
+            CappedSessions::new(limits).into(),
             config,
         );
         let expected = Arc::new(format!("Bearer {token}"));
@@ -249,24 +262,85 @@ pub fn serve_http(
                 let expected = expected.clone();
                 async move {
                     let given = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-                    if given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
-                        next.run(request).await
-                    } else {
-                        axum::response::IntoResponse::into_response((
-                            axum::http::StatusCode::UNAUTHORIZED,
-                            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-                            "missing or wrong bearer token\n",
-                        ))
+                    if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+                        return refuse(axum::http::StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n");
+                    }
+                    // The whole body within the read timeout, before any work.
+                    let (parts, body) = request.into_parts();
+                    match tokio::time::timeout(limits.read_timeout, axum::body::to_bytes(body, MAX_BODY)).await {
+                        Ok(Ok(bytes)) => next.run(axum::extract::Request::from_parts(parts, bytes.into())).await,
+                        Ok(Err(_)) => refuse(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "body too large or broken\n"),
+                        Err(_) => refuse(axum::http::StatusCode::REQUEST_TIMEOUT, "body not sent in time\n"),
                     }
                 }
             },
         ));
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await
+        let connections = Arc::new(Connections::default());
+        loop {
+            let stream = tokio::select! {
+                _ = stop.cancelled() => return Ok(()),
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of descriptors or memory: back off rather than spin.
+                        tracing::warn!("HTTP accept: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let Some(admitted) = connections.admit(limits.connection_cap()) else {
+                tracing::debug!("HTTP: every connection busy, one refused");
+                continue;
+            };
+            tokio::spawn(serve_http_connection(stream, admitted, app.clone(), limits, stop.clone()));
+        }
     });
     runtime.shutdown_background();
     served.step("serve MCP over HTTP")
+}
+
+/// One HTTP/1.1 connection, until it ends, is evicted, times out reading, or `stop`.
+async fn serve_http_connection(
+    stream: tokio::net::TcpStream,
+    admitted: Admitted,
+    app: axum::Router,
+    limits: Limits,
+    stop: CancellationToken,
+) {
+    let admitted = Arc::new(admitted);
+    let evicted = admitted.evicted.clone();
+    let service = hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
+        let in_flight = admitted.request();
+        let mut app = app.clone();
+        async move {
+            let response = tower_service::Service::call(&mut app, request.map(axum::body::Body::new)).await?;
+            Ok::<_, std::convert::Infallible>(response.map(|body| hold_until_sent(body, in_flight)))
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.read_timeout)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::select! {
+        _ = connection => {}
+        _ = evicted.cancelled() => {}
+        _ = stop.cancelled() => {}
+    }
+}
+
+fn refuse(status: axum::http::StatusCode, why: &'static str) -> axum::response::Response {
+    let mut response = axum::response::IntoResponse::into_response((status, why));
+    if status == axum::http::StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+    } else {
+        response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -18,6 +18,8 @@ pub struct Mounted {
     log: PathBuf,
     /// Extra `rwfs mount` arguments.
     args: Vec<String>,
+    /// Extra environment of the daemon.
+    env: Vec<(String, String)>,
     mounted: bool,
 }
 
@@ -39,6 +41,11 @@ impl Mounted {
 
     /// `ws` (already prepared) mounted with extra `rwfs mount` arguments.
     pub fn with(ws: Ws, over_itself: bool, args: &[&str]) -> Mounted {
+        Mounted::with_env(ws, over_itself, args, &[])
+    }
+
+    /// `ws` mounted with extra `rwfs mount` arguments and daemon environment.
+    pub fn with_env(ws: Ws, over_itself: bool, args: &[&str], env: &[(&str, &str)]) -> Mounted {
         let log = ws.path().with_extension("log");
         let (mountpoint, mnt) = if over_itself {
             (ws.path().to_path_buf(), None)
@@ -52,6 +59,7 @@ impl Mounted {
             _mnt: mnt,
             log,
             args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             mounted: false,
         };
         m.start();
@@ -66,6 +74,7 @@ impl Mounted {
             cmd.arg(&self.mountpoint);
         }
         cmd.arg("--daemon").args(&self.args).env("RWFS_LOG_FILE", &self.log).env("RWFS_LOG", "info");
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         let out = cmd.output().expect("run rwfs mount");
         assert!(
             out.status.success(),
