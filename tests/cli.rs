@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{Ws, sha};
+use crate::support::{Ws, run_ok, sha};
 
 fn rwfs(ws: &Ws, args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rwfs"));
@@ -207,4 +207,24 @@ fn scan_is_a_pre_commit_hook() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("bad_policy") && stderr.contains("line 2") && stderr.contains("pathz"), "{stderr}");
+}
+
+#[test]
+fn the_state_directory_ignores_itself_for_git_and_older_workspaces_get_that_at_open() {
+    let ws = Ws::new();
+    ok(&rwfs(&ws, &["write", "a.txt"], b"one"));
+    let ignore = ".resilient_write/.gitignore";
+    assert_eq!(ws.read(ignore).unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
+    // A workspace made before the file existed gets it at the next open.
+    std::fs::remove_file(ws.abs(ignore)).unwrap();
+    ok(&rwfs(&ws, &["write", "a.txt"], b"two"));
+    assert_eq!(ws.read(ignore).unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
+    run_ok(Command::new("git").args(["init", "-q"]).current_dir(ws.path()));
+    let checked = Command::new("git")
+        .args(["check-ignore", "-q"])
+        .arg(ws.abs(".resilient_write/journal.jsonl"))
+        .current_dir(ws.path())
+        .status()
+        .unwrap();
+    assert!(checked.success(), "git ignores the journal");
 }

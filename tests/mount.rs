@@ -786,3 +786,15 @@ fn fresh_ctime(path: &std::path::Path) -> (i64, u32) {
     let stx = unsafe { stx.assume_init() };
     (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec)
 }
+
+#[test]
+fn git_add_all_in_a_mounted_repository_leaves_the_state_directory_alone() {
+    let m = Mounted::over_itself();
+    let git = |args: &[&str]| m.run("git", &[&["-c", "user.email=t@t", "-c", "user.name=t"], args].concat());
+    git(&["init", "-q"]);
+    m.write("app.py", b"print('hi')\n").unwrap();
+    git(&["add", "-A"]);
+    let staged = String::from_utf8(git(&["status", "--porcelain"]).stdout).unwrap();
+    assert_eq!(staged.trim(), "A  app.py", "only the project's files are staged");
+    assert_eq!(m.read(".resilient_write/.gitignore").unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
+}
