@@ -50,7 +50,9 @@ pub enum Request {
     Restore {
         path: String,
         sha: Option<String>,
-        at_unix_ns: Option<i128>,
+        /// Nanoseconds since the epoch (negative: before it). An `i64`, not an `i128`: serde
+        /// cannot buffer an `i128` for the tag of an internally tagged enum.
+        at_unix_ns: Option<i64>,
     },
     Gc {
         keep_seconds: u64,
@@ -263,10 +265,19 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
     }
 }
 
-fn time_of(ns: i128) -> std::time::SystemTime {
+/// The time `ns` nanoseconds after the epoch (before it when negative).
+fn time_of(ns: i64) -> std::time::SystemTime {
     let epoch = std::time::SystemTime::UNIX_EPOCH;
-    let d = Duration::from_nanos(ns.unsigned_abs() as u64);
+    let d = Duration::from_nanos(ns.unsigned_abs());
     if ns >= 0 { epoch + d } else { epoch - d }
+}
+
+/// `t` as nanoseconds since the epoch, saturating at ±292 years around 1970.
+pub fn unix_ns(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
 }
 
 /// The JSON of a committed change (what `rwfs write --json` prints).

@@ -125,10 +125,7 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
     };
     let actor = actor();
     let at_unix_ns = match &to {
-        RestoreTo::At(t) => Some(match t.duration_since(SystemTime::UNIX_EPOCH) {
-            Ok(d) => d.as_nanos() as i128,
-            Err(e) => -(e.duration().as_nanos() as i128),
-        }),
+        RestoreTo::At(t) => Some(control::unix_ns(*t)),
         RestoreTo::Sha(_) => None,
     };
     let restored = with_engine(
