@@ -798,3 +798,20 @@ fn git_add_all_in_a_mounted_repository_leaves_the_state_directory_alone() {
     assert_eq!(staged.trim(), "A  app.py", "only the project's files are staged");
     assert_eq!(m.read(".resilient_write/.gitignore").unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
 }
+
+#[test]
+fn status_names_the_daemon_as_owner_and_lists_only_this_workspaces_mount() {
+    let m = Mounted::over_itself();
+    let _other = Mounted::new();
+    let out = run_ok(rwfs().args(["status", "--json"]).current_dir(m.mountpoint()).env_remove("RW_WORKSPACE"));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pid = status["owner"]["pid"].as_u64().unwrap_or_else(|| panic!("no owner while mounted: {status}"));
+    assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim(), "rwfs");
+    let mounts = status["mounts"].as_array().unwrap();
+    assert_eq!(mounts.len(), 1, "only this workspace's mount: {status}");
+    assert_eq!(mounts[0]["mountpoint"], m.mountpoint().to_str().unwrap());
+    assert_eq!(mounts[0]["pid"], pid);
+    let text = run_ok(rwfs().arg("status").current_dir(m.mountpoint()).env_remove("RW_WORKSPACE")).stdout;
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains(&format!("owner      rwfs pid {pid}")), "{text}");
+}

@@ -81,10 +81,12 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The daemon's status for each mount (what `rwfs status` lists).
-pub fn mount_statuses() -> Vec<(Mounted, Option<Value>)> {
+/// The mounts of the workspace at `root` (its canonical path: over itself, or elsewhere with it
+/// as the source), each with its daemon's status (what `rwfs status` lists).
+pub fn mount_statuses(root: &Path) -> Vec<(Mounted, Option<Value>)> {
     mounts()
         .into_iter()
+        .filter(|m| m.workspace == root || m.mountpoint == root)
         .map(|m| {
             let status = daemon::running(&m.workspace);
             (m, status)

@@ -287,7 +287,7 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
 fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     let status = ws.status()?;
     let last = status.last_row.as_ref();
-    let mounts: Vec<serde_json::Value> = mount_statuses()
+    let mounts: Vec<serde_json::Value> = mount_statuses(&status.root)
         .into_iter()
         .map(|(m, daemon)| {
             let daemon = daemon.unwrap_or_else(|| json!({}));
@@ -297,12 +297,21 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             })
         })
         .collect();
+    // The lock probe cannot see the owner through a mount over the workspace (the kernel keeps
+    // that mount's flocks to itself): a daemon that answers for this workspace owns it.
+    let owner = status.owner.map(|o| (o.pid, Some(o.settled_seq))).or_else(|| {
+        let pid = mounts
+            .iter()
+            .find_map(|m| m["pid"].as_u64())
+            .or_else(|| crate::app::daemon::running(&status.root).and_then(|d| d["pid"].as_u64()))?;
+        Some((u32::try_from(pid).ok()?, None))
+    });
     if as_json {
         println!(
             "{}",
             json!({
                 "workspace": status.root, "initialized": status.initialized,
-                "owner": status.owner.map(|o| json!({"pid": o.pid, "settled_seq": o.settled_seq})),
+                "owner": owner.map(|(pid, settled_seq)| json!({"pid": pid, "settled_seq": settled_seq})),
                 "rows": status.rows, "journal_problems": status.journal_problems,
                 "last": last.map(|r| json!({"seq": r.seq, "ts": r.ts, "op": r.op().as_str(), "path": r.path})),
                 "objects": status.objects, "object_bytes": status.object_bytes,
@@ -312,11 +321,9 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     println!("workspace  {}", status.root.display());
-    match status.owner {
-        Some(owner) if owner.pid == 0 => {
-            println!("owner      an rwfs process (its lock record is unreadable)")
-        }
-        Some(owner) => println!("owner      rwfs pid {}", owner.pid),
+    match owner {
+        Some((0, _)) => println!("owner      an rwfs process (its lock record is unreadable)"),
+        Some((pid, _)) => println!("owner      rwfs pid {pid}"),
         None => println!("owner      none (no rwfs process holds the workspace)"),
     }
     match last {
@@ -332,7 +339,7 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     }
     println!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
     if mounts.is_empty() {
-        println!("mounts     none");
+        println!("mounts     none (this workspace is not mounted)");
     }
     for m in &mounts {
         let pid = m["pid"].as_u64().map_or_else(|| "no daemon answers".to_string(), |p| format!("pid {p}"));
