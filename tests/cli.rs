@@ -266,13 +266,28 @@ fn every_command() -> Vec<(Vec<String>, Vec<u8>, i32)> {
         case(&["gc", "--keep-days", "1"], b"", 0),
         case(&["status", "--json"], b"", 0),
         case(&["scan", "-"], b"mail jane.doe@acme-corp.io\n", 0),
+        // A refusal: the typed envelope on stdout with --json, the reason on stderr.
+        case(&["write", "--json", "config.py"], crate::support::aws_secret_line(5).as_bytes(), 2),
+        case(&["write", "config.py"], crate::support::aws_secret_line(5).as_bytes(), 2),
     ]
 }
 
 /// `out` with what differs between two runs of the same commands (times, ids, pids, the
 /// chain over them, who owns the workspace) replaced by `*`.
 fn comparable(out: &[u8]) -> String {
-    const VOLATILE: &[&str] = &["ts", "wrote_at", "journal_id", "pid", "chain", "workspace", "owner", "mounts", "uid"];
+    const VOLATILE: &[&str] = &[
+        "ts",
+        "wrote_at",
+        "journal_id",
+        "pid",
+        "chain",
+        "workspace",
+        "owner",
+        "mounts",
+        "uid",
+        "rejection_id",
+        "hash",
+    ];
     fn scrub(v: &mut serde_json::Value) {
         match v {
             serde_json::Value::Object(map) => {
@@ -314,11 +329,39 @@ fn every_command_answers_the_same_unmounted_and_through_the_daemon() {
             let out = rwfs(ws, &args, &stdin);
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             assert_eq!(out.status.code(), Some(code), "{through:?} rwfs {args:?}: {stderr}");
+            if args.contains(&"--json") {
+                assert!(!out.stdout.is_empty(), "{through:?} rwfs {args:?} printed nothing on stdout");
+            }
+            let stderr = stderr.split("rj_").next().unwrap_or_default();
             transcript.push(format!("$ rwfs {}\n{}\n{}", args.join(" "), comparable(&out.stdout), stderr.trim_end()));
         }
         transcripts.push(transcript);
     }
     for (own, daemon) in transcripts[0].iter().zip(&transcripts[1]) {
         assert_eq!(own, daemon, "unmounted (left) and through the daemon (right) differ");
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_output_not_the_process() {
+    let ws = Ws::new();
+    for i in 0..2000 {
+        ws.put(&format!("docs/{i:04}.md"), b"mail jane.doe@acme-corp.io\n");
+    }
+    for args in [&["scan"][..], &["scan", "--json"], &["agent-rules"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rwfs"))
+            .args(args)
+            .current_dir(ws.path())
+            .env_remove("RW_WORKSPACE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `| head -0`: the reader goes away before the first line.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "rwfs {args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }

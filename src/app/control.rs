@@ -290,7 +290,10 @@ pub fn committed_json(c: &crate::engine::Committed) -> Value {
 }
 
 fn error_json(e: &Error) -> Value {
-    json!({"ok": false, "error": e.kind().as_str(), "reason": e.reason().code(), "message": e.reason().to_string(), "path": e.path()})
+    json!({
+        "ok": false, "error": e.kind().as_str(), "reason": e.code(), "message": e.reason().to_string(),
+        "path": e.path(), "envelope": crate::envelope::Envelope::json_of(e),
+    })
 }
 
 /// The agent host behind `pid`: its parent when `pid` is an `rwfs` relay or this process (the
@@ -340,6 +343,7 @@ fn remote_error(value: &Value) -> Error {
         kind: value["error"].as_str().and_then(crate::error::ErrorKind::parse).unwrap_or(crate::error::ErrorKind::Io),
         code: value["reason"].as_str().unwrap_or("io_error").to_string(),
         message,
+        envelope: value.get("envelope").filter(|e| e.is_object()).map(Value::to_string),
     });
     match path {
         Some(path) => error.at(path),
