@@ -86,6 +86,18 @@ impl Envelope {
         envelope
     }
 
+    /// The envelope a front end shows for `error`: a refusal's own (the one written to
+    /// `rejections/`), the daemon's for an error it reported, else [`Envelope::of_error`].
+    pub fn json_of(error: &Error) -> Value {
+        let kept = match error.reason() {
+            Reason::Blocked(rejection) => Some(rejection.envelope.as_str()),
+            Reason::Remote { envelope: Some(envelope), .. } => Some(envelope.as_str()),
+            _ => None,
+        };
+        kept.and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_else(|| serde_json::to_value(Envelope::of_error(error, 0)).expect("envelope serializes"))
+    }
+
     pub fn to_json(&self) -> String {
         // Plain data: serialisation cannot fail.
         serde_json::to_string_pretty(self).expect("envelope serializes")

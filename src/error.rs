@@ -168,6 +168,8 @@ pub enum Reason {
         kind: ErrorKind,
         code: String,
         message: String,
+        /// The daemon's typed envelope of the error (JSON), when it sent one.
+        envelope: Option<String>,
     },
 }
 

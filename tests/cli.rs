@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{Ws, sha};
+use crate::support::{Ws, run_ok, sha};
 
 fn rwfs(ws: &Ws, args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rwfs"));
@@ -236,4 +236,161 @@ fn control_characters_in_names_are_escaped_in_every_text_output() {
     let row: serde_json::Value =
         serde_json::from_str(String::from_utf8(rows.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(row["path"], name);
+}
+
+#[test]
+fn the_state_directory_ignores_itself_for_git_and_older_workspaces_get_that_at_open() {
+    let ws = Ws::new();
+    ok(&rwfs(&ws, &["write", "a.txt"], b"one"));
+    let ignore = ".resilient_write/.gitignore";
+    assert_eq!(ws.read(ignore).unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
+    // A workspace made before the file existed gets it at the next open.
+    std::fs::remove_file(ws.abs(ignore)).unwrap();
+    ok(&rwfs(&ws, &["write", "a.txt"], b"two"));
+    assert_eq!(ws.read(ignore).unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
+    run_ok(Command::new("git").args(["init", "-q"]).current_dir(ws.path()));
+    let checked = Command::new("git")
+        .args(["check-ignore", "-q"])
+        .arg(ws.abs(".resilient_write/journal.jsonl"))
+        .current_dir(ws.path())
+        .status()
+        .unwrap();
+    assert!(checked.success(), "git ignores the journal");
+}
+
+/// Where a command runs: on an engine the command opens itself, or through the control socket
+/// of the daemon that mounts the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Through {
+    OwnEngine,
+    Daemon,
+}
+
+/// Each command, its stdin and its exit code; run in order on one fresh workspace.
+fn every_command() -> Vec<(Vec<String>, Vec<u8>, i32)> {
+    let v1 = sha(b"v1\n").short(8);
+    let case =
+        |args: &[&str], stdin: &[u8], code: i32| (args.iter().map(|a| a.to_string()).collect(), stdin.to_vec(), code);
+    vec![
+        case(&["write", "--json", "--mode", "create", "f.txt"], b"v1\n", 0),
+        case(&["write", "f.txt"], b"v2\n", 0),
+        case(&["write", "--json", "--mode", "append", "f.txt"], b"more\n", 0),
+        case(&["write", "--mode", "create", "f.txt"], b"x", 2),
+        case(&["write", "--expect", "", "f.txt"], b"x", 2),
+        case(&["write", "--json", "../out"], b"x", 2),
+        case(&["restore", "--json", "f.txt", "--sha", &v1], b"", 0),
+        case(&["restore", "f.txt", "--sha", &v1], b"", 0),
+        case(&["restore", "--json", "f.txt", "--at", "0s"], b"", 0),
+        case(&["restore", "f.txt", "--at", "2020-01-01T00:00:00Z"], b"", 2),
+        case(&["restore", "f.txt", "--sha", "0000"], b"", 2),
+        case(&["rm", "--json", "f.txt"], b"", 0),
+        case(&["rm", "f.txt"], b"", 2),
+        case(&["restore", "f.txt", "--sha", &v1], b"", 0),
+        case(&["log", "--json", "-n", "0"], b"", 0),
+        case(&["log", "--json", "--path", "f.txt", "-n", "2"], b"", 0),
+        case(&["history", "--json", "f.txt"], b"", 0),
+        case(&["verify", "--json"], b"", 0),
+        case(&["verify"], b"", 0),
+        case(&["gc", "--json", "--keep-days", "1"], b"", 0),
+        case(&["gc", "--keep-days", "1"], b"", 0),
+        case(&["status", "--json"], b"", 0),
+        case(&["scan", "-"], b"mail jane.doe@acme-corp.io\n", 0),
+        // A refusal: the typed envelope on stdout with --json, the reason on stderr.
+        case(&["write", "--json", "config.py"], crate::support::aws_secret_line(5).as_bytes(), 2),
+        case(&["write", "config.py"], crate::support::aws_secret_line(5).as_bytes(), 2),
+    ]
+}
+
+/// `out` with what differs between two runs of the same commands (times, ids, pids, the
+/// chain over them, who owns the workspace) replaced by `*`.
+fn comparable(out: &[u8]) -> String {
+    const VOLATILE: &[&str] = &[
+        "ts",
+        "wrote_at",
+        "journal_id",
+        "pid",
+        "chain",
+        "workspace",
+        "owner",
+        "mounts",
+        "uid",
+        "rejection_id",
+        "hash",
+    ];
+    fn scrub(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map.iter_mut() {
+                    if VOLATILE.contains(&key.as_str()) {
+                        *value = serde_json::Value::from("*");
+                    } else {
+                        scrub(value);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(scrub),
+            _ => {}
+        }
+    }
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|line| match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(mut v) => {
+                scrub(&mut v);
+                v.to_string()
+            }
+            Err(_) => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_command_answers_the_same_unmounted_and_through_the_daemon() {
+    let mut transcripts = Vec::new();
+    for through in [Through::OwnEngine, Through::Daemon] {
+        let mounted = (through == Through::Daemon).then(crate::support::mount::Mounted::new);
+        let own = (through == Through::OwnEngine).then(Ws::new);
+        let ws = mounted.as_ref().map_or_else(|| own.as_ref().unwrap(), |m| &m.ws);
+        let mut transcript = Vec::new();
+        for (args, stdin, code) in every_command() {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = rwfs(ws, &args, &stdin);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(code), "{through:?} rwfs {args:?}: {stderr}");
+            if args.contains(&"--json") {
+                assert!(!out.stdout.is_empty(), "{through:?} rwfs {args:?} printed nothing on stdout");
+            }
+            let stderr = stderr.split("rj_").next().unwrap_or_default();
+            transcript.push(format!("$ rwfs {}\n{}\n{}", args.join(" "), comparable(&out.stdout), stderr.trim_end()));
+        }
+        transcripts.push(transcript);
+    }
+    for (own, daemon) in transcripts[0].iter().zip(&transcripts[1]) {
+        assert_eq!(own, daemon, "unmounted (left) and through the daemon (right) differ");
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_output_not_the_process() {
+    let ws = Ws::new();
+    for i in 0..2000 {
+        ws.put(&format!("docs/{i:04}.md"), b"mail jane.doe@acme-corp.io\n");
+    }
+    for args in [&["scan"][..], &["scan", "--json"], &["agent-rules"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rwfs"))
+            .args(args)
+            .current_dir(ws.path())
+            .env_remove("RW_WORKSPACE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `| head -0`: the reader goes away before the first line.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "rwfs {args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 }

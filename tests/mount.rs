@@ -911,3 +911,88 @@ fn listings_carry_each_entrys_attributes() {
     }
     drop(held);
 }
+
+#[test]
+fn git_add_all_in_a_mounted_repository_leaves_the_state_directory_alone() {
+    let m = Mounted::over_itself();
+    let git = |args: &[&str]| m.run("git", &[&["-c", "user.email=t@t", "-c", "user.name=t"], args].concat());
+    git(&["init", "-q"]);
+    m.write("app.py", b"print('hi')\n").unwrap();
+    git(&["add", "-A"]);
+    let staged = String::from_utf8(git(&["status", "--porcelain"]).stdout).unwrap();
+    assert_eq!(staged.trim(), "A  app.py", "only the project's files are staged");
+    assert_eq!(m.read(".resilient_write/.gitignore").unwrap(), rwfs::durable::layout::GITIGNORE_CONTENT);
+}
+
+#[test]
+fn status_names_the_daemon_as_owner_and_lists_only_this_workspaces_mount() {
+    let m = Mounted::over_itself();
+    let _other = Mounted::new();
+    let out = run_ok(rwfs().args(["status", "--json"]).current_dir(m.mountpoint()).env_remove("RW_WORKSPACE"));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pid = status["owner"]["pid"].as_u64().unwrap_or_else(|| panic!("no owner while mounted: {status}"));
+    assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim(), "rwfs");
+    let mounts = status["mounts"].as_array().unwrap();
+    assert_eq!(mounts.len(), 1, "only this workspace's mount: {status}");
+    assert_eq!(mounts[0]["mountpoint"], m.mountpoint().to_str().unwrap());
+    assert_eq!(mounts[0]["pid"], pid);
+    let text = run_ok(rwfs().arg("status").current_dir(m.mountpoint()).env_remove("RW_WORKSPACE")).stdout;
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains(&format!("owner      rwfs pid {pid}")), "{text}");
+}
+
+#[test]
+fn mount_and_unmount_say_what_happened_and_logs_to_files_are_plain_text() {
+    let ws = Ws::new();
+    let mnt = tempfile::tempdir().unwrap();
+    let log = ws.path().with_extension("log");
+    let out = run_ok(
+        rwfs()
+            .arg("mount")
+            .arg(ws.path())
+            .arg(mnt.path())
+            .arg("--daemon")
+            .env("RWFS_LOG", "info")
+            .env("RWFS_LOG_FILE", &log),
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("rwfs: mounted") && said.contains("rwfs unmount"), "{said}");
+    std::fs::write(mnt.path().join("a.txt"), b"x").unwrap();
+    let out = run_ok(rwfs().arg("unmount").arg(mnt.path()));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("rwfs: unmounted"), "{said}");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("mounted") && !log.contains('\x1b'), "plain text: {log:?}");
+}
+
+#[test]
+fn a_clean_foreground_stop_says_so_without_warnings() {
+    let ws = Ws::new();
+    let mnt = tempfile::tempdir().unwrap();
+    let child = rwfs()
+        .arg("mount")
+        .arg(ws.path())
+        .arg(mnt.path())
+        .env_remove("RWFS_LOG")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let point = mnt.path().to_string_lossy().to_string();
+    let mounted = || {
+        std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().any(|l| l.split(' ').nth(4) == Some(&point))
+    };
+    while !mounted() {
+        assert!(std::time::Instant::now() < deadline, "not mounted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::write(mnt.path().join("a.txt"), b"x").unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("rwfs: mounted") && said.contains("rwfs: unmounted"), "{said}");
+    assert!(!said.contains("WARN") && !said.contains("failed"), "{said}");
+    assert!(!mounted());
+}

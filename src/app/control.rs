@@ -50,7 +50,9 @@ pub enum Request {
     Restore {
         path: String,
         sha: Option<String>,
-        at_unix_ns: Option<i128>,
+        /// Nanoseconds since the epoch (negative: before it). An `i64`, not an `i128`: serde
+        /// cannot buffer an `i128` for the tag of an internally tagged enum.
+        at_unix_ns: Option<i64>,
     },
     Gc {
         keep_seconds: u64,
@@ -263,10 +265,19 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
     }
 }
 
-fn time_of(ns: i128) -> std::time::SystemTime {
+/// The time `ns` nanoseconds after the epoch (before it when negative).
+fn time_of(ns: i64) -> std::time::SystemTime {
     let epoch = std::time::SystemTime::UNIX_EPOCH;
-    let d = Duration::from_nanos(ns.unsigned_abs() as u64);
+    let d = Duration::from_nanos(ns.unsigned_abs());
     if ns >= 0 { epoch + d } else { epoch - d }
+}
+
+/// `t` as nanoseconds since the epoch, saturating at ±292 years around 1970.
+pub fn unix_ns(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
 }
 
 /// The JSON of a committed change (what `rwfs write --json` prints).
@@ -279,7 +290,10 @@ pub fn committed_json(c: &crate::engine::Committed) -> Value {
 }
 
 fn error_json(e: &Error) -> Value {
-    json!({"ok": false, "error": e.kind().as_str(), "reason": e.reason().code(), "message": e.reason().to_string(), "path": e.path()})
+    json!({
+        "ok": false, "error": e.kind().as_str(), "reason": e.code(), "message": e.reason().to_string(),
+        "path": e.path(), "envelope": crate::envelope::Envelope::json_of(e),
+    })
 }
 
 /// The agent host behind `pid`: its parent when `pid` is an `rwfs` relay or this process (the
@@ -329,6 +343,7 @@ fn remote_error(value: &Value) -> Error {
         kind: value["error"].as_str().and_then(crate::error::ErrorKind::parse).unwrap_or(crate::error::ErrorKind::Io),
         code: value["reason"].as_str().unwrap_or("io_error").to_string(),
         message,
+        envelope: value.get("envelope").filter(|e| e.is_object()).map(Value::to_string),
     });
     match path {
         Some(path) => error.at(path),

@@ -91,17 +91,17 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env())),
         mount: Mutex::new(Some(mount)),
         workspace: workspace.clone(),
-        mountpoint,
+        mountpoint: mountpoint.clone(),
         stop: stop_tx.clone(),
     });
     let http_stop = CancellationToken::new();
-    let mut note = None;
+    let mut notes = Vec::new();
     if let Some(addr) = request.mcp_http {
         let (token, new) = mcp::http_token(&engine)?;
         let listener = std::net::TcpListener::bind(addr)
             .map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
         if new {
-            note = Some(format!(
+            notes.push(format!(
                 "rwfs: MCP over HTTP at http://{addr}/mcp; bearer token (shown once, kept 0600 in {}/{}): {token}",
                 crate::durable::STATE_DIR,
                 mcp::TOKEN_FILE
@@ -127,16 +127,15 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         })
         .step("start signal thread")?;
     tracing::info!(workspace = %workspace.display(), mountpoint = %shared.mountpoint.display(), "mounted");
+    notes.insert(0, mounted_note(&workspace, &shared.mountpoint, ready.is_none()));
+    let note = notes.join("\n");
     match ready {
-        Some(ready) => ready.ok(note.as_deref()),
-        None => {
-            if let Some(note) = &note {
-                eprintln!("{note}");
-            }
-        }
+        Some(ready) => ready.ok(&note),
+        None => say(&note),
     }
     let why = wait_for_stop(&shared, &stop_rx);
     tracing::info!(why, "stopping");
+    let foreground = ready.is_none();
     http_stop.cancel();
     let mount = shared.mount.lock().unwrap_or_else(PoisonError::into_inner).take();
     let unmounted = mount.map_or(Ok(()), |m| m.unmount(UNMOUNT_WAIT));
@@ -144,7 +143,37 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     drop(shared);
     let engine = Arc::try_unwrap(engine).ok();
     let closed = engine.map_or(Ok(()), Engine::close);
+    if foreground && unmounted.is_ok() {
+        say(&format!("rwfs: unmounted {} ({why}); every draft committed or quarantined", mountpoint.display()));
+    }
     unmounted.and(closed)
+}
+
+/// What `rwfs mount` tells the user once the mount is ready (on stderr).
+fn mounted_note(workspace: &Path, mountpoint: &Path, foreground: bool) -> String {
+    let stop = if foreground { "Ctrl-C or `rwfs unmount" } else { "stop it with `rwfs unmount" };
+    let mut note = format!(
+        "rwfs: mounted {} on {} (pid {}); {stop} {}`",
+        workspace.display(),
+        mountpoint.display(),
+        std::process::id(),
+        mountpoint.display()
+    );
+    if workspace == mountpoint {
+        note.push_str(&format!(
+            "\nrwfs: a shell already in {} still sees the directory under the mount, where writes \
+             are not gated: run `cd {}` to go through the mount",
+            workspace.display(),
+            workspace.display()
+        ));
+    }
+    note
+}
+
+/// A line for the user on stderr (lost, not fatal, when stderr is closed).
+fn say(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 /// Raise the soft limit on open descriptors to the hard one: the daemon holds one per open
@@ -229,12 +258,9 @@ fn block_signals() -> Result<SigSet> {
 struct Ready(OwnedFd);
 
 impl Ready {
-    /// Ready; `note` is printed by the parent (one line).
-    fn ok(&self, note: Option<&str>) {
-        let line = match note {
-            Some(note) => format!("ok\t{}\n", note.replace('\n', " ")),
-            None => "ok\n".to_string(),
-        };
+    /// Ready; `note` is printed by the parent (its lines travel as one, joined by US).
+    fn ok(&self, note: &str) {
+        let line = format!("ok\t{}\n", note.replace('\n', "\x1f"));
         let _ = nix::unistd::write(&self.0, line.as_bytes());
     }
 
@@ -264,13 +290,13 @@ fn daemonize() -> Result<Ready> {
             let word = String::from_utf8_lossy(&word);
             if let Some(rest) = word.strip_prefix("ok") {
                 if let Some(note) = rest.strip_prefix('\t') {
-                    eprint!("{note}");
+                    say(note.trim_end().replace('\x1f', "\n").as_str());
                 }
                 std::process::exit(0);
             }
             let message =
                 if word.is_empty() { "rwfs: the daemon exited before the mount was ready\n".into() } else { word };
-            eprint!("{message}");
+            say(message.trim_end());
             std::process::exit(2);
         }
         nix::unistd::ForkResult::Child => {

@@ -10,6 +10,45 @@ mod run;
 mod scan;
 mod session;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once stdout is closed (`rwfs scan | head`): later output is dropped, and the command
+/// still ends with its own exit code instead of a panic.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Print to stdout (what `print!` does) without panicking on a closed pipe.
+pub fn emit(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            tracing::warn!(error = %e, "cannot write to stdout");
+        }
+    }
+}
+
+/// Print to stderr (what `eprint!` does); a closed stderr loses the text, it does not panic.
+pub fn emit_err(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// `println!` that survives a closed stdout.
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::emit(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprintln!` that survives a closed stderr.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::cli::emit_err(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+pub(crate) use {errln, outln};
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -99,6 +138,29 @@ pub enum Command {
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
     Mcp,
+}
+
+impl Command {
+    /// Was `--json` given? Then a failure's typed envelope goes to stdout too.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Write(WriteArgs { json, .. })
+            | Command::Rm(RmArgs { json, .. })
+            | Command::History(HistoryArgs { json, .. })
+            | Command::Restore(RestoreArgs { json, .. })
+            | Command::Gc(GcArgs { json, .. })
+            | Command::Verify(json)
+            | Command::Status(json) => json.json,
+            Command::Log(args) => args.json,
+            Command::Scan(args) => args.json,
+            Command::Mount(_)
+            | Command::Unmount(_)
+            | Command::Run(_)
+            | Command::Shell(_)
+            | Command::AgentRules
+            | Command::Mcp => false,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::errln;
 use super::{Exit, MountArgs, UnmountArgs};
 use crate::app::control::{self, Request};
 use crate::app::daemon::{self, MountRequest};
@@ -81,10 +82,12 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The daemon's status for each mount (what `rwfs status` lists).
-pub fn mount_statuses() -> Vec<(Mounted, Option<Value>)> {
+/// The mounts of the workspace at `root` (its canonical path: over itself, or elsewhere with it
+/// as the source), each with its daemon's status (what `rwfs status` lists).
+pub fn mount_statuses(root: &Path) -> Vec<(Mounted, Option<Value>)> {
     mounts()
         .into_iter()
+        .filter(|m| m.workspace == root || m.mountpoint == root)
         .map(|m| {
             let status = daemon::running(&m.workspace);
             (m, status)
@@ -104,14 +107,22 @@ pub fn unmount(args: &UnmountArgs) -> Result<Exit> {
                 std::thread::sleep(Duration::from_millis(50));
             }
             if !mounted_at(&mounted.mountpoint) {
+                errln!(
+                    "rwfs: unmounted {} (its daemon committed or quarantined every draft and stopped)",
+                    mounted.mountpoint.display()
+                );
                 return Ok(Exit::Ok);
             }
-            eprintln!("rwfs: the daemon did not unmount in 30 s; unmounting lazily");
+            errln!("rwfs: the daemon did not unmount in 30 s; unmounting lazily");
         }
-        Err(e) => eprintln!("rwfs: no daemon answers ({e}); unmounting lazily"),
+        Err(e) => errln!("rwfs: no daemon answers ({e}); unmounting lazily"),
     }
     nix::mount::umount2(&mounted.mountpoint, nix::mount::MntFlags::MNT_DETACH)
         .map_err(|e| Error::io("unmount", e.into()).at(mounted.mountpoint.display().to_string()))?;
+    errln!(
+        "rwfs: unmounted {} (lazily: processes using it keep it until they close their files)",
+        mounted.mountpoint.display()
+    );
     Ok(Exit::Ok)
 }
 

@@ -1,7 +1,7 @@
 //! Running a parsed command: open the workspace, call the engine, print the answer.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write as _};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::mount::{mount, mount_statuses, unmount};
 use super::{Cli, Command, Escaped, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
+use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
 use crate::engine::{Engine, Expect, Found, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
 use crate::error::{IoContext, Reason, Result};
@@ -17,8 +18,18 @@ use crate::sha::Sha256;
 
 const CALLER: &str = "rwfs-cli";
 
-/// Run `cli`; errors are returned for `main` to print.
+/// Run `cli`; errors are returned for `main` to print (on stderr). With `--json` a failure's
+/// typed envelope is also printed on stdout, as one line: a script reads why from there.
 pub fn run(cli: Cli) -> Result<Exit> {
+    let json = cli.command.json();
+    let outcome = run_command(cli);
+    if let (Err(e), true) = (&outcome, json) {
+        outln!("{}", crate::envelope::Envelope::json_of(e));
+    }
+    outcome
+}
+
+fn run_command(cli: Cli) -> Result<Exit> {
     let root = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let options = Options {
         allow_unsafe_root: cli.allow_unsafe_root,
@@ -52,7 +63,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Command::AgentRules => {
-            print!("{}", AGENT_RULES);
+            super::emit(format_args!("{AGENT_RULES}"));
             Ok(Exit::Ok)
         }
     }
@@ -134,10 +145,7 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
     };
     let actor = actor();
     let at_unix_ns = match &to {
-        RestoreTo::At(t) => Some(match t.duration_since(SystemTime::UNIX_EPOCH) {
-            Ok(d) => d.as_nanos() as i128,
-            Err(e) => -(e.duration().as_nanos() as i128),
-        }),
+        RestoreTo::At(t) => Some(control::unix_ns(*t)),
         RestoreTo::Sha(_) => None,
     };
     let restored = with_engine(
@@ -153,9 +161,9 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
     )?;
     if restored["unchanged"] == json!(true) {
         if args.json.json {
-            println!("{restored}");
+            outln!("{restored}");
         } else {
-            eprintln!(
+            errln!(
                 "{} already holds {}; nothing to do",
                 Escaped(restored["path"].as_str().unwrap_or("")),
                 short_json(&restored["sha256"])
@@ -181,9 +189,9 @@ fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
         || (Request::Gc { keep_seconds: keep.as_secs() }, Vec::new()),
     )?;
     if args.json.json {
-        println!("{gc}");
+        outln!("{gc}");
     } else {
-        println!("removed {} versions ({} bytes) older than {} days", gc["removed"], gc["bytes"], args.keep_days);
+        outln!("removed {} versions ({} bytes) older than {} days", gc["removed"], gc["bytes"], args.keep_days);
     }
     Ok(Exit::Ok)
 }
@@ -200,20 +208,14 @@ fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
             rows.push_back(entry.row);
         }
     })?;
-    let mut out = std::io::stdout().lock();
     if args.json {
         for row in &rows {
-            let _ = writeln!(out, "{}", row.to_line());
+            outln!("{}", row.to_line());
         }
     } else {
-        let _ = writeln!(
-            out,
-            "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO",
-            "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH"
-        );
+        outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
         for row in &rows {
-            let _ = writeln!(
-                out,
+            outln!(
                 "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  {}",
                 row.seq.map_or("-".to_string(), |s| s.to_string()),
                 row.ts,
@@ -226,7 +228,7 @@ fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
         }
     }
     for problem in &scan.problems {
-        eprintln!("journal: {problem}");
+        errln!("journal: {problem}");
     }
     Ok(Exit::Ok)
 }
@@ -248,14 +250,14 @@ fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
                 })
             })
             .collect();
-        println!("{}", json!({"path": history.path.as_str(), "current": history.current, "versions": versions}));
+        outln!("{}", json!({"path": history.path.as_str(), "current": history.current, "versions": versions}));
         return Ok(Exit::Ok);
     }
-    println!("{} (current: {})", Escaped(history.path.as_str()), short(history.current));
-    println!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "WHERE");
+    outln!("{} (current: {})", Escaped(history.path.as_str()), short(history.current));
+    outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "WHERE");
     for version in &history.versions {
         let row = &version.entry.row;
-        println!(
+        outln!(
             "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  {}",
             row.seq.map_or("-".to_string(), |s| s.to_string()),
             row.ts,
@@ -279,19 +281,19 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
             .map(|d| json!({"path": d.path, "expected": d.expected, "found": found_str(&d.found)}))
             .collect();
         let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-        println!(
+        outln!(
             "{}",
             json!({"ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems, "drift": drift})
         );
         return Ok(exit);
     }
-    println!("journal: {} rows, {} problems", report.rows, report.problems.len());
+    outln!("journal: {} rows, {} problems", report.rows, report.problems.len());
     for problem in &report.problems {
-        println!("  {}", Escaped(&problem.to_string()));
+        outln!("  {}", Escaped(&problem.to_string()));
     }
-    println!("files: {} paths checked, {} differ from their last row", report.paths, report.drift.len());
+    outln!("files: {} paths checked, {} differ from their last row", report.paths, report.drift.len());
     for drift in &report.drift {
-        println!("  {}: journal {} , disk {}", Escaped(&drift.path), short(drift.expected), found_str(&drift.found));
+        outln!("  {}: journal {} , disk {}", Escaped(&drift.path), short(drift.expected), found_str(&drift.found));
     }
     Ok(exit)
 }
@@ -299,7 +301,7 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
 fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     let status = ws.status()?;
     let last = status.last_row.as_ref();
-    let mounts: Vec<serde_json::Value> = mount_statuses()
+    let mounts: Vec<serde_json::Value> = mount_statuses(&status.root)
         .into_iter()
         .map(|(m, daemon)| {
             let daemon = daemon.unwrap_or_else(|| json!({}));
@@ -309,12 +311,21 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             })
         })
         .collect();
+    // The lock probe cannot see the owner through a mount over the workspace (the kernel keeps
+    // that mount's flocks to itself): a daemon that answers for this workspace owns it.
+    let owner = status.owner.map(|o| (o.pid, Some(o.settled_seq))).or_else(|| {
+        let pid = mounts
+            .iter()
+            .find_map(|m| m["pid"].as_u64())
+            .or_else(|| crate::app::daemon::running(&status.root).and_then(|d| d["pid"].as_u64()))?;
+        Some((u32::try_from(pid).ok()?, None))
+    });
     if as_json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "workspace": status.root, "initialized": status.initialized,
-                "owner": status.owner.map(|o| json!({"pid": o.pid, "settled_seq": o.settled_seq})),
+                "owner": owner.map(|(pid, settled_seq)| json!({"pid": pid, "settled_seq": settled_seq})),
                 "rows": status.rows, "journal_problems": status.journal_problems,
                 "last": last.map(|r| json!({"seq": r.seq, "ts": r.ts, "op": r.op().as_str(), "path": r.path})),
                 "objects": status.objects, "object_bytes": status.object_bytes,
@@ -323,16 +334,14 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
         );
         return Ok(Exit::Ok);
     }
-    println!("workspace  {}", Escaped(&status.root.to_string_lossy()));
-    match status.owner {
-        Some(owner) if owner.pid == 0 => {
-            println!("owner      an rwfs process (its lock record is unreadable)")
-        }
-        Some(owner) => println!("owner      rwfs pid {}", owner.pid),
-        None => println!("owner      none (no rwfs process holds the workspace)"),
+    outln!("workspace  {}", Escaped(&status.root.to_string_lossy()));
+    match owner {
+        Some((0, _)) => outln!("owner      an rwfs process (its lock record is unreadable)"),
+        Some((pid, _)) => outln!("owner      rwfs pid {pid}"),
+        None => outln!("owner      none (no rwfs process holds the workspace)"),
     }
     match last {
-        Some(row) => println!(
+        Some(row) => outln!(
             "journal    {} rows, {} problems; last: {} {} {}",
             status.rows,
             status.journal_problems,
@@ -340,15 +349,15 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             row.op().as_str(),
             Escaped(&row.path)
         ),
-        None => println!("journal    empty"),
+        None => outln!("journal    empty"),
     }
-    println!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
+    outln!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
     if mounts.is_empty() {
-        println!("mounts     none");
+        outln!("mounts     none (this workspace is not mounted)");
     }
     for m in &mounts {
         let pid = m["pid"].as_u64().map_or_else(|| "no daemon answers".to_string(), |p| format!("pid {p}"));
-        println!(
+        outln!(
             "mount      {} on {} ({pid}, {} drafts open, last commit {})",
             Escaped(m["workspace"].as_str().unwrap_or("?")),
             Escaped(m["mountpoint"].as_str().unwrap_or("?")),
@@ -362,10 +371,10 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
 /// A committed change, as [`committed_json`] describes it (from this process or the daemon).
 fn print_committed(c: &serde_json::Value, as_json: bool) {
     if as_json {
-        println!("{c}");
+        outln!("{c}");
         return;
     }
-    println!(
+    outln!(
         "{} {}: {} bytes, sha256 {} (was {}), seq {}",
         c["op"].as_str().unwrap_or("?"),
         Escaped(c["path"].as_str().unwrap_or("?")),

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{Escaped, Exit, ScanArgs};
+use super::{errln, outln};
 use crate::engine::{Options, Workspace};
 use crate::error::{IoContext, Reason, Result};
 use crate::policy::{Action, Decision, Policy};
@@ -54,19 +55,19 @@ pub fn scan(root: &Path, options: &Options, args: ScanArgs) -> Result<Exit> {
     }
     let blocked = results.iter().filter(|r| r.decision.action == Action::Block).count();
     if args.sarif {
-        println!("{}", serde_json::to_string_pretty(&sarif(&results)).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&sarif(&results)).unwrap_or_default());
     } else if args.json {
-        println!("{}", json_report(&results, skipped));
+        outln!("{}", json_report(&results, skipped));
     } else {
         for r in &results {
             for (f, action) in r.report.findings.iter().zip(&r.decision.findings) {
                 if *action != Action::Allow {
-                    println!("{}:{}:{} {} {}", Escaped(&r.display), f.line, f.column, f.rule, action.as_str());
+                    outln!("{}:{}:{} {} {}", Escaped(&r.display), f.line, f.column, f.rule, action.as_str());
                 }
             }
         }
         let warned = results.iter().filter(|r| r.decision.action == Action::Warn).count();
-        eprintln!(
+        errln!(
             "{} scanned, {blocked} blocked, {warned} with warnings, {skipped} skipped (binary or too large)",
             results.len()
         );

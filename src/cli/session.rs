@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::mount::{mounts, unmount};
-use super::{Exit, RunArgs, UnmountArgs};
+use super::{Exit, RunArgs, UnmountArgs, errln};
 use crate::error::{Error, IoContext, Reason, Result};
 
 /// Run `args.program` inside the mounted view of the workspace at `root`.
@@ -25,7 +25,7 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
             let mountpoint = mountpoint_of(&root).ok_or_else(|| {
                 Error::from(Reason::InvalidArgument { what: "mount: the daemon reported ready but no mount is listed" })
             })?;
-            eprintln!("rwfs: mounted {} (over itself) for this session", root.display());
+            errln!("rwfs: mounted {} (over itself) for this session", root.display());
             (mountpoint, true)
         }
     };
@@ -44,10 +44,9 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
         .status()
         .map_err(|e| Error::io("start program", e).at(program.clone()));
     if mounted_here && !args.keep_mounted {
+        // `unmount` says what it did.
         if let Err(e) = unmount(&UnmountArgs { path: mountpoint.clone() }) {
-            eprintln!("rwfs: could not unmount {}: {e} (try `rwfs unmount {0}`)", mountpoint.display());
-        } else {
-            eprintln!("rwfs: unmounted {}", mountpoint.display());
+            errln!("rwfs: could not unmount {}: {e} (try `rwfs unmount {0}`)", mountpoint.display());
         }
     }
     let status = status?;
@@ -61,7 +60,9 @@ fn mountpoint_of(root: &Path) -> Option<PathBuf> {
     mounts().into_iter().find(|m| m.workspace == root).map(|m| m.mountpoint)
 }
 
-/// `rwfs mount --daemon ROOT`, as a child: it returns once the mount is ready (or failed).
+/// `rwfs mount --daemon ROOT`, as a child: it returns once the mount is ready (or failed). Its
+/// note is for a user who mounted by hand (a shell left under the mount must `cd` again), so
+/// it is shown only when the mount failed.
 fn mount_daemon(root: &Path, allow_unsafe_root: bool) -> Result<()> {
     let exe = std::env::current_exe().step("find the rwfs binary")?;
     let mut cmd = Command::new(exe);
@@ -69,9 +70,9 @@ fn mount_daemon(root: &Path, allow_unsafe_root: bool) -> Result<()> {
     if allow_unsafe_root {
         cmd.arg("--allow-unsafe-root");
     }
-    let status = cmd.status().step("start the mount daemon")?;
-    if !status.success() {
-        // The daemon printed why on stderr.
+    let out = cmd.stderr(std::process::Stdio::piped()).output().step("start the mount daemon")?;
+    if !out.status.success() {
+        errln!("{}", String::from_utf8_lossy(&out.stderr).trim_end());
         return Err(Error::from(Reason::InvalidArgument { what: "mount: see the message above" })
             .at(root.display().to_string()));
     }
@@ -107,7 +108,7 @@ pub fn shadowed_cwd() -> Option<PathBuf> {
 pub fn warn_if_shadowed() {
     if let Some(mountpoint) = shadowed_cwd() {
         let cwd = std::env::current_dir().unwrap_or_default();
-        eprintln!(
+        errln!(
             "rwfs: warning: this shell's working directory is the directory under the mount at {}; \
              writes made from here bypass the gate. Run `cd {}` to go through the mount, or start \
              programs with `rwfs run` / `rwfs shell`.",

@@ -41,6 +41,10 @@ pub const KEYS: &str = "keys";
 pub const HTTP_TOKEN: &str = "mcp-http.token";
 /// Reserved for an index of the tree (not written yet).
 pub const INDEX: &str = "index";
+/// Tells git (and tools that honour `.gitignore`) to leave the whole state directory alone.
+pub const GITIGNORE: &str = ".gitignore";
+/// What [`GITIGNORE`] holds: everything in the state directory, itself included.
+pub const GITIGNORE_CONTENT: &[u8] = b"# rwfs state: journal, kept versions, sockets. Not for version control.\n*\n";
 
 /// What the mount shows of an entry of the state directory. Nothing in it is writable through
 /// the mount.
@@ -90,6 +94,7 @@ pub const STATE_LAYOUT: &[StateEntry] = &[
     entry(KEYS, Shape::Dir, Visibility::Hidden),
     entry(HTTP_TOKEN, Shape::File, Visibility::Hidden),
     entry(INDEX, Shape::Dir, Visibility::Hidden),
+    entry(GITIGNORE, Shape::File, Visibility::ReadOnly),
 ];
 
 /// The entry named `name` (a top-level name of the state directory).

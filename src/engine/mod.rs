@@ -140,6 +140,7 @@ impl Engine {
         let (disk, path, root) = open_root(path, options)?;
         let state = open_or_create(&*disk, &root, STATE_DIR)?;
         let (owner, previous) = OwnerLock::acquire(disk.clone(), &state)?;
+        state::ensure_gitignore(&*disk, &state)?;
         let settled = match previous {
             Previous::Settled(seq) => Some(seq),
             Previous::None => None,

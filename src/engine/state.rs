@@ -38,6 +38,33 @@ pub struct Opened {
     pub stat: Stat,
 }
 
+/// Give the state directory its `.gitignore` (`*`) when it has none: created with the
+/// directory, and added to older workspaces at their next open. Not journaled (it is part of
+/// the directory's layout, like the lock file); durable before the engine is used.
+pub(crate) fn ensure_gitignore(disk: &dyn crate::durable::Disk, state: &crate::durable::Dir) -> Result<()> {
+    use crate::durable::layout::{GITIGNORE, GITIGNORE_CONTENT};
+    if disk.stat(state, GITIGNORE).step("stat state .gitignore")?.is_some() {
+        return Ok(());
+    }
+    let temp = disk.create_temp(state, 0o644).step("create state .gitignore")?;
+    disk.write_at(&temp.file, GITIGNORE_CONTENT, 0).step("write state .gitignore")?;
+    disk.sync(&temp.file).step("fsync state .gitignore")?;
+    let installed = match &temp.name {
+        Some(name) => disk.rename(state, name, state, GITIGNORE, crate::durable::Rename::NoReplace),
+        None => disk.link(&temp.file, state, GITIGNORE),
+    };
+    match installed {
+        Ok(()) => disk.sync_dir(state).step("fsync state directory"),
+        Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => {
+            if let Some(name) = &temp.name {
+                let _ = disk.unlink(state, name);
+            }
+            Ok(())
+        }
+        Err(e) => Err(Error::io("install state .gitignore", e)),
+    }
+}
+
 fn state_path(rel: &str) -> String {
     format!("{STATE_DIR}/{rel}")
 }
