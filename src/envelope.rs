@@ -6,8 +6,12 @@
 //!  "context": {"path": "config.py", "reason": "content_blocked", ...}}
 //! ```
 //!
-//! All eight fields are always present (the reference schema requires them). `error` is the
-//! [`ErrorKind`]; `reason_hint` and `suggested_action` follow from it here, in one place;
+//! All eight fields are always present (the reference schema requires them); rwfs adds a ninth,
+//! `retriable`: whether the very same call may succeed if repeated (`false` for a content
+//! filter refusal — the same bytes are refused again — a stale precondition, a quota or a policy
+//! violation; `true` for a transient I/O failure or a read-back mismatch). Readers of schema v1
+//! that do not know it ignore it; an envelope without it reads as not retriable. `error` is the
+//! [`ErrorKind`]; `reason_hint`, `suggested_action` and `retriable` follow from it here, in one place;
 //! `context.reason` is the [`Reason`](crate::Reason)'s stable code. Front ends serialise it:
 //! the mount writes it to `.resilient_write/rejections/`, MCP returns it as a tool result.
 
@@ -28,6 +32,9 @@ pub struct Envelope {
     pub detected_patterns: Vec<String>,
     pub suggested_action: String,
     pub retry_budget: u32,
+    /// May the very same call succeed if repeated? (rwfs's addition; see the module docs.)
+    #[serde(default)]
+    pub retriable: bool,
     pub context: Map<String, Value>,
 }
 
@@ -43,6 +50,16 @@ pub fn hint_and_action(kind: ErrorKind) -> (&'static str, &'static str) {
     }
 }
 
+/// May a call that failed with `kind` succeed if repeated unchanged?
+pub fn retriable(kind: ErrorKind) -> bool {
+    match kind {
+        ErrorKind::WriteCorruption | ErrorKind::Io => true,
+        ErrorKind::Blocked | ErrorKind::StalePrecondition | ErrorKind::QuotaExceeded | ErrorKind::PolicyViolation => {
+            false
+        }
+    }
+}
+
 impl Envelope {
     /// An envelope for `kind` with an empty context.
     pub fn new(kind: ErrorKind, retry_budget: u32) -> Envelope {
@@ -55,6 +72,7 @@ impl Envelope {
             detected_patterns: Vec::new(),
             suggested_action: action.to_string(),
             retry_budget,
+            retriable: retriable(kind),
             context: Map::new(),
         }
     }
@@ -101,5 +119,21 @@ impl Envelope {
     pub fn to_json(&self) -> String {
         // Plain data: serialisation cannot fail.
         serde_json::to_string_pretty(self).expect("envelope serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_transient_failures_are_retriable_and_old_envelopes_read_as_not() {
+        assert!(!Envelope::new(ErrorKind::Blocked, 3).retriable, "content_filter: not with the same bytes");
+        assert!(!Envelope::new(ErrorKind::StalePrecondition, 3).retriable);
+        assert!(Envelope::new(ErrorKind::Io, 3).retriable);
+        let v1 = json!({"ok": false, "schema_version": "1", "error": "blocked", "reason_hint": "content_filter",
+            "detected_patterns": [], "suggested_action": "redact", "retry_budget": 2, "context": {}});
+        let read: Envelope = serde_json::from_value(v1).unwrap();
+        assert!(!read.retriable);
     }
 }

@@ -118,7 +118,8 @@ impl Server {
 raw file writes; for files over ~5 KB use rw_chunk_append then rw_chunk_compose; run rw_risk_score before \
 content that may hold credentials and move secrets to rw_scratch_put; use rw_checkpoint for big intermediate \
 data; call rw_handoff_write at the end of a session or when blocked. A failed call returns an envelope \
-{ok:false, error, reason_hint, suggested_action, retry_budget, context}: follow suggested_action; an \
+{ok:false, error, reason_hint, suggested_action, retry_budget, retriable, context}: follow suggested_action \
+(retriable: false means the same call fails again: change it first); an \
 identical retry of a refused call spends retry_budget."
 )]
 impl ServerHandler for Server {

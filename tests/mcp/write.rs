@@ -90,6 +90,7 @@ fn a_blocked_write_returns_the_gate_envelope_and_identical_retries_spend_the_bud
     assert_eq!(env["reason_hint"], "content_filter");
     assert_eq!(env["suggested_action"], "redact");
     assert_eq!(env["context"]["tool"], "rw_safe_write");
+    assert_eq!(env["retriable"], false, "the same bytes are refused again (issue 16, item 9)");
     let first = env["retry_budget"].as_u64().unwrap();
     assert!(first >= 1);
     assert!(mcp.ws.read("config.py").is_none());
