@@ -637,6 +637,13 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
     }
     let held_row = recovered.iter().find(|r| r.prev_sha256 == Some(sha(&held))).unwrap();
     assert_eq!(held_row.from.as_deref(), Some("shared/held.txt"), "the row names the draft's file");
+    let nameless: Vec<_> = recovered.iter().filter(|r| r.from.is_none()).map(|r| r.path.as_str()).collect();
+    assert!(
+        nameless.is_empty(),
+        "every recovered draft names its file: {} of {} do not",
+        nameless.len(),
+        recovered.len()
+    );
     assert_eq!(std::fs::read_dir(&drafts_dir).unwrap().count(), 0, "no draft left behind");
 
     // Every file holds one whole version, the one the journal says it holds.
@@ -995,4 +1002,37 @@ fn a_clean_foreground_stop_says_so_without_warnings() {
     assert!(said.contains("rwfs: mounted") && said.contains("rwfs: unmounted"), "{said}");
     assert!(!said.contains("WARN") && !said.contains("failed"), "{said}");
     assert!(!mounted());
+}
+
+#[test]
+fn a_draft_of_a_file_replaced_while_open_names_its_old_path_after_a_crash() {
+    let mut m = Mounted::new();
+    m.write("kept.txt", b"first version\n").unwrap();
+    m.write("new.txt", b"replacement\n").unwrap();
+    // Opened, replaced by a rename, then written: a draft of a file with no name.
+    let mut holder = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import os, sys, time\nf = open(sys.argv[1], 'r+b')\nos.replace(sys.argv[2], sys.argv[1])\n\
+             f.write(b'written after the replace\\n')\nf.flush()\nprint('ready', flush=True)\ntime.sleep(600)",
+        )
+        .arg(m.path("kept.txt"))
+        .arg(m.path("new.txt"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = [0u8; 6];
+    holder.stdout.take().unwrap().read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    let rows_before = m.ws.rows().len();
+    m.kill();
+    let _ = holder.kill();
+    holder.wait().unwrap();
+    m.remount();
+    let rows = m.ws.rows();
+    let recovered: Vec<_> =
+        rows[rows_before..].iter().filter(|r| r.op() == Op::Recover && r.path.contains("/drafts/")).collect();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(recovered[0].from.as_deref(), Some("kept.txt"), "the row names the file the draft was for");
+    assert_eq!(m.read("kept.txt").unwrap(), b"replacement\n");
 }

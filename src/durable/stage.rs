@@ -74,6 +74,9 @@ pub struct Staged {
     len: u64,
     /// Attributes that could not be carried over (reported, not fatal).
     pub attrs_skipped: Vec<String>,
+    /// An extended attribute of an adopted file that must not reach the target: removed just
+    /// before the install (after the caller's row is durable), not earlier.
+    drop_xattr: Option<&'static str>,
 }
 
 /// The previous inode of a name, now under a temp name in the same directory.
@@ -92,7 +95,9 @@ pub fn stage(disk: &dyn Disk, dir: &Dir, source: Source<'_>, attrs: &Attrs) -> R
 /// [`stage`] into `temp`, an empty file [`Disk::create_temp`] made in `dir` beforehand.
 pub fn stage_into(disk: &dyn Disk, dir: &Dir, temp: Temp, source: Source<'_>, attrs: &Attrs) -> Result<Staged> {
     match fill(disk, &temp.file, source, attrs) {
-        Ok((sha256, len, attrs_skipped)) => Ok(Staged { temp, home: None, sha256, len, attrs_skipped }),
+        Ok((sha256, len, attrs_skipped)) => {
+            Ok(Staged { temp, home: None, sha256, len, attrs_skipped, drop_xattr: None })
+        }
         Err(e) => {
             discard(disk, dir, &temp);
             Err(e)
@@ -232,9 +237,18 @@ fn discard(disk: &dyn Disk, dir: &Dir, temp: &Temp) {
 impl Staged {
     /// A file already written elsewhere (a draft, `home/name`, on the target's filesystem)
     /// whose bytes hash to `sha256`: installing it moves it into place, and failing leaves it
-    /// where it is (it is never removed here).
-    pub fn adopt(file: File, home: Dir, name: String, sha256: Sha256, len: u64) -> Staged {
-        Staged { temp: Temp { file, name: Some(name) }, home: Some(home), sha256, len, attrs_skipped: Vec::new() }
+    /// where it is (it is never removed here). `drop_xattr`, if the file has it, is removed
+    /// right before the install.
+    pub fn adopt(
+        file: File,
+        home: Dir,
+        name: String,
+        sha256: Sha256,
+        len: u64,
+        drop_xattr: Option<&'static str>,
+    ) -> Staged {
+        let temp = Temp { file, name: Some(name) };
+        Staged { temp, home: Some(home), sha256, len, attrs_skipped: Vec::new(), drop_xattr }
     }
 
     /// The file, once installed (the adopted draft's descriptor is the live file's).
@@ -301,6 +315,9 @@ impl Staged {
     ) -> Result<Option<Displaced>> {
         let file = &self.temp.file;
         let home = self.home.as_ref().unwrap_or(dir);
+        if let (Some(attr), Some(tmp)) = (self.drop_xattr, &self.temp.name) {
+            let _ = disk.remove_xattr(home, tmp, std::ffi::OsStr::new(attr));
+        }
         if how == Install::Create {
             match &self.temp.name {
                 None => disk.link(file, dir, name).step("link new file")?,

@@ -166,8 +166,9 @@ impl Engine {
     /// A draft for a file that has no name any more (unlinked, or replaced by a rename, while
     /// open), copied from `from`, the version its handles still read. Such a draft never
     /// becomes a version: the mount discards it at the file's last close.
-    pub fn start_unlinked_draft(&self, from: &File) -> Result<Draft> {
-        self.core.start_unlinked_draft(from)
+    /// `former` is the path the file had, for recovery's note.
+    pub fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<Draft> {
+        self.core.start_unlinked_draft(from, former)
     }
 
     /// Write into the draft of a file that has no name any more. Its bytes can never reach the
@@ -242,9 +243,12 @@ impl Core {
         }
     }
 
-    fn start_unlinked_draft(&self, from: &File) -> Result<Draft> {
+    fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<Draft> {
         let disk = self.disk();
         let (dir, file, name) = self.new_draft_file()?;
+        if let Some(path) = former {
+            let _ = disk.set_xattr(&dir, &name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
+        }
         let filled = (|| {
             let stat = disk.file_stat(from).step("stat unlinked file")?;
             disk.copy_range(from, &file, stat.size).step("copy unlinked file into draft")?;
@@ -265,13 +269,14 @@ impl Core {
     fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
         let disk = self.disk();
         let (dir, file, name) = self.new_draft_file()?;
+        // Named first, while the draft is still empty and 0600 (a read-only mode carried over
+        // next would refuse the xattr to anyone but root): recovery names the file in its row.
+        let _ = disk.set_xattr(&dir, &name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
         let started = self.fill_draft(&file, path, base);
         if let Err(e) = started {
             let _ = disk.unlink(&dir, &name);
             return Err(e);
         }
-        // Best effort: recovery names the file in its row when it can.
-        let _ = disk.set_xattr(&dir, &name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
         let (len, digest) = started?;
         let fresh = matches!(base, DraftBase::New { .. } | DraftBase::Truncated);
         Ok(Draft { file, name, len, digest, tail: Vec::new(), dirty: false, fresh })
@@ -439,7 +444,6 @@ impl Core {
             let gone = !matches!(disk.stat(&dir, &draft.name), Ok(Some(_)));
             return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
         }
-        let _ = disk.remove_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR));
         let op = if current.is_some() { Op::Write } else { Op::Create };
         let mode = if current.is_some() { "overwrite" } else { "create" };
         let same_fs = match (disk.file_stat(&draft.file), disk.stat(&target.parent, ".")) {
@@ -457,7 +461,8 @@ impl Core {
                 Ok(staged) => staged,
                 Err(e) => return Err(fail(e, draft)),
             };
-            let carried = disk.xattrs(&draft.file).unwrap_or_default();
+            let mut carried = disk.xattrs(&draft.file).unwrap_or_default();
+            carried.retain(|(name, _)| name != TARGET_XATTR);
             let stat = disk.file_stat(&draft.file);
             if let Ok(stat) = stat {
                 let attrs = Attrs { perm: Some(stat.perm), owner: Some((stat.uid, stat.gid)), xattrs: carried };
@@ -479,7 +484,7 @@ impl Core {
                 return Err(fail(Error::io("dup drafts directory", e), draft));
             }
         };
-        let staged = Staged::adopt(file, home, name.clone(), sha, len);
+        let staged = Staged::adopt(file, home, name.clone(), sha, len, Some(TARGET_XATTR));
         match self.land(&target, &staged, current.as_ref(), op, mode, actor) {
             Ok(committed) => Ok((committed, staged.into_file())),
             Err(error) => {
@@ -500,7 +505,7 @@ impl Core {
     }
 
     /// Move drafts left by a process that died into `objects/`, with a `recover` row each.
-    pub(crate) fn recover_drafts(&self, actor: &Actor) -> Result<Vec<String>> {
+    pub(crate) fn recover_drafts(&self, claims: &super::recovery::Claims, actor: &Actor) -> Result<Vec<String>> {
         let disk = self.disk();
         let dir = self.drafts_dir()?;
         let mut kept = Vec::new();
@@ -511,8 +516,13 @@ impl Core {
             }
             let file = disk.open_read(&dir, name).step("open orphan draft")?;
             let (sha, bytes) = crate::durable::hash_file(disk, &file).step("read orphan draft")?;
-            let target =
-                disk.get_xattr(&dir, name, OsStr::new(TARGET_XATTR)).ok().and_then(|t| String::from_utf8(t).ok());
+            // The draft's note, else the unsettled row that wrote these bytes or displaced them (a
+            // crash between the note's removal and the install, or after an exchange).
+            let target = disk
+                .get_xattr(&dir, name, OsStr::new(TARGET_XATTR))
+                .ok()
+                .and_then(|t| String::from_utf8(t).ok())
+                .or_else(|| claims.path_of(&sha).map(str::to_string));
             self.objects.adopt(&dir, name, sha)?;
             let path = dir.join(name);
             tracing::warn!(path, target, sha = %sha.short(12), "kept an orphan draft in objects/");

@@ -172,8 +172,8 @@ impl Engine {
             recorded: AtomicU64::new(settled.unwrap_or(0)),
             spares,
         });
-        let mut recovery = core.recover(claims)?;
-        recovery.drafts_kept = core.recover_drafts(&journal::Actor::engine())?;
+        let mut recovery = core.recover(&claims)?;
+        recovery.drafts_kept = core.recover_drafts(&claims, &journal::Actor::engine())?;
         if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() || !recovery.drafts_kept.is_empty() {
             tracing::warn!(?recovery, "recovered from an interrupted session");
         }

@@ -17,7 +17,7 @@
 //! Nothing is deleted and nothing is rolled forward: an unacknowledged commit may land either
 //! way, and both outcomes keep every byte.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::durable::{FileKind, Scope, is_temp_name};
 use crate::error::{IoContext, Result};
@@ -34,6 +34,9 @@ pub(crate) struct Claims {
     ledger: Ledger,
     /// Paths that rows above the watermark touched.
     unsettled: BTreeSet<String>,
+    /// The path of the last row above the watermark that wrote, or replaced, each content: what
+    /// an orphan draft was for when its note is gone.
+    written: HashMap<Sha256, String>,
 }
 
 impl Claims {
@@ -44,7 +47,15 @@ impl Claims {
         {
             touched.push(row.path.clone());
             self.unsettled.extend(touched);
+            for sha in [row.prev_sha256, row.sha256].into_iter().flatten() {
+                self.written.insert(sha, row.path.clone());
+            }
         }
+    }
+
+    /// The file an unsettled row wrote `sha` to, or replaced it in.
+    pub(crate) fn path_of(&self, sha: &Sha256) -> Option<&str> {
+        self.written.get(sha).map(String::as_str)
     }
 }
 
@@ -62,7 +73,7 @@ pub struct Recovery {
 }
 
 impl Core {
-    pub(crate) fn recover(&self, claims: Claims) -> Result<Recovery> {
+    pub(crate) fn recover(&self, claims: &Claims) -> Result<Recovery> {
         let mut report = Recovery::default();
         let actor = Actor::engine();
         let dirs: BTreeSet<String> =

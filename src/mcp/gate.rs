@@ -13,7 +13,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// The longest line read (rmcp's own bound): longer ones are skipped and answered.
+/// The longest line read, newline included: rmcp's own bound, so no line handed on is one it
+/// would drop. Longer ones are skipped and answered.
 pub const MAX_LINE: usize = 16 << 20;
 
 /// Put the gate between a client (`read`, `write`) and rmcp: the pair rmcp serves on, and the
@@ -95,7 +96,7 @@ async fn read_line<R: AsyncRead + Unpin>(read: &mut BufReader<R>, line: &mut Vec
         }
         let newline = available.iter().position(|b| *b == b'\n');
         let take = newline.map_or(available.len(), |i| i + 1);
-        if whole && line.len() + take <= MAX_LINE + 1 {
+        if whole && line.len() + take <= MAX_LINE {
             line.extend_from_slice(&available[..take]);
         } else {
             whole = false;

@@ -269,7 +269,7 @@ impl Vfs {
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
         if self.is_unlinked(ino) {
-            let draft = self.unlinked_draft(&mut state)?;
+            let draft = self.unlinked_draft(ino, &mut state)?;
             self.engine.write_unlinked_draft(draft, offset, data)?;
             return Ok(data.len() as u32);
         }
@@ -305,13 +305,19 @@ impl Vfs {
 
     /// The draft of a file that lost its name while open: its handles keep reading and writing
     /// it (POSIX), but it is never committed; its last close discards it.
-    pub(crate) fn unlinked_draft<'s>(&self, state: &'s mut FileState) -> Result<&'s mut crate::engine::Draft> {
+    /// Its recovery note names the path the file had.
+    pub(crate) fn unlinked_draft<'s>(
+        &self,
+        ino: u64,
+        state: &'s mut FileState,
+    ) -> Result<&'s mut crate::engine::Draft> {
         if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
         if state.draft_mut().is_none() {
             let backing = state.backing.clone().ok_or_else(|| Error::from(Reason::NotFound))?;
-            state.start(self.engine.start_unlinked_draft(&backing)?, None);
+            let former = self.table().former_path(ino);
+            state.start(self.engine.start_unlinked_draft(&backing, former.as_deref())?, None);
         }
         state.draft_mut().ok_or_else(|| Reason::NotFound.into())
     }
@@ -343,7 +349,7 @@ impl Vfs {
         if self.is_unlinked(ino) {
             let file_node = self.file_node(ino)?;
             let mut state = file_node.lock();
-            let draft = self.unlinked_draft(&mut state)?;
+            let draft = self.unlinked_draft(ino, &mut state)?;
             return self.engine.truncate_draft(draft, size);
         }
         let path = self.path(ino)?;

@@ -188,7 +188,7 @@ impl Vfs {
         let touches_meta = set.touches_meta();
         if touches_meta && let Some(file_node) = self.file_of(ino) {
             let mut state = file_node.lock();
-            let draft = self.unlinked_draft(&mut state)?;
+            let draft = self.unlinked_draft(ino, &mut state)?;
             let entry = Entry::Draft(draft);
             if set.uid.is_some() || set.gid.is_some() {
                 self.engine.set_owner(entry, set.uid, set.gid)?;

@@ -105,6 +105,13 @@ impl Table {
         Some(parts.join("/"))
     }
 
+    /// The path a node has, or had when it was detached (`None` when its old directory has no
+    /// path any more).
+    pub fn former_path(&self, ino: u64) -> Option<String> {
+        let node = self.nodes.get(&ino)?;
+        self.child_path(node.parent, &node.name)
+    }
+
     /// The path of `name` inside `parent`.
     pub fn child_path(&self, parent: u64, name: &OsStr) -> Option<String> {
         let name = name.to_str()?;

@@ -139,7 +139,17 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static [i64], Value)> {
 #[test]
 fn every_malformed_line_gets_a_json_rpc_error_and_the_session_goes_on() {
     let ws = Ws::new();
-    let mut raw = Raw::start(ws.path());
+    check_every_case(Raw::start(ws.path()));
+}
+
+#[test]
+fn relayed_to_the_daemons_socket_too() {
+    let mnt = crate::support::mount::Mounted::new();
+    check_every_case(Raw::start(mnt.ws.path()));
+}
+
+/// Send every case, each followed by a ping, and check the answers.
+fn check_every_case(mut raw: Raw) {
     let mut unanswered = Vec::new();
     for (i, (name, line, codes, id)) in cases().into_iter().enumerate() {
         raw.send(&line);
