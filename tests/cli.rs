@@ -365,3 +365,23 @@ fn a_closed_stdout_ends_the_output_not_the_process() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[test]
+fn a_missing_workspace_or_a_plain_directory_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["log"][..], &["history", "f"], &["verify"], &["status"]] {
+        let out = rwfs_in(dir.path(), args, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("not_a_workspace") && stderr.contains("-w DIR"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "no empty results");
+    }
+    let gone = dir.path().join("gone");
+    let out = rwfs_in(dir.path(), &["log", "-w", gone.to_str().unwrap()], b"");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_workspace"));
+    let out = rwfs_in(dir.path(), &["write", "-w", gone.to_str().unwrap(), "f"], b"x");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_workspace"));
+    let out = rwfs_in(dir.path(), &["rm", "missing"], b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no such file in the workspace") && stderr.contains("rwfs restore"), "{stderr}");
+}

@@ -871,3 +871,65 @@ fn a_clean_foreground_stop_says_so_without_warnings() {
     assert!(!said.contains("WARN") && !said.contains("failed"), "{said}");
     assert!(!mounted());
 }
+
+/// `rwfs ARGS` in `dir`, expected to fail with exit 2: its stderr.
+#[track_caller]
+fn fails_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = rwfs().args(args).current_dir(dir).env_remove("RW_WORKSPACE").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "rwfs {args:?}: {stderr}");
+    stderr
+}
+
+#[test]
+fn lifecycle_errors_say_what_happened_and_what_to_do() {
+    let mut m = Mounted::over_itself();
+    let pid = m.daemon_pid();
+    let dir = m.mountpoint().to_path_buf();
+    let shown = dir.display().to_string();
+
+    // Mounting twice names the mount, its pid and the way out.
+    let again = fails_in(&dir, &["mount", "--daemon", "."]);
+    assert!(
+        again.contains("already_mounted") && again.contains(&format!("pid {pid}")) && again.contains("rwfs unmount"),
+        "{again}"
+    );
+
+    // A crashed daemon: every command says so and how to fix it; `rwfs mount` cleans up.
+    m.lose_daemon();
+    let dead = fails_in(std::path::Path::new("/"), &["status", "-w", &shown]);
+    assert!(dead.contains("dead_mount") && dead.contains(&format!("rwfs unmount {shown}")), "{dead}");
+    let out = run_ok(rwfs().args(["mount", "--daemon"]).arg(&dir).env("RWFS_LOG", "info"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("removed the dead mount") && said.contains("rwfs: mounted"), "{said}");
+    std::fs::write(dir.join("after.txt"), b"resumed").unwrap();
+    run_ok(rwfs().arg("unmount").arg(&dir));
+    assert_eq!(m.ws.read("after.txt").unwrap(), b"resumed");
+
+    // Not mounted any more.
+    let not = fails_in(std::path::Path::new("/"), &["unmount", &shown]);
+    assert!(not.contains("not_mounted") && !not.contains("no such file"), "{not}");
+}
+
+#[test]
+fn a_mount_the_kernel_refuses_names_fuse3_and_dev_fuse() {
+    let ws = Ws::new();
+    nix::unistd::chown(ws.path(), Some(nix::unistd::Uid::from_raw(65534)), Some(nix::unistd::Gid::from_raw(65534)))
+        .unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_rwfs"))
+        .arg("mount")
+        .arg(ws.path())
+        .env_remove("RWFS_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    if !std::path::Path::new("/usr/bin/fusermount3").exists() {
+        assert!(
+            stderr.contains("fuse_unavailable") && stderr.contains("fusermount3") && stderr.contains("/dev/fuse"),
+            "{stderr}"
+        );
+    }
+}

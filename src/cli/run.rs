@@ -40,12 +40,12 @@ fn run_command(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Write(args) => write(&root, &options, args),
         Command::Rm(args) => rm(&root, &options, args),
-        Command::Log(args) => log(&Workspace::open(&root, &options)?, args),
-        Command::History(args) => history(&Workspace::open(&root, &options)?, args),
+        Command::Log(args) => log(&existing(&root, &options)?, args),
+        Command::History(args) => history(&existing(&root, &options)?, args),
         Command::Restore(args) => restore(&root, &options, args),
-        Command::Verify(args) => verify_cmd(&Workspace::open(&root, &options)?, args.json),
+        Command::Verify(args) => verify_cmd(&existing(&root, &options)?, args.json),
         Command::Gc(args) => gc(&root, &options, args),
-        Command::Status(args) => status(&Workspace::open(&root, &options)?, args.json),
+        Command::Status(args) => status(&existing(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
         Command::Mount(args) => mount(root, options, args),
         Command::Unmount(args) => unmount(&args),
@@ -58,6 +58,16 @@ fn run_command(cli: Cli) -> Result<Exit> {
             Ok(Exit::Ok)
         }
     }
+}
+
+/// The workspace at `root` for a read-only command: one rwfs has written (an empty answer
+/// from a directory that is not a workspace would mislead).
+fn existing(root: &Path, options: &Options) -> Result<Workspace> {
+    let ws = Workspace::open(root, options)?;
+    if !ws.is_initialized() {
+        return Err(crate::error::Error::from(Reason::NotAWorkspace).at(ws.path().display().to_string()));
+    }
+    Ok(ws)
 }
 
 /// What `rwfs agent-rules` prints.
