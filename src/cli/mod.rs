@@ -9,6 +9,7 @@ mod mount;
 mod run;
 mod scan;
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once stdout is closed (`rwfs scan | head`): later output is dropped, and the command
@@ -17,12 +18,20 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Print to stdout (what `print!` does) without panicking on a closed pipe.
 pub fn emit(args: std::fmt::Arguments) {
-    use std::io::Write;
+    emit_with(|out| out.write_fmt(args));
+}
+
+/// Write raw bytes (a file's content) to stdout, like [`emit`].
+pub fn emit_bytes(bytes: &[u8]) {
+    emit_with(|out| out.write_all(bytes));
+}
+
+fn emit_with(write: impl FnOnce(&mut std::io::StdoutLock) -> std::io::Result<()>) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+    if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             tracing::warn!(error = %e, "cannot write to stdout");
@@ -32,7 +41,6 @@ pub fn emit(args: std::fmt::Arguments) {
 
 /// Print to stderr (what `eprint!` does); a closed stderr loses the text, it does not panic.
 pub fn emit_err(args: std::fmt::Arguments) {
-    use std::io::Write;
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
@@ -76,6 +84,8 @@ deleted version so it can be restored.",
   rwfs log -n 10                                 the last ten changes
   rwfs history notes.txt                         every version of a file
   rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
+  rwfs show notes.txt@3f2a9c                     print that version, restore nothing
+  rwfs log --since 1h                            the last hour's changes
   rwfs verify                                    journal chain intact? files as journaled?
   rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
   rwfs mount --daemon ~/repo                     gate every write to ~/repo (mount over it)
@@ -108,6 +118,9 @@ pub enum Command {
     History(HistoryArgs),
     /// Bring back a previous version of PATH (as a new, journaled change).
     Restore(RestoreArgs),
+    /// Print a version of a file to stdout without restoring it: PATH@REV, REV a digest prefix
+    /// (at least 4 hex digits, as `rwfs history` shows) or a time as for `restore --at`.
+    Show(ShowArgs),
     /// Check the journal's hash chain and that files hold what their last row says.
     Verify(JsonArg),
     /// Remove kept versions older than the retention period.
@@ -125,6 +138,10 @@ pub enum Command {
     Unmount(UnmountArgs),
     /// Print the rules to paste into AGENTS.md / CLAUDE.md / .cursorrules for a mounted workspace.
     AgentRules,
+    /// Print a shell completion script: `rwfs completions bash > /etc/bash_completion.d/rwfs`,
+    /// `rwfs completions zsh > "${fpath[1]}/_rwfs"`, `rwfs completions fish >
+    /// ~/.config/fish/completions/rwfs.fish`.
+    Completions(CompletionsArgs),
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
     Mcp,
@@ -143,9 +160,27 @@ impl Command {
             | Command::Status(json) => json.json,
             Command::Log(args) => args.json,
             Command::Scan(args) => args.json,
-            Command::Mount(_) | Command::Unmount(_) | Command::AgentRules | Command::Mcp => false,
+            Command::Mount(_)
+            | Command::Unmount(_)
+            | Command::Show(_)
+            | Command::Completions(_)
+            | Command::AgentRules
+            | Command::Mcp => false,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// PATH@REV: REV is a digest prefix or a time ("10m", RFC 3339).
+    #[arg(value_name = "PATH@REV")]
+    pub spec: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -223,6 +258,9 @@ pub struct LogArgs {
     /// Show the last N rows (0: all).
     #[arg(short = 'n', default_value_t = 20)]
     pub n: usize,
+    /// Only rows from TIME on: RFC 3339, a UTC "YYYY-MM-DD HH:MM:SS", or a duration ago ("1h").
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
     /// Print the rows as JSON lines, exactly as stored.
     #[arg(long)]
     pub json: bool,
