@@ -422,3 +422,32 @@ fn ok_raw(out: &Output) -> Vec<u8> {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout.clone()
 }
+
+#[test]
+fn a_refusal_leads_with_the_action_and_never_echoes_a_character_of_the_secret() {
+    let ws = Ws::new();
+    let line = crate::support::aws_secret_line(9);
+    let secret = line.split('"').nth(1).unwrap().to_string();
+    let out = rwfs(&ws, &["write", "--json", "config.py"], line.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let context = &envelope["context"];
+    assert_eq!(context["action"], "block");
+    assert!(context["risk_score"]["score"].is_number() && context.get("verdict").is_none(), "{context}");
+    ws.put("scan/config.py", line.as_bytes());
+    let scanned = rwfs_in(ws.path(), &["scan", "--json", "scan"], b"");
+    let sarif = rwfs_in(ws.path(), &["scan", "--sarif", "scan"], b"");
+    let latest = ws.read(".resilient_write/rejections/latest.json").unwrap();
+    for (name, shown) in [
+        ("stdout", out.stdout.as_slice()),
+        ("stderr", &out.stderr),
+        ("latest.json", &latest),
+        ("scan --json", &scanned.stdout),
+        ("scan --sarif", &sarif.stdout),
+    ] {
+        let shown = String::from_utf8_lossy(shown);
+        let leaked: Vec<&str> =
+            (0..=secret.len() - 4).map(|i| &secret[i..i + 4]).filter(|w| shown.contains(w)).collect();
+        assert!(leaked.is_empty(), "{name} echoes {leaked:?} of the secret: {shown}");
+    }
+}

@@ -282,8 +282,10 @@ impl Core {
             "journal_seq": appended.seq,
             "blocking_rules": rule_ids,
             "findings": findings,
-            "score": report.score,
-            "verdict": report.verdict.as_str(),
+            // The policy's decision, and the paper's weighted score only as a score: a blocked
+            // credential can score `low` or `medium` there, which must not read as a verdict.
+            "action": "block",
+            "risk_score": {"score": report.score, "verdict": report.verdict.as_str()},
             "leak_risk": report.leak_risk,
             "filter_risk": report.filter_risk,
             "suggested_actions": report.suggested_actions(),
