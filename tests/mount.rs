@@ -816,20 +816,19 @@ fn status_names_the_daemon_as_owner_and_lists_only_this_workspaces_mount() {
     assert!(text.contains(&format!("owner      rwfs pid {pid}")), "{text}");
 }
 
+/// `rwfs mount --daemon WS MNT`, logging at info.
+fn mount_daemon(ws: &Ws, mnt: &std::path::Path) -> Command {
+    let mut cmd = rwfs();
+    cmd.arg("mount").arg(ws.path()).arg(mnt).arg("--daemon").env("RWFS_LOG", "info");
+    cmd
+}
+
 #[test]
 fn mount_and_unmount_say_what_happened_and_logs_to_files_are_plain_text() {
     let ws = Ws::new();
     let mnt = tempfile::tempdir().unwrap();
     let log = ws.path().with_extension("log");
-    let out = run_ok(
-        rwfs()
-            .arg("mount")
-            .arg(ws.path())
-            .arg(mnt.path())
-            .arg("--daemon")
-            .env("RWFS_LOG", "info")
-            .env("RWFS_LOG_FILE", &log),
-    );
+    let out = run_ok(mount_daemon(&ws, mnt.path()).env("RWFS_LOG_FILE", &log));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("rwfs: mounted") && said.contains("rwfs unmount"), "{said}");
     std::fs::write(mnt.path().join("a.txt"), b"x").unwrap();
@@ -932,4 +931,18 @@ fn a_mount_the_kernel_refuses_names_fuse3_and_dev_fuse() {
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
+    let ws = Ws::new();
+    ws.put(".resilient_write/rwfs.log", &vec![b'x'; (1 << 20) + 1]);
+    let mnt = tempfile::tempdir().unwrap();
+    run_ok(mount_daemon(&ws, mnt.path()).env_remove("RWFS_LOG_FILE"));
+    std::fs::write(mnt.path().join("a.txt"), b"x").unwrap();
+    let through_mount = std::fs::read_to_string(mnt.path().join(".resilient_write/rwfs.log")).unwrap();
+    run_ok(rwfs().arg("unmount").arg(mnt.path()));
+    assert!(through_mount.contains("mounted") && !through_mount.contains('\x1b'), "{through_mount}");
+    assert_eq!(ws.read(".resilient_write/rwfs.log.1").unwrap().len(), (1 << 20) + 1, "the old log is kept once");
+    assert!(ws.read(".resilient_write/rwfs.log").unwrap().len() < 1 << 20);
 }
