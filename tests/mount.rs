@@ -943,6 +943,8 @@ fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
     let through_mount = std::fs::read_to_string(mnt.path().join(".resilient_write/rwfs.log")).unwrap();
     run_ok(rwfs().arg("unmount").arg(mnt.path()));
     assert!(through_mount.contains("mounted") && !through_mount.contains('\x1b'), "{through_mount}");
+    // RWFS_LOG=info shows each commit.
+    assert!(through_mount.lines().any(|l| l.contains("committed") && l.contains("a.txt")), "{through_mount}");
     assert_eq!(ws.read(".resilient_write/rwfs.log.1").unwrap().len(), (1 << 20) + 1, "the old log is kept once");
     assert!(ws.read(".resilient_write/rwfs.log").unwrap().len() < 1 << 20);
 }

@@ -212,6 +212,7 @@ impl Core {
     /// error the front end reports.
     pub(crate) fn refuse(&self, refusal: Refusal<'_>) -> Error {
         let at = refusal.path.to_string();
+        tracing::info!(path = %at, pid = refusal.actor.pid, comm = refusal.actor.comm.as_deref(), "blocked");
         match self.refuse_inner(refusal) {
             Ok(e) | Err(e) => e.at(at),
         }
