@@ -948,3 +948,27 @@ fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
     assert_eq!(ws.read(".resilient_write/rwfs.log.1").unwrap().len(), (1 << 20) + 1, "the old log is kept once");
     assert!(ws.read(".resilient_write/rwfs.log").unwrap().len() < 1 << 20);
 }
+
+#[test]
+fn a_shell_left_under_the_mount_is_warned() {
+    let ws = Ws::new();
+    // A shell already in the workspace when it gets mounted over.
+    let mut shell = Command::new("sh")
+        .args(["-c", "read go; \"$0\" status"])
+        .arg(env!("CARGO_BIN_EXE_rwfs"))
+        .current_dir(ws.path())
+        .env_remove("RW_WORKSPACE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let m = Mounted::with(ws, true, &[]);
+    shell.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let out = shell.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not gated") && said.contains(&format!("cd {}", m.mountpoint().display())), "{said}");
+    // Through the mount, no warning.
+    let out = run_ok(rwfs().arg("status").current_dir(m.mountpoint()).env_remove("RW_WORKSPACE"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not gated"));
+}

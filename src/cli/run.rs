@@ -29,7 +29,31 @@ pub fn run(cli: Cli) -> Result<Exit> {
     outcome
 }
 
+/// A shell that was in a directory before rwfs mounted over it stays in the directory under
+/// the mount, where writes are not gated: say so (the path now leads through the mount).
+fn warn_if_shadowed() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(cwd) = std::env::current_dir() else { return };
+    let (Ok(here), Ok(there)) = (std::fs::metadata("."), std::fs::metadata(&cwd)) else { return };
+    if (here.dev(), here.ino()) != (there.dev(), there.ino())
+        && super::mount::mounts().iter().any(|m| m.mountpoint == cwd)
+    {
+        errln!(
+            "rwfs: warning: this shell's working directory is the directory under the rwfs mount on {}; \
+             writes made here are not gated. Run `cd {}` to go through the mount.",
+            cwd.display(),
+            cwd.display()
+        );
+    }
+}
+
 fn run_command(cli: Cli) -> Result<Exit> {
+    if matches!(
+        cli.command,
+        Command::Write(_) | Command::Rm(_) | Command::Restore(_) | Command::Status(_) | Command::Gc(_)
+    ) {
+        warn_if_shadowed();
+    }
     let root = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let options = Options {
         allow_unsafe_root: cli.allow_unsafe_root,
