@@ -415,6 +415,9 @@ fn recovery_from_normal_output_history_show_and_log_since() {
         let script = String::from_utf8(ok_raw(&rwfs(&ws, &["completions", shell], b""))).unwrap();
         assert!(script.contains("restore") && script.contains("show"), "{shell}");
     }
+    let man = String::from_utf8(ok_raw(&rwfs(&ws, &["man"], b""))).unwrap();
+    assert!(man.starts_with(".ie") || man.contains(".TH rwfs"), "{man}");
+    assert!(man.contains("restore"), "{man}");
 }
 
 #[track_caller]

@@ -142,6 +142,8 @@ pub enum Command {
     /// `rwfs completions zsh > "${fpath[1]}/_rwfs"`, `rwfs completions fish >
     /// ~/.config/fish/completions/rwfs.fish`.
     Completions(CompletionsArgs),
+    /// Print the man page (roff), generated from this CLI: `rwfs man > /usr/local/share/man/man1/rwfs.1`.
+    Man,
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
     Mcp,
@@ -164,6 +166,7 @@ impl Command {
             | Command::Unmount(_)
             | Command::Show(_)
             | Command::Completions(_)
+            | Command::Man
             | Command::AgentRules
             | Command::Mcp => false,
         }

@@ -68,6 +68,12 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::History(args) => history(&existing(&root, &options)?, args),
         Command::Restore(args) => restore(&root, &options, args),
         Command::Show(args) => show(&existing(&root, &options)?, &args.spec),
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out).step("render man page")?;
+            super::emit_bytes(&out);
+            Ok(Exit::Ok)
+        }
         Command::Completions(args) => {
             let mut out = Vec::new();
             clap_complete::generate(args.shell, &mut <Cli as clap::CommandFactory>::command(), "rwfs", &mut out);
