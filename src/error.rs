@@ -152,6 +152,25 @@ pub enum Reason {
     WorkspaceLocked {
         pid: Option<u32>,
     },
+    /// The workspace directory does not exist.
+    NoSuchWorkspace,
+    /// A read-only command on a directory without `.resilient_write/`.
+    NotAWorkspace,
+
+    // The mount's lifecycle (what `rwfs mount`, `rwfs unmount` and every command meet).
+    /// An rwfs mount already serves this workspace or mountpoint.
+    AlreadyMounted {
+        pid: Option<u32>,
+        mountpoint: String,
+    },
+    /// The mount's daemon is gone: the kernel answers `ENOTCONN` for the mountpoint.
+    DeadMount {
+        mountpoint: String,
+    },
+    /// `rwfs unmount` of a path no rwfs mount serves.
+    NotMounted,
+    /// The kernel refused the mount (no `/dev/fuse`, no permission, no `fusermount3`).
+    FuseUnavailable,
     /// A malformed argument (a digest, a time, a mode).
     InvalidArgument {
         what: &'static str,
@@ -193,6 +212,10 @@ impl Reason {
             | PermissionDenied
             | ReadOnlyFilesystem
             | UnsafeRoot
+            | NoSuchWorkspace
+            | NotAWorkspace
+            | NotMounted
+            | FuseUnavailable
             | InvalidArgument { .. }
             | BadPolicy { .. } => ErrorKind::PolicyViolation,
             AlreadyExists { .. }
@@ -202,7 +225,9 @@ impl Reason {
             | AmbiguousVersion
             | AbsentAtTime
             | ObjectMissing { .. }
-            | WorkspaceLocked { .. } => ErrorKind::StalePrecondition,
+            | WorkspaceLocked { .. }
+            | AlreadyMounted { .. }
+            | DeadMount { .. } => ErrorKind::StalePrecondition,
             ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
             NoSpace => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
@@ -242,6 +267,12 @@ impl Reason {
             Io => "io_error",
             UnsafeRoot => "unsafe_workspace_root",
             WorkspaceLocked { .. } => "workspace_locked",
+            NoSuchWorkspace => "no_such_workspace",
+            NotAWorkspace => "not_a_workspace",
+            AlreadyMounted { .. } => "already_mounted",
+            DeadMount { .. } => "dead_mount",
+            NotMounted => "not_mounted",
+            FuseUnavailable => "fuse_unavailable",
             InvalidArgument { .. } => "invalid_argument",
             BadPolicy { .. } => "bad_policy",
             Blocked(_) => "content_blocked",
@@ -291,7 +322,30 @@ impl fmt::Display for Reason {
             PreconditionFailed { expected, actual } => {
                 write!(f, "expected previous version {} but found {}", absent(expected), absent(actual))
             }
-            NotFound => f.write_str("no such file"),
+            NotFound => f.write_str("no such file in the workspace (`rwfs log` lists what existed; `rwfs restore` brings back a deleted file)"),
+            NoSuchWorkspace => f.write_str("no such directory: give an existing workspace with -w DIR, or cd into one"),
+            NotAWorkspace => f.write_str(
+                "not an rwfs workspace (no .resilient_write/ here): give one with -w DIR, or start one with \
+                 `rwfs mount DIR` or `rwfs write`",
+            ),
+            AlreadyMounted { pid: Some(pid), mountpoint } => write!(
+                f,
+                "already mounted on {mountpoint} by rwfs pid {pid}; `rwfs unmount {mountpoint}` stops it"
+            ),
+            AlreadyMounted { pid: None, mountpoint } => write!(
+                f,
+                "already mounted on {mountpoint} (no daemon answers); `rwfs unmount {mountpoint}` removes it"
+            ),
+            DeadMount { mountpoint } => write!(
+                f,
+                "the rwfs mount on {mountpoint} has lost its daemon (Transport endpoint is not connected); \
+                 `rwfs unmount {mountpoint}` removes it (nothing acknowledged is lost), `rwfs mount` again to resume"
+            ),
+            NotMounted => f.write_str("not mounted: no rwfs mount there (`rwfs status` lists this workspace's mounts)"),
+            FuseUnavailable => f.write_str(
+                "the kernel refused the FUSE mount: mounting needs /dev/fuse (modprobe fuse) and, as a normal \
+                 user, fusermount3 (package fuse3) on PATH; or run as root",
+            ),
             VersionNotFound => f.write_str("the journal has no such version of this path"),
             AmbiguousVersion => f.write_str("several versions match; give more digits"),
             AbsentAtTime => f.write_str("the path did not exist at that time"),

@@ -289,6 +289,8 @@ fn every_command() -> Vec<(Vec<String>, Vec<u8>, i32)> {
         case(&["log", "--json", "-n", "0"], b"", 0),
         case(&["log", "--json", "--path", "f.txt", "-n", "2"], b"", 0),
         case(&["history", "--json", "f.txt"], b"", 0),
+        case(&["show", &format!("f.txt@{v1}")], b"", 0),
+        case(&["log", "--json", "--since", "1h"], b"", 0),
         case(&["verify", "--json"], b"", 0),
         case(&["verify"], b"", 0),
         case(&["gc", "--json", "--keep-days", "1"], b"", 0),
@@ -392,5 +394,92 @@ fn a_closed_stdout_ends_the_output_not_the_process() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "rwfs {args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_missing_workspace_or_a_plain_directory_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["log"][..], &["history", "f"], &["verify"], &["status"]] {
+        let out = rwfs_in(dir.path(), args, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("not_a_workspace") && stderr.contains("-w DIR"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "no empty results");
+    }
+    let gone = dir.path().join("gone");
+    let out = rwfs_in(dir.path(), &["log", "-w", gone.to_str().unwrap()], b"");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_workspace"));
+    let out = rwfs_in(dir.path(), &["write", "-w", gone.to_str().unwrap(), "f"], b"x");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_workspace"));
+    let out = rwfs_in(dir.path(), &["rm", "missing"], b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no such file in the workspace") && stderr.contains("rwfs restore"), "{stderr}");
+}
+
+#[test]
+fn recovery_from_normal_output_history_show_and_log_since() {
+    let ws = Ws::new();
+    ok(&rwfs(&ws, &["write", "f.txt"], b"first\n"));
+    ok(&rwfs(&ws, &["write", "f.txt"], b"second\n"));
+    ok(&rwfs(&ws, &["rm", "f.txt"], b""));
+    // The delete row shows what was deleted, ready to be shown or restored.
+    let text = String::from_utf8(ok_raw(&rwfs(&ws, &["history", "f.txt"], b""))).unwrap();
+    let delete = text.lines().find(|l| l.contains("delete")).unwrap_or_else(|| panic!("{text}"));
+    let second = sha(b"second\n").short(12);
+    assert!(delete.contains(&second), "{text}");
+    // Any version, printed without restoring it (the file stays deleted).
+    let shown = ok_raw(&rwfs(&ws, &["show", &format!("f.txt@{}", sha(b"first\n").short(6))], b""));
+    assert_eq!(shown, b"first\n");
+    assert_eq!(ok_raw(&rwfs(&ws, &["show", &format!("f.txt@{second}")], b"")), b"second\n");
+    assert_eq!(ws.read("f.txt"), None);
+    assert_eq!(rwfs(&ws, &["show", "f.txt@ffffff"], b"").status.code(), Some(2));
+    // --since: everything from an hour ago, nothing from a future second.
+    let since = |t: &str| String::from_utf8(ok_raw(&rwfs(&ws, &["log", "--json", "--since", t], b""))).unwrap();
+    assert_eq!(since("1h").lines().count(), 3);
+    let later = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + std::time::Duration::from_secs(5));
+    assert_eq!(since(&later.to_string()).lines().count(), 0);
+    // Completions for the usual shells.
+    for shell in ["bash", "zsh", "fish"] {
+        let script = String::from_utf8(ok_raw(&rwfs(&ws, &["completions", shell], b""))).unwrap();
+        assert!(script.contains("restore") && script.contains("show"), "{shell}");
+    }
+    let man = String::from_utf8(ok_raw(&rwfs(&ws, &["man"], b""))).unwrap();
+    assert!(man.starts_with(".ie") || man.contains(".TH rwfs"), "{man}");
+    assert!(man.contains("restore"), "{man}");
+}
+
+#[track_caller]
+fn ok_raw(out: &Output) -> Vec<u8> {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout.clone()
+}
+
+#[test]
+fn a_refusal_leads_with_the_action_and_never_echoes_a_character_of_the_secret() {
+    let ws = Ws::new();
+    let line = crate::support::aws_secret_line(9);
+    let secret = line.split('"').nth(1).unwrap().to_string();
+    let out = rwfs(&ws, &["write", "--json", "config.py"], line.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let context = &envelope["context"];
+    assert_eq!(context["action"], "block");
+    assert!(context["risk_score"]["score"].is_number() && context.get("verdict").is_none(), "{context}");
+    ws.put("scan/config.py", line.as_bytes());
+    let scanned = rwfs_in(ws.path(), &["scan", "--json", "scan"], b"");
+    let sarif = rwfs_in(ws.path(), &["scan", "--sarif", "scan"], b"");
+    let latest = ws.read(".resilient_write/rejections/latest.json").unwrap();
+    for (name, shown) in [
+        ("stdout", out.stdout.as_slice()),
+        ("stderr", &out.stderr),
+        ("latest.json", &latest),
+        ("scan --json", &scanned.stdout),
+        ("scan --sarif", &sarif.stdout),
+    ] {
+        let shown = String::from_utf8_lossy(shown);
+        let leaked: Vec<&str> =
+            (0..=secret.len() - 4).map(|i| &secret[i..i + 4]).filter(|w| shown.contains(w)).collect();
+        assert!(leaked.is_empty(), "{name} echoes {leaked:?} of the secret: {shown}");
     }
 }

@@ -948,20 +948,19 @@ fn status_names_the_daemon_as_owner_and_lists_only_this_workspaces_mount() {
     assert!(text.contains(&format!("owner      rwfs pid {pid}")), "{text}");
 }
 
+/// `rwfs mount --daemon WS MNT`, logging at info.
+fn mount_daemon(ws: &Ws, mnt: &std::path::Path) -> Command {
+    let mut cmd = rwfs();
+    cmd.arg("mount").arg(ws.path()).arg(mnt).arg("--daemon").env("RWFS_LOG", "info");
+    cmd
+}
+
 #[test]
 fn mount_and_unmount_say_what_happened_and_logs_to_files_are_plain_text() {
     let ws = Ws::new();
     let mnt = tempfile::tempdir().unwrap();
     let log = ws.path().with_extension("log");
-    let out = run_ok(
-        rwfs()
-            .arg("mount")
-            .arg(ws.path())
-            .arg(mnt.path())
-            .arg("--daemon")
-            .env("RWFS_LOG", "info")
-            .env("RWFS_LOG_FILE", &log),
-    );
+    let out = run_ok(mount_daemon(&ws, mnt.path()).env("RWFS_LOG_FILE", &log));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("rwfs: mounted") && said.contains("rwfs unmount"), "{said}");
     std::fs::write(mnt.path().join("a.txt"), b"x").unwrap();
@@ -1035,4 +1034,82 @@ fn a_draft_of_a_file_replaced_while_open_names_its_old_path_after_a_crash() {
     assert_eq!(recovered.len(), 1, "{recovered:?}");
     assert_eq!(recovered[0].from.as_deref(), Some("kept.txt"), "the row names the file the draft was for");
     assert_eq!(m.read("kept.txt").unwrap(), b"replacement\n");
+}
+
+/// `rwfs ARGS` in `dir`, expected to fail with exit 2: its stderr.
+#[track_caller]
+fn fails_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = rwfs().args(args).current_dir(dir).env_remove("RW_WORKSPACE").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "rwfs {args:?}: {stderr}");
+    stderr
+}
+
+#[test]
+fn lifecycle_errors_say_what_happened_and_what_to_do() {
+    let mut m = Mounted::over_itself();
+    let pid = m.daemon_pid();
+    let dir = m.mountpoint().to_path_buf();
+    let shown = dir.display().to_string();
+
+    // Mounting twice names the mount, its pid and the way out.
+    let again = fails_in(&dir, &["mount", "--daemon", "."]);
+    assert!(
+        again.contains("already_mounted") && again.contains(&format!("pid {pid}")) && again.contains("rwfs unmount"),
+        "{again}"
+    );
+
+    // A crashed daemon: every command says so and how to fix it; `rwfs mount` cleans up.
+    m.lose_daemon();
+    let dead = fails_in(std::path::Path::new("/"), &["status", "-w", &shown]);
+    assert!(dead.contains("dead_mount") && dead.contains(&format!("rwfs unmount {shown}")), "{dead}");
+    let out = run_ok(rwfs().args(["mount", "--daemon"]).arg(&dir).env("RWFS_LOG", "info"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("removed the dead mount") && said.contains("rwfs: mounted"), "{said}");
+    std::fs::write(dir.join("after.txt"), b"resumed").unwrap();
+    run_ok(rwfs().arg("unmount").arg(&dir));
+    assert_eq!(m.ws.read("after.txt").unwrap(), b"resumed");
+
+    // Not mounted any more.
+    let not = fails_in(std::path::Path::new("/"), &["unmount", &shown]);
+    assert!(not.contains("not_mounted") && !not.contains("no such file"), "{not}");
+}
+
+#[test]
+fn a_mount_the_kernel_refuses_names_fuse3_and_dev_fuse() {
+    let ws = Ws::new();
+    nix::unistd::chown(ws.path(), Some(nix::unistd::Uid::from_raw(65534)), Some(nix::unistd::Gid::from_raw(65534)))
+        .unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_rwfs"))
+        .arg("mount")
+        .arg(ws.path())
+        .env_remove("RWFS_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    if !std::path::Path::new("/usr/bin/fusermount3").exists() {
+        assert!(
+            stderr.contains("fuse_unavailable") && stderr.contains("fusermount3") && stderr.contains("/dev/fuse"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
+    let ws = Ws::new();
+    ws.put(".resilient_write/rwfs.log", &vec![b'x'; (1 << 20) + 1]);
+    let mnt = tempfile::tempdir().unwrap();
+    run_ok(mount_daemon(&ws, mnt.path()).env_remove("RWFS_LOG_FILE"));
+    std::fs::write(mnt.path().join("a.txt"), b"x").unwrap();
+    let through_mount = std::fs::read_to_string(mnt.path().join(".resilient_write/rwfs.log")).unwrap();
+    run_ok(rwfs().arg("unmount").arg(mnt.path()));
+    assert!(through_mount.contains("mounted") && !through_mount.contains('\x1b'), "{through_mount}");
+    // RWFS_LOG=info shows each commit.
+    assert!(through_mount.lines().any(|l| l.contains("committed") && l.contains("a.txt")), "{through_mount}");
+    assert_eq!(ws.read(".resilient_write/rwfs.log.1").unwrap().len(), (1 << 20) + 1, "the old log is kept once");
+    assert!(ws.read(".resilient_write/rwfs.log").unwrap().len() < 1 << 20);
 }

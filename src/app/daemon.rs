@@ -53,7 +53,7 @@ const UNMOUNT_WAIT: Duration = Duration::from_secs(5);
 
 /// Run the daemon until it is told to stop.
 pub fn run(request: MountRequest) -> Result<()> {
-    let ready = if request.daemon { Some(daemonize()?) } else { None };
+    let ready = if request.daemon { Some(daemonize(&request.workspace)?) } else { None };
     let outcome = serve(&request, ready.as_ref());
     if let (Err(e), Some(ready)) = (&outcome, &ready) {
         ready.fail(e);
@@ -271,7 +271,7 @@ impl Ready {
 
 /// Fork; the parent waits for the child's word and exits with it. Must run before any thread
 /// is started.
-fn daemonize() -> Result<Ready> {
+fn daemonize(workspace: &Path) -> Result<Ready> {
     let (read, write) = nix::unistd::pipe().map_err(|e| Error::io("pipe", e.into()))?;
     // SAFETY: the process is still single-threaded here (this runs before the engine, the
     // mount or any other thread is started), so the child is a complete copy.
@@ -302,18 +302,23 @@ fn daemonize() -> Result<Ready> {
         nix::unistd::ForkResult::Child => {
             drop(read);
             nix::unistd::setsid().map_err(|e| Error::io("setsid", e.into()))?;
-            detach_stdio()?;
+            detach_stdio(workspace)?;
             Ok(Ready(write))
         }
     }
 }
 
-/// stdin and stdout to /dev/null; stderr (the log) too unless `RWFS_LOG_FILE` names a file.
-fn detach_stdio() -> Result<()> {
+/// stdin and stdout to /dev/null; stderr (the log) to `RWFS_LOG_FILE`, else to
+/// `.resilient_write/rwfs.log` (the previous log kept as `rwfs.log.1` once it passes 1 MiB).
+fn detach_stdio(workspace: &Path) -> Result<()> {
     let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").step("open /dev/null")?;
+    let append = |path: &Path| std::fs::OpenOptions::new().create(true).append(true).open(path);
     let log = match std::env::var_os("RWFS_LOG_FILE") {
-        Some(path) => std::fs::OpenOptions::new().create(true).append(true).open(path).step("open log file")?,
-        None => null.try_clone().step("dup /dev/null")?,
+        Some(path) => append(Path::new(&path)).step("open log file")?,
+        None => default_log(workspace)
+            .and_then(|path| append(&path).ok())
+            .map_or_else(|| null.try_clone(), Ok)
+            .step("dup /dev/null")?,
     };
     for (from, to) in [(null.as_raw_fd(), 0), (null.as_raw_fd(), 1), (log.as_raw_fd(), 2)] {
         // SAFETY: dup2 onto the standard descriptors; both descriptors are valid.
@@ -322,6 +327,27 @@ fn detach_stdio() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where a daemon logs by default: in the state directory of a workspace the engine will accept
+/// (never a state directory made in `/` or a home directory), rotated once it is too big.
+fn default_log(workspace: &Path) -> Option<PathBuf> {
+    use crate::durable::layout::{DAEMON_LOG, DAEMON_LOG_OLD, DAEMON_LOG_ROTATE};
+    let canonical = std::fs::canonicalize(workspace).ok()?;
+    if crate::engine::is_unsafe_root(&canonical) {
+        return None;
+    }
+    let state = canonical.join(crate::durable::STATE_DIR);
+    if let Err(e) = std::fs::create_dir(&state)
+        && e.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        return None;
+    }
+    let log = state.join(DAEMON_LOG);
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > DAEMON_LOG_ROTATE) {
+        let _ = std::fs::rename(&log, state.join(DAEMON_LOG_OLD));
+    }
+    Some(log)
 }
 
 /// The daemon of the workspace at `root`, if one answers.

@@ -10,6 +10,7 @@ mod run;
 mod scan;
 mod session;
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once stdout is closed (`rwfs scan | head`): later output is dropped, and the command
@@ -18,12 +19,20 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Print to stdout (what `print!` does) without panicking on a closed pipe.
 pub fn emit(args: std::fmt::Arguments) {
-    use std::io::Write;
+    emit_with(|out| out.write_fmt(args));
+}
+
+/// Write raw bytes (a file's content) to stdout, like [`emit`].
+pub fn emit_bytes(bytes: &[u8]) {
+    emit_with(|out| out.write_all(bytes));
+}
+
+fn emit_with(write: impl FnOnce(&mut std::io::StdoutLock) -> std::io::Result<()>) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+    if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             tracing::warn!(error = %e, "cannot write to stdout");
@@ -33,7 +42,6 @@ pub fn emit(args: std::fmt::Arguments) {
 
 /// Print to stderr (what `eprint!` does); a closed stderr loses the text, it does not panic.
 pub fn emit_err(args: std::fmt::Arguments) {
-    use std::io::Write;
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
@@ -77,6 +85,8 @@ deleted version so it can be restored.",
   rwfs log -n 10                                 the last ten changes
   rwfs history notes.txt                         every version of a file
   rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
+  rwfs show notes.txt@3f2a9c                     print that version, restore nothing
+  rwfs log --since 1h                            the last hour's changes
   rwfs verify                                    journal chain intact? files as journaled?
   rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
   rwfs shell                                     a shell inside the gated view of this directory
@@ -111,6 +121,9 @@ pub enum Command {
     History(HistoryArgs),
     /// Bring back a previous version of PATH (as a new, journaled change).
     Restore(RestoreArgs),
+    /// Print a version of a file to stdout without restoring it: PATH@REV, REV a digest prefix
+    /// (at least 4 hex digits, as `rwfs history` shows) or a time as for `restore --at`.
+    Show(ShowArgs),
     /// Check the journal's hash chain and that files hold what their last row says.
     Verify(JsonArg),
     /// Remove kept versions older than the retention period.
@@ -135,6 +148,12 @@ pub enum Command {
     Shell(ShellArgs),
     /// Print the rules to paste into AGENTS.md / CLAUDE.md / .cursorrules for a mounted workspace.
     AgentRules,
+    /// Print a shell completion script: `rwfs completions bash > /etc/bash_completion.d/rwfs`,
+    /// `rwfs completions zsh > "${fpath[1]}/_rwfs"`, `rwfs completions fish >
+    /// ~/.config/fish/completions/rwfs.fish`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), generated from this CLI: `rwfs man > /usr/local/share/man/man1/rwfs.1`.
+    Man,
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
     Mcp,
@@ -157,10 +176,26 @@ impl Command {
             | Command::Unmount(_)
             | Command::Run(_)
             | Command::Shell(_)
+            | Command::Show(_)
+            | Command::Completions(_)
+            | Command::Man
             | Command::AgentRules
             | Command::Mcp => false,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// PATH@REV: REV is a digest prefix or a time ("10m", RFC 3339).
+    #[arg(value_name = "PATH@REV")]
+    pub spec: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +290,9 @@ pub struct LogArgs {
     /// Show the last N rows (0: all).
     #[arg(short = 'n', default_value_t = 20)]
     pub n: usize,
+    /// Only rows from TIME on: RFC 3339, a UTC "YYYY-MM-DD HH:MM:SS", or a duration ago ("1h").
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
     /// Print the rows as JSON lines, exactly as stored.
     #[arg(long)]
     pub json: bool,

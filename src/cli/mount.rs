@@ -23,8 +23,11 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
             })?),
             None => None,
         };
+    let workspace = args.target.unwrap_or(root);
+    remove_dead_mounts(&workspace, args.mountpoint.as_deref());
+    refuse_if_mounted(&workspace, args.mountpoint.as_deref())?;
     daemon::run(MountRequest {
-        workspace: args.target.unwrap_or(root),
+        workspace,
         mountpoint: args.mountpoint,
         daemon: args.daemon,
         read_only: args.read_only,
@@ -35,6 +38,56 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
         options,
     })?;
     Ok(Exit::Ok)
+}
+
+/// Is `path` a mountpoint whose FUSE daemon is gone (the kernel answers `ENOTCONN`)?
+fn is_dead_mount(path: &Path) -> bool {
+    // Opened, not stat'ed: the kernel may still answer a stat from its attribute cache.
+    std::fs::read_dir(path).is_err_and(|e| e.raw_os_error() == Some(nix::libc::ENOTCONN))
+}
+
+/// Detach dead mounts of this workspace (at `workspace` itself, at `mountpoint`, or any whose
+/// source it is), saying so: a crashed daemon leaves one behind, and mounting again is how a
+/// user resumes.
+fn remove_dead_mounts(workspace: &Path, mountpoint: Option<&Path>) {
+    let canonical = std::fs::canonicalize(workspace).ok();
+    let mut dead: Vec<PathBuf> = [Some(workspace), mountpoint]
+        .into_iter()
+        .flatten()
+        .filter(|p| is_dead_mount(p))
+        .map(Path::to_path_buf)
+        .collect();
+    dead.extend(
+        mounts()
+            .into_iter()
+            .filter(|m| canonical.as_ref() == Some(&m.workspace) && is_dead_mount(&m.mountpoint))
+            .map(|m| m.mountpoint),
+    );
+    dead.dedup();
+    for path in dead {
+        match nix::mount::umount2(&path, nix::mount::MntFlags::MNT_DETACH) {
+            Ok(()) => errln!("rwfs: removed the dead mount on {} (its daemon had stopped)", path.display()),
+            Err(e) => errln!("rwfs: cannot remove the dead mount on {}: {e}", path.display()),
+        }
+    }
+}
+
+/// An rwfs mount already serving `workspace` (or at `mountpoint`) is an error naming it.
+fn refuse_if_mounted(workspace: &Path, mountpoint: Option<&Path>) -> Result<()> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let (workspace, mountpoint) = (canonical(workspace), mountpoint.and_then(canonical));
+    let taken = mounts().into_iter().find(|m| {
+        workspace.as_ref().is_some_and(|w| *w == m.workspace || *w == m.mountpoint)
+            || mountpoint.as_ref() == Some(&m.mountpoint)
+    });
+    match taken {
+        Some(m) => {
+            let pid = daemon::running(&m.workspace).and_then(|d| d["pid"].as_u64()).and_then(|p| u32::try_from(p).ok());
+            let mountpoint = m.mountpoint.display().to_string();
+            Err(Error::from(Reason::AlreadyMounted { pid, mountpoint }).at(m.workspace.display().to_string()))
+        }
+        None => Ok(()),
+    }
 }
 
 /// An rwfs mount of this machine.
@@ -96,9 +149,12 @@ pub fn mount_statuses(root: &Path) -> Vec<(Mounted, Option<Value>)> {
 }
 
 pub fn unmount(args: &UnmountArgs) -> Result<Exit> {
-    let path = std::fs::canonicalize(&args.path).unwrap_or_else(|_| args.path.clone());
+    // A dead mount cannot be resolved (ENOTCONN): then its path as given, made absolute.
+    let path = std::fs::canonicalize(&args.path)
+        .or_else(|_| std::path::absolute(&args.path))
+        .unwrap_or_else(|_| args.path.clone());
     let Some(mounted) = mounts().into_iter().find(|m| m.mountpoint == path || m.workspace == path) else {
-        return Err(Error::from(Reason::NotFound).at(format!("{} (no rwfs mount there)", path.display())));
+        return Err(Error::from(Reason::NotMounted).at(path.display().to_string()));
     };
     match control::call(&mounted.workspace, Request::Shutdown, &[]) {
         Ok(_) => {

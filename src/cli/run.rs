@@ -30,6 +30,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
 }
 
 fn run_command(cli: Cli) -> Result<Exit> {
+    if matches!(
+        cli.command,
+        Command::Write(_) | Command::Rm(_) | Command::Restore(_) | Command::Status(_) | Command::Gc(_)
+    ) {
+        super::session::warn_if_shadowed();
+    }
     let root = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let options = Options {
         allow_unsafe_root: cli.allow_unsafe_root,
@@ -37,18 +43,28 @@ fn run_command(cli: Cli) -> Result<Exit> {
         policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
         pass_through: Vec::new(),
     };
-    if matches!(cli.command, Command::Write(_) | Command::Rm(_) | Command::Restore(_) | Command::Status(_)) {
-        super::session::warn_if_shadowed();
-    }
     match cli.command {
         Command::Write(args) => write(&root, &options, args),
         Command::Rm(args) => rm(&root, &options, args),
-        Command::Log(args) => log(&Workspace::open(&root, &options)?, args),
-        Command::History(args) => history(&Workspace::open(&root, &options)?, args),
+        Command::Log(args) => log(&existing(&root, &options)?, args),
+        Command::History(args) => history(&existing(&root, &options)?, args),
         Command::Restore(args) => restore(&root, &options, args),
-        Command::Verify(args) => verify_cmd(&Workspace::open(&root, &options)?, args.json),
+        Command::Show(args) => show(&existing(&root, &options)?, &args.spec),
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out).step("render man page")?;
+            super::emit_bytes(&out);
+            Ok(Exit::Ok)
+        }
+        Command::Completions(args) => {
+            let mut out = Vec::new();
+            clap_complete::generate(args.shell, &mut <Cli as clap::CommandFactory>::command(), "rwfs", &mut out);
+            super::emit_bytes(&out);
+            Ok(Exit::Ok)
+        }
+        Command::Verify(args) => verify_cmd(&existing(&root, &options)?, args.json),
         Command::Gc(args) => gc(&root, &options, args),
-        Command::Status(args) => status(&Workspace::open(&root, &options)?, args.json),
+        Command::Status(args) => status(&existing(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
         Command::Mount(args) => mount(root, options, args),
         Command::Unmount(args) => unmount(&args),
@@ -67,6 +83,16 @@ fn run_command(cli: Cli) -> Result<Exit> {
             Ok(Exit::Ok)
         }
     }
+}
+
+/// The workspace at `root` for a read-only command: one rwfs has written (an empty answer
+/// from a directory that is not a workspace would mislead).
+fn existing(root: &Path, options: &Options) -> Result<Workspace> {
+    let ws = Workspace::open(root, options)?;
+    if !ws.is_initialized() {
+        return Err(crate::error::Error::from(Reason::NotAWorkspace).at(ws.path().display().to_string()));
+    }
+    Ok(ws)
 }
 
 /// What `rwfs agent-rules` prints.
@@ -196,12 +222,33 @@ fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// `rwfs show PATH@REV`: the bytes of that version on stdout.
+fn show(ws: &Workspace, spec: &str) -> Result<Exit> {
+    let Some((path, rev)) = spec.rsplit_once('@') else {
+        return Err(Reason::InvalidArgument { what: "PATH@REV (REV: a digest prefix or a time)" }.into());
+    };
+    let to = if rev.len() >= 4 && rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+        RestoreTo::Sha(rev.to_string())
+    } else {
+        RestoreTo::At(parse_time(rev)?)
+    };
+    let (_, bytes) = ws.version_bytes(path, &to)?;
+    super::emit_bytes(&bytes);
+    Ok(Exit::Ok)
+}
+
 fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
     let filter = args.path.as_deref().map(|p| ws.lookup(p)).transpose()?;
+    // Rows carry whole seconds: compare at that precision.
+    let since = args.since.as_deref().map(parse_time).transpose()?.map(|t| {
+        let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    });
     let keep = if args.n == 0 { usize::MAX } else { args.n };
     let mut rows: VecDeque<Row> = VecDeque::new();
     let scan = ws.read_journal(|entry| {
-        if filter.as_ref().is_none_or(|p| entry.row.path == p.as_str()) {
+        let recent = since.is_none_or(|since| humantime::parse_rfc3339(&entry.row.ts).is_ok_and(|ts| ts >= since));
+        if recent && filter.as_ref().is_none_or(|p| entry.row.path == p.as_str()) {
             if rows.len() == keep {
                 rows.pop_front();
             }
@@ -254,14 +301,26 @@ fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     outln!("{} (current: {})", Escaped(history.path.as_str()), short(history.current));
-    outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "WHERE");
+    // WAS: the version the change replaced (for a delete, what was deleted: `rwfs show` or
+    // `rwfs restore --sha` bring it back).
+    outln!(
+        "{:>6}  {:<20}  {:<8}  {:<12}  {:<12}  {:>10}  {:<8}  WHO",
+        "SEQ",
+        "TIME",
+        "OP",
+        "WAS",
+        "SHA256",
+        "BYTES",
+        "WHERE"
+    );
     for version in &history.versions {
         let row = &version.entry.row;
         outln!(
-            "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<8}  {}",
+            "{:>6}  {:<20}  {:<8}  {:<12}  {:<12}  {:>10}  {:<8}  {}",
             row.seq.map_or("-".to_string(), |s| s.to_string()),
             row.ts,
             row.op().as_str(),
+            short(row.prev_sha256),
             short(version.state),
             row.bytes,
             version.availability.as_str(),

@@ -41,6 +41,11 @@ pub const KEYS: &str = "keys";
 pub const HTTP_TOKEN: &str = "mcp-http.token";
 /// Reserved for an index of the tree (not written yet).
 pub const INDEX: &str = "index";
+/// The log of a daemon started without `RWFS_LOG_FILE`, and the previous one (rotated when
+/// a daemon starts and it is over [`DAEMON_LOG_ROTATE`] bytes).
+pub const DAEMON_LOG: &str = "rwfs.log";
+pub const DAEMON_LOG_OLD: &str = "rwfs.log.1";
+pub const DAEMON_LOG_ROTATE: u64 = 1 << 20;
 /// Tells git (and tools that honour `.gitignore`) to leave the whole state directory alone.
 pub const GITIGNORE: &str = ".gitignore";
 /// What [`GITIGNORE`] holds: everything in the state directory, itself included.
@@ -95,6 +100,8 @@ pub const STATE_LAYOUT: &[StateEntry] = &[
     entry(HTTP_TOKEN, Shape::File, Visibility::Hidden),
     entry(INDEX, Shape::Dir, Visibility::Hidden),
     entry(GITIGNORE, Shape::File, Visibility::ReadOnly),
+    entry(DAEMON_LOG, Shape::File, Visibility::ReadOnly),
+    entry(DAEMON_LOG_OLD, Shape::File, Visibility::ReadOnly),
 ];
 
 /// The entry named `name` (a top-level name of the state directory).

@@ -304,6 +304,7 @@ impl Core {
         if current.stat.size >= DROP_CACHE_MIN {
             disk.drop_cache(&current.file);
         }
+        tracing::info!(path = %target.path, seq = appended.seq, pid = actor.pid, comm = actor.comm.as_deref(), "deleted");
         Ok(Committed {
             path: target.path,
             op: Op::Delete,
@@ -488,6 +489,7 @@ impl Core {
             }
             _ => self.tracker.end(token),
         }
+        tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "committed");
         Ok(Committed {
             path: target.path.clone(),
             op,

@@ -212,6 +212,7 @@ impl Core {
     /// error the front end reports.
     pub(crate) fn refuse(&self, refusal: Refusal<'_>) -> Error {
         let at = refusal.path.to_string();
+        tracing::info!(path = %at, pid = refusal.actor.pid, comm = refusal.actor.comm.as_deref(), "blocked");
         match self.refuse_inner(refusal) {
             Ok(e) | Err(e) => e.at(at),
         }
@@ -282,8 +283,10 @@ impl Core {
             "journal_seq": appended.seq,
             "blocking_rules": rule_ids,
             "findings": findings,
-            "score": report.score,
-            "verdict": report.verdict.as_str(),
+            // The policy's decision, and the paper's weighted score only as a score: a blocked
+            // credential can score `low` or `medium` there, which must not read as a verdict.
+            "action": "block",
+            "risk_score": {"score": report.score, "verdict": report.verdict.as_str()},
             "leak_risk": report.leak_risk,
             "filter_risk": report.filter_risk,
             "suggested_actions": report.suggested_actions(),

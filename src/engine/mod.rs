@@ -327,7 +327,7 @@ fn start_settler(core: Arc<Core>) -> Result<(Sender<()>, JoinHandle<()>)> {
 }
 
 /// The digest a restore brings back.
-fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
+pub(crate) fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
     if history.versions.is_empty() {
         return Err(Reason::VersionNotFound.into());
     }

@@ -237,6 +237,35 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// The bytes of one version of `input` (a digest prefix or a time, as for a restore),
+    /// without restoring it: from `objects/`, or the file itself when it is the current one.
+    /// The bytes are checked against the digest.
+    pub fn version_bytes(&self, input: &str, to: &super::RestoreTo) -> Result<(Sha256, Vec<u8>)> {
+        let history = self.history(input)?;
+        let at = history.path.to_string();
+        let sha = super::pick_version(&history, to).map_err(|e| e.at(&at))?;
+        let stored = match self.objects()? {
+            Some(objects) => objects.open_object(&sha)?,
+            None => None,
+        };
+        let bytes = match stored {
+            Some(file) => read_all(Opened {
+                path: history.path.clone(),
+                stat: self.disk.file_stat(&file).step("stat version")?,
+                file: std::fs::File::from(file.into_fd()),
+            })?,
+            None if history.current == Some(sha) => read_all(self.open_in(&at, Scope::Workspace)?)?,
+            None => return Err(Error::from(Reason::ObjectMissing { sha }).at(at)),
+        };
+        if Sha256::of(&bytes) != sha {
+            // The current file changed between the digest and the read.
+            return Err(Error::from(Reason::ObjectMissing { sha }).at(at));
+        }
+        Ok((sha, bytes))
+    }
+}
+
 fn read_all(opened: Opened) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::with_capacity(opened.stat.size as usize);

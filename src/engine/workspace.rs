@@ -71,6 +71,11 @@ impl Workspace {
     }
 
     /// The root as given (canonicalized).
+    /// Does the workspace have its state directory (has rwfs ever written here)?
+    pub fn is_initialized(&self) -> bool {
+        self.state.is_some()
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -306,16 +311,26 @@ pub struct Status {
 
 /// Open the root directory after the unsafe-root check.
 pub(crate) fn open_root(path: &Path, options: &Options) -> Result<(Arc<dyn Disk>, PathBuf, Dir)> {
-    let canonical = std::fs::canonicalize(path)
-        .map_err(|e| Error::io("resolve workspace root", e).at(path.display().to_string()))?;
+    let canonical = std::fs::canonicalize(path).map_err(|e| root_error(path, "resolve workspace root", e))?;
     if !options.allow_unsafe_root && is_unsafe_root(&canonical) {
         return Err(Error::from(Reason::UnsafeRoot).at(canonical.display().to_string()));
     }
     let disk = options.disk();
-    let root = disk
-        .open_root(&canonical)
-        .map_err(|e| Error::io("open workspace root", e).at(canonical.display().to_string()))?;
+    let root = disk.open_root(&canonical).map_err(|e| root_error(&canonical, "open workspace root", e))?;
     Ok((disk, canonical, root))
+}
+
+/// The error of a workspace root that cannot be reached: missing, a dead mount, or another.
+fn root_error(path: &Path, step: &'static str, e: std::io::Error) -> Error {
+    let shown = path.display().to_string();
+    match e.raw_os_error() {
+        Some(nix::libc::ENOENT) => Error::from(Reason::NoSuchWorkspace).at(shown),
+        Some(nix::libc::ENOTCONN) => {
+            let mountpoint = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            Error::from(Reason::DeadMount { mountpoint: mountpoint.display().to_string() }).at(shown)
+        }
+        _ => Error::io(step, e).at(shown),
+    }
 }
 
 /// Is `canonical` (already resolved) one of the refused roots?

@@ -26,8 +26,9 @@ use fuser::{FileAttr, FileType, INodeNo, Notifier};
 
 use crate::durable::{FileKind, Stat};
 use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::error::{Error, Reason, Result};
 use crate::vfs::{self, Attr, Kernel, Vfs};
+use nix::libc;
 
 pub use errno::errno;
 use pool::Pool;
@@ -133,8 +134,16 @@ impl Mount {
             processes: process::Processes::default(),
             blocked,
         };
-        let session = fuser::Session::new(glue, &options.mountpoint, &config)
-            .map_err(|e| Error::io("mount", e).at(options.mountpoint.display().to_string()))?;
+        let session = fuser::Session::new(glue, &options.mountpoint, &config).map_err(|e| {
+            let at = options.mountpoint.display().to_string();
+            match e.raw_os_error() {
+                Some(libc::EPERM | libc::EACCES | libc::ENODEV) => Error::from(Reason::FuseUnavailable).at(at),
+                // No /dev/fuse, or no fusermount3 to mount as a normal user.
+                Some(libc::ENOENT) if !options.mountpoint.exists() => Error::io("mount", e).at(at),
+                Some(libc::ENOENT) => Error::from(Reason::FuseUnavailable).at(at),
+                _ => Error::io("mount", e).at(at),
+            }
+        })?;
         let _ = kernel.notifier.set(session.notifier());
         let session = session.spawn().map_err(|e| Error::io("start mount session", e))?;
         Ok(Mount { vfs, session: Some(session), mountpoint: options.mountpoint })

@@ -447,7 +447,7 @@ impl<'a> Collector<'a> {
             let (replacement, replace) =
                 replace::suggest(hay, raw.span.clone(), raw.env, &raw.family, &raw.rule, self.lang);
             let finding = Finding {
-                snippet: snippet(secret, raw.vendor),
+                snippet: snippet(secret),
                 hash: salted_hash(&self.salt, secret),
                 length: secret.len(),
                 line,
@@ -541,20 +541,11 @@ fn email_ok(email: &str) -> bool {
         || filter::is_placeholder(&lower))
 }
 
-/// A short, safe glimpse of a secret: nothing of a vendor token (its prefix is the problem),
-/// else at most its first 4 characters.
-fn snippet(secret: &[u8], vendor: bool) -> String {
-    let shown = if vendor {
-        0
-    } else if secret.len() >= 32 {
-        4
-    } else if secret.len() >= 12 {
-        2
-    } else {
-        0
-    };
-    let head: String = secret.iter().take(shown).map(|&b| if b.is_ascii_graphic() { b as char } else { '?' }).collect();
-    format!("{head}…({} chars)", secret.len())
+/// What a finding shows of its match: its length only. No character of a secret is ever
+/// echoed (not even a vendor prefix or the first few characters): the rule, line, column and
+/// salted hash say which one it is.
+fn snippet(secret: &[u8]) -> String {
+    format!("[hidden: {} chars]", secret.len())
 }
 
 fn salted_hash(salt: &[u8; 16], secret: &[u8]) -> String {

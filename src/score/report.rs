@@ -9,8 +9,8 @@
 //!   plus the size heuristics, clamped to [0, 1] and rounded to 4 decimals; verdict by the
 //!   thresholds (.70 / .40 / .10 unless the policy says otherwise). Kept for compatibility.
 //!
-//! A finding never contains the secret: rule, place, length, a short prefix (none for vendor
-//! tokens, whose prefix is the problem), and a salted short hash to group identical secrets.
+//! A finding never contains any character of the secret: rule, place, length, and a salted
+//! short hash to group identical secrets.
 
 use std::collections::BTreeMap;
 use std::ops::Range;

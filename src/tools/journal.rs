@@ -241,7 +241,7 @@ impl Tools {
                     let c = &env["context"];
                     json!({
                         "id": id, "path": c["path"], "ts": c["ts"], "rules": c["blocking_rules"],
-                        "tool": c["tool"], "verdict": c["verdict"], "quarantined_sha256": c["quarantined_sha256"],
+                        "tool": c["tool"], "action": c["action"], "risk_score": c["risk_score"], "quarantined_sha256": c["quarantined_sha256"],
                     })
                 }
                 None => json!({"id": id, "corrupt": true}),

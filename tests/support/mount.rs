@@ -104,6 +104,13 @@ impl Mounted {
     /// SIGKILL the daemon (no draft committed, nothing unmounted cleanly), wait until it is
     /// gone, then detach the dead mount.
     pub fn kill(&mut self) {
+        self.lose_daemon();
+        self.forget();
+    }
+
+    /// SIGKILL the daemon and wait until it is gone, leaving its dead mount in place (what a
+    /// user meets after a crash).
+    pub fn lose_daemon(&mut self) {
         let pid = nix::unistd::Pid::from_raw(self.daemon_pid());
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the daemon");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -116,7 +123,7 @@ impl Mounted {
             assert!(std::time::Instant::now() < deadline, "the daemon outlived SIGKILL");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        self.forget();
+        self.mounted = false;
     }
 
     /// A path through the mount.
