@@ -239,6 +239,7 @@ pub fn items() -> Vec<Item> {
             (".github/workflows/deploy.yml", format!("env:\n  DEPLOY_TOKEN: {value}\n")),
             ("config.toml", format!("[smtp]\npassword = '{value}'\n")),
             ("docker-compose.yml", format!("services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {value}\n")),
+            ("deploy/.env.production", format!("MYSQL_USER=app\nMYSQL_PASS={value}\n")),
         ];
         let (path, text) = &config[n % config.len()];
         add("generic in config", true, path, text.clone());

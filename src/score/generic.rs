@@ -204,6 +204,8 @@ mod tests {
         assert_eq!(check("API_TOKEN=9f86d081884c7d659a2feaa0c55ad015"), Some("9f86d081884c7d659a2feaa0c55ad015"));
         assert_eq!(check(r#"  "client_secret": "q8W2-Lm4s9XaPz71""#), Some("q8W2-Lm4s9XaPz71"));
         assert_eq!(check("secret: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
+        assert_eq!(check("MYSQL_PASS=Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
+        assert_eq!(check("encryption_key: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
     }
 
     #[test]

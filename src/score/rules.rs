@@ -3530,4 +3530,8 @@ pub const GENERIC_KEYWORDS: &[&str] = &[
     "credential",
     "pwd",
     "auth",
+    "_pass",
+    "encryption_key",
+    "signing_key",
+    "master_key",
 ];
