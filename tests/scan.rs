@@ -460,3 +460,171 @@ fn the_rule_table_is_large_unique_and_well_anchored() {
         assert!(rule.family == "pii" || !rule.env.is_empty(), "{} has no env var", rule.id);
     }
 }
+
+/// The default policy's action on `text` written at `path`.
+fn action(text: &str, path: &str) -> rwfs::policy::Action {
+    let report = scan(text, path);
+    rwfs::policy::Policy::default().decide(&report, path).action
+}
+
+fn sample_of(rule: &str, seed: u64) -> String {
+    generate(RULES.iter().find(|r| r.id == rule).unwrap().sample, &mut Rng::new(seed))
+}
+
+/// The formats that used to pass silently (issue 15), each in the places people write them.
+#[test]
+fn formerly_silent_credential_types_block_where_they_are_written() {
+    use base64::Engine as _;
+    use rwfs::policy::Action::Block;
+    let mut rng = Rng::new(77);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let azure = rwfs::score::sample::azure_storage_key(&mut rng);
+    let password = rng.string(rwfs::score::sample::ALNUM, 18);
+    let auth = b64.encode(format!("ci-bot:{password}"));
+    let cases: Vec<(&str, &str, String)> = vec![
+        ("azure-storage-account-key", "settings.yaml", format!("storage:\n  account_key: {azure}\n")),
+        ("azure-storage-account-key", "app.json", format!("{{\"AccountKey\": \"{azure}\"}}\n")),
+        ("azure-storage-account-key", ".env", format!("AZURE_STORAGE_KEY={azure}\n")),
+        (
+            "docker-config-auth",
+            "config.json",
+            format!("{{\"auths\":{{\"https://index.docker.io/v1/\":{{\"auth\":\"{auth}\"}}}}}}"),
+        ),
+        ("curl-user-password", "deploy.sh", format!("curl --user ci-bot:{password} -X POST https://ci.acme.io/job\n")),
+        ("curl-user-password", ".bash_history", format!("curl -u 'ci-bot:{password}' https://ci.acme.io\n")),
+        ("cli-password-flag", "backup.sh", format!("sshpass -p '{password}' ssh ops@db1\n")),
+        (
+            "kubernetes-secret-data",
+            "secret.yaml",
+            format!(
+                "apiVersion: v1\ndata:\n  token: {}\nkind: Secret\nmetadata:\n  name: api\n",
+                b64.encode(&password)
+            ),
+        ),
+        (
+            "nuget-cleartext-password",
+            "NuGet.Config",
+            format!("<add key=\"ClearTextPassword\" value=\"{password}\" />\n"),
+        ),
+        (
+            "discord-bot-token",
+            "bot.py",
+            format!("client.run(\"{}\")\n", rwfs::score::sample::discord_bot_token(&mut rng)),
+        ),
+    ];
+    for (rule, path, text) in cases {
+        let report = scan(&text, path);
+        assert!(!leaks(&report, rule).is_empty(), "{rule} in {path}: {:?}\n{text}", report.findings);
+        assert_eq!(action(&text, path), Block, "{rule} in {path}\n{text}");
+    }
+}
+
+#[test]
+fn formerly_silent_types_leave_placeholders_and_documentation_alone() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut rng = Rng::new(78);
+    let azure = rwfs::score::sample::azure_storage_key(&mut rng);
+    let not_digits =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rng.string(rwfs::score::sample::LETTERS, 18));
+    let cases: Vec<(&str, String)> = vec![
+        ("azure placeholder", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=<your-account-key>\naccount_key: ${AZURE_STORAGE_KEY}\n".into()),
+        ("azure emulator", format!("AccountName=devstoreaccount1;AccountKey={azure};BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;\n")),
+        ("docker placeholder", format!("{{\"auths\": {{\"ghcr.io\": {{\"auth\": \"{}\"}}}}}}\n", b64.encode("username:password"))),
+        ("docker empty", "{\"auths\": {\"ghcr.io\": {\"auth\": \"\"}}, \"credsStore\": \"desktop\"}\n".into()),
+        ("curl references", "curl -u $USER:$PASS https://x.io\ncurl -u \"${API_USER}:${API_TOKEN}\" https://x.io\ncurl -u admin:admin https://x.io\ncurl -u username:<password> https://x.io\ncurl -u user:password https://x.io\n".into()),
+        ("password flags", "docker login --password-stdin\nmysql --password=$DB_PASSWORD\npsql --password PASSWORD\n".into()),
+        ("k8s placeholders", format!("kind: Secret\ndata:\n  password: {}\n---\nkind: Secret\nstringData:\n  password: ${{DB_PASSWORD}}\n", b64.encode("changeme"))),
+        ("k8s configmap", "kind: ConfigMap\ndata:\n  level: aW5mbw==\n".into()),
+        ("nuget references", "<add key=\"ClearTextPassword\" value=\"%NUGET_PASSWORD%\" />\n<add key=\"ClearTextPassword\" value=\"password\" />\n".into()),
+        ("discord lookalike", format!("{not_digits}.AbCdEf.{}\n", rng.string(rwfs::score::sample::BASE64URL, 38))),
+    ];
+    for (name, text) in cases {
+        for path in ["config.yaml", "notes.txt"] {
+            assert_ne!(
+                action(&text, path),
+                rwfs::policy::Action::Block,
+                "{name} in {path}: {:?}\n{text}",
+                scan(&text, path).findings
+            );
+        }
+    }
+}
+
+/// A generic `key = value` blocks in configuration (in code only when long and random), warns in
+/// tests and docs.
+#[test]
+fn context_decides_whether_a_generic_assignment_blocks() {
+    use rwfs::policy::Action::{Block, Warn};
+    let value = sample_of("generic-secret-assignment", 11);
+    let blocks = [
+        (".env", format!("DB_PASSWORD={value}\n")),
+        ("config/app.yaml", format!("database:\n  password: {value}\n")),
+        ("appsettings.json", format!("{{\"ClientSecret\": \"{value}\"}}\n")),
+        ("settings.ini", format!("[auth]\napi_key = {value}\n")),
+        ("Cargo.toml", format!("[registry]\ntoken = \"{value}\"\n")),
+        ("Dockerfile", format!("FROM alpine\nENV API_TOKEN={value}\n")),
+        ("k8s/deploy.yaml", format!("env:\n  - name: DB\n    value: x\n  - access_key: {value}\n")),
+        (".github/workflows/ci.yml", format!("env:\n  SERVICE_TOKEN: {value}\n")),
+        (".bash_history", format!("export SECRET={value}\n")),
+        ("notes.txt", format!("client_secret: {value}\n")),
+        ("src/settings.py", format!("DB_PASSWORD = \"{value}\"\n")),
+    ];
+    for (path, text) in &blocks {
+        assert_eq!(action(text, path), Block, "{path}: {:?}\n{text}", scan(text, path).findings);
+    }
+    let warns = [
+        ("tests/fixtures/app.yaml", format!("password: {value}\n")),
+        ("docs/setup.md", format!("DB_PASSWORD={value}\n")),
+        ("config.example.yaml", format!("password: {value}\n")),
+        ("src/settings.py", format!("DB_PASSWORD = \"{}\"\n", &value[..12])),
+    ];
+    for (path, text) in &warns {
+        assert_eq!(action(text, path), Warn, "{path}: {:?}\n{text}", scan(text, path).findings);
+    }
+    // Placeholders, references and look-alikes in configuration stay below a block.
+    for text in [
+        "DB_PASSWORD=${DB_PASSWORD}\n",
+        "api_key: <your-api-key>\n",
+        "password: changeme\n",
+        "token: your_token_here\n",
+        "SECRET=xxxxxxxxxxxxxxxx\n",
+        "password: !vault |\n",
+        "secret_file: /run/secrets/db_password1\n",
+        "token_url: https://auth.acme.io/oauth/token\n",
+        "password_min_length: 12\n",
+        "auth_host: auth1.internal.acme.io\n",
+        "author: Jane Doe <jane@acme.io>\n",
+    ] {
+        assert_ne!(action(text, "config.yaml"), Block, "{text}: {:?}", scan(text, "config.yaml").findings);
+    }
+}
+
+/// The false blocks issue 15 lists.
+#[test]
+fn known_false_blocks_are_gone() {
+    use rwfs::policy::Action::Block;
+    let mut rng = Rng::new(79);
+    let hex = rng.string(rwfs::score::sample::HEX, 32);
+    let pat = sample_of("github-pat", 12);
+    let (head, tail) = pat.split_at(20);
+    let cases = [
+        (
+            "sequential placeholder",
+            format!("SHOPIFY_API_SECRET=shpss_{}\n", "a1b2c3d4e5f6".repeat(3).get(..32).unwrap_or("")),
+        ),
+        ("short url password", "remote = https://user:abc@git.acme.io/repo.git\n".into()),
+        ("uniform url password", "proxy: http://bob:1111@proxy.acme.io:3128\n".into()),
+        ("file name", format!("<link rel=\"icon\" href=\"/static/ico-{hex}.png\">\n")),
+        ("token broken by ?", format!("token: {head}?{tail}\n")),
+    ];
+    for (name, text) in cases {
+        assert_ne!(action(&text, "config.yaml"), Block, "{name}: {:?}\n{text}", scan(&text, "config.yaml").findings);
+    }
+    // A Firebase web API key is public by design: found, but only a warning.
+    let key = sample_of("google-api-key", 13);
+    let firebase =
+        format!("const firebaseConfig = {{\n  apiKey: \"{key}\",\n  authDomain: \"acme.firebaseapp.com\",\n}};\n");
+    assert_eq!(action(&firebase, "src/firebase.js"), rwfs::policy::Action::Warn);
+    assert_eq!(action(&format!("GOOGLE_MAPS_KEY={key}\n"), ".env"), Block, "outside Firebase it still blocks");
+}

@@ -14,6 +14,8 @@
 #   --tool-mb MB         size of the corpus subset the tools scan (default 10)
 #   --latency-scans N    timed 100 KB scans (default 2000)
 #   --corpus DIR         scan DIR's .rs files instead of the cargo registry's
+#   --only eval          only the block evaluation: precision and recall per credential type
+#                        on a labelled set built at run time (integration/bench/scan_eval.rs)
 #
 # What it does: `cargo fetch --locked` (the corpus is the registry's sources), builds the bench
 # binary, creates target/scan-bench-venv (Python >= 3.12, which resilient-write needs) with the

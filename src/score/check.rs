@@ -23,6 +23,10 @@ pub fn passes(check: Check, secret: &str) -> bool {
         Check::UrlPassword => url_password_ok(secret),
         Check::Bech32 => bech32_ok(secret),
         Check::BasicAuth => basic_auth_ok(secret),
+        Check::UserPassword => user_password_ok(secret),
+        Check::Password => plain_password_ok(secret),
+        Check::SecretData => secret_data_ok(secret),
+        Check::DiscordId => discord_id_ok(secret),
     }
 }
 
@@ -224,14 +228,16 @@ fn documented(user: &str, password: &str) -> bool {
     DOCUMENTED.contains(&(user, password))
 }
 
-/// A password that is not empty, the user name, a trivial word or a placeholder.
+/// A password that is not empty, the user name, a trivial word, a placeholder or too short and
+/// uniform to be anything but an example (`abc`, `1111`).
 fn password_ok(user: &str, password: &str) -> bool {
     /// Passwords of examples and local development setups.
     const TRIVIAL: &[&str] = &[
         "password", "pass", "passwd", "pwd", "secret", "admin", "root", "user", "test", "guest", "postgres", "mysql",
         "redis",
     ];
-    password.len() >= 3
+    password.len() >= 5
+        && super::filter::entropy(password.as_bytes()) >= 2.0
         && password != user
         && !TRIVIAL.contains(&password.to_ascii_lowercase().as_str())
         && !super::filter::is_placeholder(password)
@@ -254,6 +260,68 @@ pub fn basic_auth_ok(value: &str) -> bool {
         && !text.chars().any(char::is_control)
         && !documented(user, password)
         && password_ok(user, password)
+}
+
+/// `user:password` as a command line passes it (`curl -u`, `--user`): a real password.
+pub fn user_password_ok(value: &str) -> bool {
+    value.split_once(':').is_some_and(|(user, password)| {
+        !user.is_empty() && !documented(user, password) && password_ok(user, password) && !password.starts_with('$')
+    })
+}
+
+/// A password written on its own (`ClearTextPassword`, `--password=`): not a placeholder, a
+/// reference or a trivial word.
+pub fn plain_password_ok(value: &str) -> bool {
+    password_ok("", value) && !value.starts_with('$') && !value.starts_with('%')
+}
+
+/// A Kubernetes `Secret`'s `data:` value: base64 of printable text that is itself a password
+/// (not empty, a placeholder or a trivial word), or of binary key material.
+pub fn secret_data_ok(value: &str) -> bool {
+    use base64::engine::general_purpose::STANDARD;
+    let Ok(bytes) = STANDARD.decode(value) else {
+        return false;
+    };
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => {
+            let text = text.trim_end_matches(['\n', '\r']);
+            !text.chars().any(char::is_control) && plain_password_ok(text)
+        }
+        Err(_) => bytes.len() >= 16,
+    }
+}
+
+/// Is `value` base64 of printable text that is a placeholder (`username:password`,
+/// `changeme`)? Such a value is an encoded example, not a credential.
+pub fn encodes_placeholder(value: &str) -> bool {
+    use base64::engine::general_purpose::STANDARD;
+    if value.len() < 8 || !value.len().is_multiple_of(4) {
+        return false;
+    }
+    let Some(text) = STANDARD.decode(value).ok().and_then(|b| String::from_utf8(b).ok()) else {
+        return false;
+    };
+    if text.chars().any(char::is_control) {
+        return false;
+    }
+    match text.split_once(':') {
+        Some(_) => !basic_auth_ok(value),
+        None => !plain_password_ok(&text),
+    }
+}
+
+/// A Discord bot token's first part: base64 of the bot's numeric id (a 17 to 20 digit
+/// snowflake).
+pub fn discord_id_ok(token: &str) -> bool {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let Some(id) = token.split('.').next() else {
+        return false;
+    };
+    let id = id.trim_end_matches('=');
+    let Ok(bytes) = URL_SAFE_NO_PAD.decode(id).or_else(|_| STANDARD_NO_PAD.decode(id)) else {
+        return false;
+    };
+    (17..=20).contains(&bytes.len()) && bytes.iter().all(u8::is_ascii_digit) && bytes[0] != b'0'
 }
 
 /// A bech32 string (BIP-173): `hrp` `1` data, one case, data in the bech32 alphabet, valid
@@ -356,5 +424,39 @@ mod tests {
         assert!(!url_password_ok("https://Aladdin:opensesame@localhost:8887"));
         assert!(!url_password_ok("http://Aladdin:open%20sesame@y.ep"));
         assert!(url_password_ok(&format!("http://Aladdin:{}@y.ep", "Zx81kq0Pa9")));
+        assert!(!url_password_ok("https://user:abc@host.net"), "too short");
+        assert!(!url_password_ok("https://bob:1111@host.net"), "too short and uniform");
+        assert!(!url_password_ok("https://bob:aaaa1111@host.net"), "uniform");
+    }
+
+    #[test]
+    fn command_line_and_standalone_passwords() {
+        assert!(user_password_ok(&format!("deploy:{}", "Qx7vLm2pR9tK")));
+        assert!(!user_password_ok("user:password"));
+        assert!(!user_password_ok("user:$PASSWORD"));
+        assert!(!user_password_ok("nocolon"));
+        assert!(plain_password_ok(&["Qx7v", "Lm2p", "R9tK"].concat()));
+        for bad in ["%NUGET_PASSWORD%", "$PASSWORD", "password", "abc", "<password>", "changeme"] {
+            assert!(!plain_password_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn secret_data_decodes_to_a_password() {
+        use base64::Engine as _;
+        let enc = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        assert!(secret_data_ok(&enc(&["Qx7v", "Lm2p", "R9tK"].concat())));
+        assert!(!secret_data_ok(&enc("password")));
+        assert!(!secret_data_ok(&enc("changeme")));
+        assert!(!secret_data_ok("not base64!"));
+    }
+
+    #[test]
+    fn discord_ids() {
+        use base64::Engine as _;
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("123456789012345678");
+        assert!(discord_id_ok(&format!("{id}.AbCdEf.{}", "x".repeat(27))));
+        let word = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("abcdefghijklmnopqr");
+        assert!(!discord_id_ok(&format!("{word}.AbCdEf.x")));
     }
 }

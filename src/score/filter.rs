@@ -25,6 +25,15 @@ pub fn entropy(s: &[u8]) -> f32 {
         .sum()
 }
 
+/// How many character classes `s` mixes: lowercase, uppercase, digits, others.
+pub fn char_classes(s: &[u8]) -> usize {
+    let has = |f: fn(&u8) -> bool| usize::from(s.iter().any(f));
+    has(u8::is_ascii_lowercase)
+        + has(u8::is_ascii_uppercase)
+        + has(u8::is_ascii_digit)
+        + has(|c| !c.is_ascii_alphanumeric())
+}
+
 /// Substrings that mark a value as an example, a template or a redaction (checked lowercase).
 const MARKERS: &[&str] = &[
     "example",
@@ -77,7 +86,17 @@ pub fn is_placeholder(value: &str) -> bool {
     if b[0] == b'$' && b[1..].iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
         return true;
     }
-    is_run(b) || is_sequence(b)
+    is_run(b) || is_sequence(b) || is_interleaved_sequence(b)
+}
+
+/// Two sequences woven together (`a1b2c3d4…`, `1a2b3c…`): a typed-in placeholder, not a key.
+fn is_interleaved_sequence(b: &[u8]) -> bool {
+    if b.len() < 8 {
+        return false;
+    }
+    let even: Vec<u8> = b.iter().step_by(2).copied().collect();
+    let odd: Vec<u8> = b.iter().skip(1).step_by(2).copied().collect();
+    is_sequence(&even) && is_sequence(&odd)
 }
 
 /// A run dominated by one repeated character (`aaaaaaaa`, `00000000`, `=====`).
@@ -124,6 +143,8 @@ mod tests {
             "changeme",
             "os.environ['X']",
             "process.env.X",
+            "a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4",
+            "1a2b3c4d5e6f7a8b",
         ] {
             assert!(is_placeholder(p), "{p}");
         }

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::filter::{entropy, is_placeholder};
+use super::filter::{char_classes, entropy, is_placeholder};
 
 /// Key names that contain a keyword but do not hold a secret.
 const NOT_SECRET_KEYS: &[&str] = &[
@@ -66,6 +66,7 @@ const NOT_SECRET_KEYS: &[&str] = &[
     "manager",
     "provider",
     "store",
+    "author",
 ];
 
 /// Values that are language keywords or common literals, not secrets.
@@ -176,15 +177,7 @@ pub fn looks_secret(value: &str) -> bool {
         return false;
     }
     let b = value.as_bytes();
-    let classes = [
-        b.iter().any(u8::is_ascii_lowercase),
-        b.iter().any(u8::is_ascii_uppercase),
-        b.iter().any(u8::is_ascii_digit),
-        b.iter().any(|c| !c.is_ascii_alphanumeric()),
-    ]
-    .iter()
-    .filter(|&&x| x)
-    .count();
+    let classes = char_classes(b);
     // Identifiers and prose (`my_secret_value`, `Hello.World`) are letters with a separator.
     let wordy = b.iter().all(|c| c.is_ascii_alphabetic() || matches!(c, b'_' | b'-' | b'.' | b'/'));
     let needed = if len >= 20 { 3.5 } else { 3.0 };
@@ -211,6 +204,8 @@ mod tests {
         assert_eq!(check("API_TOKEN=9f86d081884c7d659a2feaa0c55ad015"), Some("9f86d081884c7d659a2feaa0c55ad015"));
         assert_eq!(check(r#"  "client_secret": "q8W2-Lm4s9XaPz71""#), Some("q8W2-Lm4s9XaPz71"));
         assert_eq!(check("secret: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
+        assert_eq!(check("MYSQL_PASS=Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
+        assert_eq!(check("encryption_key: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 mod check;
 mod codec;
+mod context;
 mod filter;
 mod generic;
 mod replace;
@@ -44,6 +45,7 @@ use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
 
 pub use check::passes as check_passes;
+pub use context::FileKind;
 pub use filter::{entropy, is_placeholder};
 pub use replace::Lang;
 pub use report::{DEFAULT_WEIGHTS, Finding, Kind, Level, Report, Risk, SizeHit, Thresholds, Verdict};
@@ -112,6 +114,8 @@ struct RuleSet {
     anchors: Option<scan::Anchors>,
     /// Automaton pattern → rules it triggers.
     anchor_rules: Vec<Vec<usize>>,
+    /// Automaton pattern → its own case, when an exact-case rule uses it.
+    anchor_exact: Vec<Option<&'static str>>,
 }
 
 impl std::fmt::Debug for Scanner {
@@ -144,6 +148,7 @@ impl RuleSet {
     fn build(keep: impl Fn(&Rule) -> bool) -> RuleSet {
         let mut rules = Vec::new();
         let mut anchors: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut exact: BTreeMap<String, &'static str> = BTreeMap::new();
         // The table's patterns are fixed and compile (`tests/scan.rs` builds every rule).
         let built = |p: &str| compile(p).expect("built-in pattern compiles");
         for rule in rules::RULES.iter().filter(|r| keep(r)) {
@@ -157,12 +162,16 @@ impl RuleSet {
             };
             for word in words {
                 anchors.entry(word.to_ascii_lowercase()).or_default().push(index);
+                if rule.exact_case {
+                    exact.insert(word.to_ascii_lowercase(), word);
+                }
             }
             rules.push(Compiled { rule, regex, prefix });
         }
         let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
+        let anchor_exact = patterns.iter().map(|p| exact.get(p).copied()).collect();
         let anchors = (!patterns.is_empty()).then(|| scan::Anchors::new(&patterns).expect("built-in anchors compile"));
-        RuleSet { rules, anchors, anchor_rules }
+        RuleSet { rules, anchors, anchor_rules, anchor_exact }
     }
 }
 
@@ -196,7 +205,7 @@ impl Scanner {
 
     /// Scan `hay`; `path` (workspace-relative) picks the replacement language.
     pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
-        let mut out = Collector::new(self, hay, replace::Lang::of(path));
+        let mut out = Collector::new(self, hay, replace::Lang::of(path), FileKind::of(path));
         let classes = scan::Classes::of(hay);
         self.anchored(hay, &mut out);
         self.structural(hay, &classes, &mut out);
@@ -213,6 +222,12 @@ impl Scanner {
                 let rule = self.set.rules[r].rule;
                 if matches!(rule.trigger, Trigger::Generic) {
                     generic_hits.push((r, hit.start));
+                    continue;
+                }
+                if rule.exact_case
+                    && let Some(word) = self.set.anchor_exact[hit.anchor]
+                    && !hay[hit.start..].starts_with(word.as_bytes())
+                {
                     continue;
                 }
                 spans[r].push(hit.start.saturating_sub(rule.before)..(hit.start + rule.after).min(hay.len()));
@@ -255,7 +270,7 @@ impl Scanner {
                 continue;
             }
             if let Some(assignment) = generic::find(hay, at, out.lang.has_bare_strings()) {
-                out.candidate(r, self.set.rules[r].rule, assignment.value);
+                out.assignment(r, self.set.rules[r].rule, assignment);
             }
         }
     }
@@ -313,6 +328,7 @@ impl Scanner {
 struct Collector<'a> {
     hay: &'a [u8],
     lang: replace::Lang,
+    kind: FileKind,
     salt: [u8; 16],
     raw: Vec<Raw>,
     per_rule: Vec<usize>,
@@ -335,10 +351,11 @@ struct Raw {
 }
 
 impl<'a> Collector<'a> {
-    fn new(scanner: &Scanner, hay: &'a [u8], lang: replace::Lang) -> Collector<'a> {
+    fn new(scanner: &Scanner, hay: &'a [u8], lang: replace::Lang, kind: FileKind) -> Collector<'a> {
         Collector {
             hay,
             lang,
+            kind,
             salt: scanner.config.salt,
             raw: Vec::new(),
             per_rule: vec![0; scanner.set.rules.len()],
@@ -351,38 +368,68 @@ impl<'a> Collector<'a> {
         self.per_rule[r] >= MAX_FINDINGS_PER_RULE
     }
 
+    /// A generic assignment: a leak of the generic rule, which blocks when the file's kind, the
+    /// key and the value together say it is a deployed credential ([`context::promotes`]).
+    fn assignment(&mut self, r: usize, rule: &'static Rule, assignment: generic::Assignment) {
+        if !self.candidate(r, rule, assignment.value.clone()) {
+            return;
+        }
+        let value = String::from_utf8_lossy(&self.hay[assignment.value]);
+        if context::promotes(self.kind, &value)
+            && let Some(last) = self.raw.last_mut()
+        {
+            last.severity = Severity::Credential;
+            last.confidence = Confidence::Medium;
+        }
+    }
+
     /// A regex match of rule `r`: a leak if it passes the checks, else nothing (the prefix pass
-    /// reports token-shaped text).
-    fn candidate(&mut self, r: usize, rule: &'static Rule, span: Range<usize>) {
+    /// reports token-shaped text). Whether it was kept.
+    fn candidate(&mut self, r: usize, rule: &'static Rule, span: Range<usize>) -> bool {
         let Ok(secret) = std::str::from_utf8(&self.hay[span.clone()]) else {
-            return;
+            return false;
         };
-        if !check::passes(rule.check, secret) || (rule.family != "pem_block" && filter::is_placeholder(secret)) {
-            return;
+        if !check::passes(rule.check, secret) || (rule.family != "pem_block" && placeholder(rule, secret)) {
+            return false;
         }
         if rule.check == Check::None && rule.min_entropy > 0.0 && filter::entropy(secret.as_bytes()) < rule.min_entropy
         {
-            return;
+            return false;
         }
         // An address right after `:` or `/` is a URL's userinfo, not an email.
         if rule.id == "email-address"
             && (!email_ok(secret) || span.start > 0 && matches!(self.hay[span.start - 1], b':' | b'/'))
         {
-            return;
+            return false;
         }
+        if !rule.regex.contains("://") && broken_by_question_mark(self.hay, &span) {
+            return false;
+        }
+        // The storage emulator's account key is published in Microsoft's documentation.
+        if rule.id == "azure-storage-account-key" && near(self.hay, &span, 200, &["devstoreaccount1"]) {
+            return false;
+        }
+        // Firebase web API keys are public by design: a warning, not a block.
+        let firebase = ["firebase", "authdomain", "messagingsenderid", "storagebucket"];
+        let severity = if rule.id == "google-api-key" && near(self.hay, &span, 400, &firebase) {
+            Severity::Sensitive
+        } else {
+            rule.severity
+        };
         self.per_rule[r] += 1;
         self.raw.push(Raw {
             rule: rule.id.to_string(),
             family: rule.family.to_string(),
             kind: Kind::Leak,
             confidence: rule.confidence,
-            severity: rule.severity,
+            severity,
             validated: rule.check != Check::None,
             vendor: rule.prefix.is_some(),
             generic: rule.generic,
             env: rule.env,
             span,
         });
+        true
     }
 
     /// A token-shaped prefix of rule `r` at `span`: filter risk, extended over the token.
@@ -518,6 +565,31 @@ fn dedupe(mut raw: Vec<Raw>) -> Vec<Raw> {
         }
     }
     out
+}
+
+/// A placeholder, whole or after the vendor prefix (`shpss_a1b2c3d4…`).
+fn placeholder(rule: &Rule, secret: &str) -> bool {
+    let body = match rule.sample.first() {
+        Some(Part::Lit(prefix)) if !rule.generic => secret.strip_prefix(prefix).unwrap_or(secret),
+        _ => secret,
+    };
+    filter::is_placeholder(secret) || (body.len() >= 8 && filter::is_placeholder(body))
+}
+
+/// A token cut by `?` (a lost non-ASCII byte, a truncated paste): `tok?en` is two fragments,
+/// neither of which is the credential.
+fn broken_by_question_mark(hay: &[u8], span: &Range<usize>) -> bool {
+    let token = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
+    (hay.get(span.end) == Some(&b'?') && token(hay.get(span.end + 1)))
+        || (span.start >= 2 && hay[span.start - 1] == b'?' && token(hay.get(span.start - 2)))
+}
+
+/// Does one of `markers` (lowercase) occur within `reach` bytes of `span`, in any case? Used
+/// for context that changes a finding's meaning: a Firebase web configuration (its API key
+/// ships to every browser), the storage emulator's documented account.
+fn near(hay: &[u8], span: &Range<usize>, reach: usize, markers: &[&str]) -> bool {
+    let window = hay[span.start.saturating_sub(reach)..(span.end + reach).min(hay.len())].to_ascii_lowercase();
+    markers.iter().any(|m| memchr::memmem::find(&window, m.as_bytes()).is_some())
 }
 
 /// Email addresses that are not personal data: reserved domains, no-reply and git hosts, and

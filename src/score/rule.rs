@@ -55,6 +55,14 @@ pub enum Check {
     Bech32,
     /// HTTP Basic credentials: base64 of `user:password` whose password is not a placeholder.
     BasicAuth,
+    /// `user:password` from a command line (`curl -u`): the password is real.
+    UserPassword,
+    /// A password on its own (`ClearTextPassword`): not a placeholder, reference or trivial word.
+    Password,
+    /// A Kubernetes `Secret`'s `data:` value: base64 of a real password or of key material.
+    SecretData,
+    /// A Discord bot token: its first part is base64 of a numeric snowflake id.
+    DiscordId,
 }
 
 /// How sure a match is a real credential.
@@ -95,6 +103,9 @@ pub struct Rule {
     /// Family for the reference score (Eq. 1) and for policy (`disable_families`, weights).
     pub family: &'static str,
     pub trigger: Trigger,
+    /// Whether the anchors must match in their own case (short base64 starts such as `MTk`,
+    /// which case-insensitively would hit ordinary words).
+    pub exact_case: bool,
     /// Regex (ASCII, bytes) run around each trigger; `(?P<secret>…)` marks the secret.
     pub regex: &'static str,
     /// Bytes before and after the anchor's start that a match may span.
@@ -124,6 +135,7 @@ pub const BASE: Rule = Rule {
     id: "",
     family: "api_key",
     trigger: Trigger::Anchors(&[]),
+    exact_case: false,
     regex: "",
     before: 0,
     after: 256,

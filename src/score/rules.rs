@@ -49,6 +49,17 @@ macro_rules! keyed {
     };
 }
 
+/// The first three characters of base64 of a snowflake id's first two digits (`10`…`99`): what
+/// every Discord bot token starts with. Matched case-sensitively (`Rule::exact_case`).
+const DISCORD_ID_STARTS: &[&str] = &[
+    "MTA", "MTE", "MTI", "MTM", "MTQ", "MTU", "MTY", "MTc", "MTg", "MTk", "MjA", "MjE", "MjI", "MjM", "MjQ", "MjU",
+    "MjY", "Mjc", "Mjg", "Mjk", "MzA", "MzE", "MzI", "MzM", "MzQ", "MzU", "MzY", "Mzc", "Mzg", "Mzk", "NDA", "NDE",
+    "NDI", "NDM", "NDQ", "NDU", "NDY", "NDc", "NDg", "NDk", "NTA", "NTE", "NTI", "NTM", "NTQ", "NTU", "NTY", "NTc",
+    "NTg", "NTk", "NjA", "NjE", "NjI", "NjM", "NjQ", "NjU", "NjY", "Njc", "Njg", "Njk", "NzA", "NzE", "NzI", "NzM",
+    "NzQ", "NzU", "NzY", "Nzc", "Nzg", "Nzk", "ODA", "ODE", "ODI", "ODM", "ODQ", "ODU", "ODY", "ODc", "ODg", "ODk",
+    "OTA", "OTE", "OTI", "OTM", "OTQ", "OTU", "OTY", "OTc", "OTg", "OTk",
+];
+
 pub static RULES: &[Rule] = &[
     // ---- Anthropic -------------------------------------------------------------------------
     Rule {
@@ -407,13 +418,51 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "azure-storage-account-key",
         family: "cloud_key",
-        trigger: Trigger::Anchors(&["accountkey="]),
-        regex: r"(?i:AccountKey)=(?P<secret>[A-Za-z0-9+/]{86}==)(?:[^A-Za-z0-9+/=]|$)",
+        trigger: Trigger::Anchors(&[
+            "accountkey",
+            "account_key",
+            "account-key",
+            "storagekey",
+            "storage_key",
+            "storage-key",
+        ]),
+        regex: r#"(?i:account[_\-]?key|storage[_\-]?key)["'`\]]?\s*(?::=|=>|=|:)\s*["'`]?(?P<secret>[A-Za-z0-9+/]{86}==)(?:[^A-Za-z0-9+/=]|$)"#,
         after: 110,
         confidence: Confidence::High,
         prefix: Some(r"(?i:AccountKey)=[A-Za-z0-9+/]{4}"),
         env: "AZURE_STORAGE_CONNECTION_STRING",
         sample: &[Part::Gen(s::azure_connection_string)],
+        ..BASE
+    },
+    Rule {
+        id: "docker-config-auth",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["\"auths\""]),
+        regex: r#""auths"\s*:\s*\{(?s:.){0,400}?"auth"\s*:\s*"(?P<secret>[A-Za-z0-9+/]{8,1024}={0,2})""#,
+        after: 1500,
+        check: Check::BasicAuth,
+        confidence: Confidence::High,
+        env: "DOCKER_AUTH_CONFIG",
+        sample: &[Part::Gen(s::docker_config)],
+        ..BASE
+    },
+    Rule {
+        id: "kubernetes-secret-data",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&[
+            "kind: secret\n",
+            "kind: secret\r",
+            "kind: secret\\n",
+            "kind: \"secret\"",
+            "kind: 'secret'",
+        ]),
+        regex: r#"(?:\b|\\n)data:[ \t]*(?:\r?\n|\\n)[ \t]+[A-Za-z0-9_.\-]+:[ \t]+["']?(?P<secret>[A-Za-z0-9+/]{8,1024}={0,2})(?:[^A-Za-z0-9+/=]|$)"#,
+        before: 600,
+        after: 1500,
+        check: Check::SecretData,
+        confidence: Confidence::High,
+        env: "KUBERNETES_SECRET",
+        sample: &[Part::Gen(s::k8s_secret)],
         ..BASE
     },
     // ---- Private keys -----------------------------------------------------------------------
@@ -1250,20 +1299,15 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "discord-bot-token",
-        trigger: Trigger::Anchors(&["discord"]),
-        regex: keyed!("discord", r"[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"),
-        after: 150,
+        trigger: Trigger::Anchors(DISCORD_ID_STARTS),
+        exact_case: true,
+        regex: r"\b(?P<secret>[MNO][A-Za-z0-9_\-]{22,25}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40})(?:[^A-Za-z0-9_\-.]|\.[^A-Za-z0-9_\-]|\.?$)",
+        after: 80,
+        check: Check::DiscordId,
         min_entropy: 3.5,
+        confidence: Confidence::High,
         env: "DISCORD_BOT_TOKEN",
-        needs_key: true,
-        sample: &[
-            Part::Lit("MT"),
-            Part::Rand(ALNUM, 24),
-            Part::Lit("."),
-            Part::Rand(URLSAFE, 6),
-            Part::Lit("."),
-            Part::Rand(ALNUM, 38),
-        ],
+        sample: &[Part::Gen(s::discord_bot_token)],
         ..BASE
     },
     Rule {
@@ -2390,7 +2434,7 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "infracost-api-key",
         trigger: Trigger::Anchors(&["ico-"]),
-        regex: r"\b(?P<secret>ico-[A-Za-z0-9]{32})(?:[^A-Za-z0-9_\-]|$)",
+        regex: r"\b(?P<secret>ico-[A-Za-z0-9]{32})(?:[^A-Za-z0-9_\-.]|\.[^A-Za-z0-9]|\.?$)",
         after: 40,
         min_entropy: 3.5,
         confidence: Confidence::High,
@@ -3338,6 +3382,47 @@ pub static RULES: &[Rule] = &[
         ..BASE
     },
     Rule {
+        id: "curl-user-password",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["curl"]),
+        regex: r#"\bcurl\b[^\n]{0,256}?\s(?:-u|--user)(?:\s+|=)?["']?(?P<secret>[^\s:'"$]{1,64}:[^\s'"]{1,128})(?:[\s'"]|$)"#,
+        after: 480,
+        check: Check::UserPassword,
+        confidence: Confidence::Medium,
+        env: "CURL_USER",
+        sample: &[Part::Lit("curl -sS -u ci-bot:"), Part::Rand(ALNUM, 18), Part::Lit(" https://ci.acme.io/api/json")],
+        ..BASE
+    },
+    Rule {
+        id: "cli-password-flag",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["--password", "--passwd", "--http-password", "--proxy-password", "sshpass"]),
+        regex: r#"(?:--(?:http-|proxy-)?passw(?:or)?d(?:=|[ \t]+)|\bsshpass[ \t]+-p[ \t]*)["']?(?P<secret>[^\s'"]{4,128})(?:[\s'"]|$)"#,
+        after: 160,
+        check: Check::Password,
+        min_entropy: 3.0,
+        confidence: Confidence::Medium,
+        env: "PASSWORD",
+        sample: &[Part::Lit("mysqldump --user=backup --password="), Part::Rand(ALNUM, 18), Part::Lit(" app")],
+        ..BASE
+    },
+    Rule {
+        id: "nuget-cleartext-password",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["cleartextpassword"]),
+        regex: r#"(?i:ClearTextPassword)(?:["']\s+value\s*=\s*["']|>)(?P<secret>[^"'<>\s]{3,256})["'<]"#,
+        after: 300,
+        check: Check::Password,
+        confidence: Confidence::High,
+        env: "NUGET_PASSWORD",
+        sample: &[
+            Part::Lit("<packageSourceCredentials>\n  <acme>\n    <add key=\"ClearTextPassword\" value=\""),
+            Part::Rand(ALNUM, 20),
+            Part::Lit("\" />\n  </acme>"),
+        ],
+        ..BASE
+    },
+    Rule {
         id: "jdbc-url-with-password",
         family: "db_credential",
         trigger: Trigger::Anchors(&["jdbc:"]),
@@ -3444,4 +3529,9 @@ pub const GENERIC_KEYWORDS: &[&str] = &[
     "client_secret",
     "credential",
     "pwd",
+    "auth",
+    "_pass",
+    "encryption_key",
+    "signing_key",
+    "master_key",
 ];

@@ -209,6 +209,30 @@ pub fn azure_storage_key(rng: &mut Rng) -> String {
     base64::engine::general_purpose::STANDARD.encode(rng.bytes(64))
 }
 
+/// A `~/.docker/config.json` with one registry's base64 `user:password`.
+pub fn docker_config(rng: &mut Rng) -> String {
+    let creds = format!("{}:{}", rng.string(LOWER, 8), rng.string(ALNUM, 20));
+    let auth = base64::engine::general_purpose::STANDARD.encode(creds);
+    format!("{{\n  \"auths\": {{\n    \"registry.acme.io\": {{\n      \"auth\": \"{auth}\"\n    }}\n  }}\n}}")
+}
+
+/// A Kubernetes `Secret` manifest with a base64 password in `data:`.
+pub fn k8s_secret(rng: &mut Rng) -> String {
+    let password = base64::engine::general_purpose::STANDARD.encode(rng.string(ALNUM, 20));
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-{}\ntype: Opaque\ndata:\n  password: {password}\n",
+        rng.string(LOWER, 5)
+    )
+}
+
+/// A Discord bot token: base64 of an 18 or 19 digit snowflake id, a timestamp and an HMAC.
+pub fn discord_bot_token(rng: &mut Rng) -> String {
+    let (first, rest) = (1 + rng.below(9), 17 + rng.below(2));
+    let id = format!("{first}{}", rng.string(DIGITS, rest));
+    let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
+    format!("{id}.{}.{}", rng.string(BASE64URL, 6), rng.string(BASE64URL, 38))
+}
+
 /// A random (version 4 shaped) UUID, lowercase.
 pub fn uuid(rng: &mut Rng) -> String {
     format!(
