@@ -134,3 +134,24 @@ fn the_reference_format_parses_unchanged() {
     assert_eq!(report.findings[0].rule, "internal_key");
     assert_eq!(report.findings[0].family, "api_key");
 }
+
+#[test]
+fn the_example_policy_parses_and_names_every_key() {
+    let text = include_str!("../examples/policy.yaml");
+    let policy = Policy::parse(text).unwrap_or_else(|e| panic!("examples/policy.yaml: {e}"));
+    assert!(policy.is_pass_through("sub/crate/target/debug/x"));
+    for key in [
+        "version:",
+        "extend_patterns:",
+        "disable_families:",
+        "thresholds:",
+        "retry_budget:",
+        "weights:",
+        "rules:",
+        "allow_paths:",
+        "pass_through:",
+        "blocked_errno:",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(key)), "examples/policy.yaml documents {key}");
+    }
+}
