@@ -859,3 +859,23 @@ fn listings_carry_each_entrys_attributes() {
     }
     drop(held);
 }
+
+#[test]
+fn inode_numbers_are_the_same_after_a_remount() {
+    // git's index records st_ino: a remount must not make every file look changed.
+    let mut m = Mounted::new();
+    std::fs::create_dir_all(m.path("src/deep")).unwrap();
+    let names = ["src", "src/deep", "src/deep/a.rs", "b.txt"];
+    m.write("src/deep/a.rs", b"fn a() {}\n").unwrap();
+    m.write("b.txt", b"b\n").unwrap();
+    let inos = |m: &Mounted| names.map(|n| std::fs::symlink_metadata(m.path(n)).unwrap().ino());
+    let before = inos(&m);
+    m.write("b.txt", b"b, again\n").unwrap();
+    assert_eq!(inos(&m), before, "a commit keeps the number");
+    m.unmount();
+    m.remount();
+    // Looked up in another order than they were made in.
+    let mut after: Vec<u64> = names.iter().rev().map(|n| std::fs::symlink_metadata(m.path(n)).unwrap().ino()).collect();
+    after.reverse();
+    assert_eq!(after, before, "{}", m.log());
+}

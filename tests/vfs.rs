@@ -452,6 +452,30 @@ fn pass_through_paths_are_written_in_place_without_rows() {
 }
 
 #[test]
+fn a_path_has_the_same_inode_number_in_every_mount() {
+    // git's index records st_ino: after a remount, the same paths must show the same numbers.
+    let fx = Fx::new();
+    let p = process(99);
+    fx.vfs.mkdir(ROOT, OsStr::new("src"), 0o755, &p).unwrap();
+    let paths = ["src", "src/a.rs", "src/b.rs", "README.md"];
+    for path in &paths[1..] {
+        fx.put(path, b"x\n", &p).unwrap();
+    }
+    let before: Vec<u64> = paths.iter().map(|p| fx.node(p).unwrap()).collect();
+    // A commit gives the file a new backing inode, not a new number.
+    fx.put("src/a.rs", b"y\n", &p).unwrap();
+    assert_eq!(fx.node("src/a.rs").unwrap(), before[1]);
+    let Fx { ws, engine, vfs, .. } = fx;
+    drop(vfs);
+    drop(engine);
+    // Another mount of the workspace, looking the names up in another order.
+    let fx = Fx::with(ws, EngineOptions::default());
+    let mut after: Vec<u64> = paths.iter().rev().map(|p| fx.node(p).unwrap()).collect();
+    after.reverse();
+    assert_eq!(after, before);
+}
+
+#[test]
 fn readdirplus_counts_one_lookup_per_entry_but_the_dots() {
     let fx = Fx::new();
     let p = process(98);
