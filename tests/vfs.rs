@@ -563,6 +563,7 @@ fn readdirplus_counts_one_lookup_per_entry_but_the_dots() {
 /// Does a read-only open of `path` let the kernel keep its pages? (It closes again.)
 fn keeps_pages(fx: &Fx, path: &str, who: &Caller) -> bool {
     let opened = fx.vfs.open(fx.node(path).unwrap(), RDONLY, who).unwrap();
+    assert!(!opened.flush_at_close, "a reader's close commits nothing");
     fx.close(opened.fh, who).unwrap();
     opened.keep_cache
 }
@@ -597,7 +598,9 @@ fn the_kernel_keeps_a_files_pages_across_opens_until_the_file_changes() {
     std::fs::write(fx.ws.path().join("f"), b"outside\n").unwrap();
     unchanged("a change outside the mount");
     // While a draft exists, every open reads it, not the pages of the committed version.
-    let w = fx.open("f", WRONLY, &p).unwrap();
+    let w = fx.vfs.open(fx.node("f").unwrap(), WRONLY, &p).unwrap();
+    assert!(w.flush_at_close, "a writer's close may commit");
+    let w = w.fh;
     fx.write(w, 0, b"draft", &p).unwrap();
     let r = fx.vfs.open(fx.node("f").unwrap(), RDONLY, &p).unwrap();
     assert!(!r.keep_cache, "a draft is being written");
