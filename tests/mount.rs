@@ -1113,3 +1113,23 @@ fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
     assert_eq!(ws.read(".resilient_write/rwfs.log.1").unwrap().len(), (1 << 20) + 1, "the old log is kept once");
     assert!(ws.read(".resilient_write/rwfs.log").unwrap().len() < 1 << 20);
 }
+
+#[test]
+fn inode_numbers_are_the_same_after_a_remount() {
+    // git's index records st_ino: a remount must not make every file look changed.
+    let mut m = Mounted::new();
+    std::fs::create_dir_all(m.path("src/deep")).unwrap();
+    let names = ["src", "src/deep", "src/deep/a.rs", "b.txt"];
+    m.write("src/deep/a.rs", b"fn a() {}\n").unwrap();
+    m.write("b.txt", b"b\n").unwrap();
+    let inos = |m: &Mounted| names.map(|n| std::fs::symlink_metadata(m.path(n)).unwrap().ino());
+    let before = inos(&m);
+    m.write("b.txt", b"b, again\n").unwrap();
+    assert_eq!(inos(&m), before, "a commit keeps the number");
+    m.unmount();
+    m.remount();
+    // Looked up in another order than they were made in.
+    let mut after: Vec<u64> = names.iter().rev().map(|n| std::fs::symlink_metadata(m.path(n)).unwrap().ino()).collect();
+    after.reverse();
+    assert_eq!(after, before, "{}", m.log());
+}

@@ -452,6 +452,30 @@ fn pass_through_paths_are_written_in_place_without_rows() {
 }
 
 #[test]
+fn a_path_has_the_same_inode_number_in_every_mount() {
+    // git's index records st_ino: after a remount, the same paths must show the same numbers.
+    let fx = Fx::new();
+    let p = process(99);
+    fx.vfs.mkdir(ROOT, OsStr::new("src"), 0o755, &p).unwrap();
+    let paths = ["src", "src/a.rs", "src/b.rs", "README.md"];
+    for path in &paths[1..] {
+        fx.put(path, b"x\n", &p).unwrap();
+    }
+    let before: Vec<u64> = paths.iter().map(|p| fx.node(p).unwrap()).collect();
+    // A commit gives the file a new backing inode, not a new number.
+    fx.put("src/a.rs", b"y\n", &p).unwrap();
+    assert_eq!(fx.node("src/a.rs").unwrap(), before[1]);
+    let Fx { ws, engine, vfs, .. } = fx;
+    drop(vfs);
+    drop(engine);
+    // Another mount of the workspace, looking the names up in another order.
+    let fx = Fx::with(ws, EngineOptions::default());
+    let mut after: Vec<u64> = paths.iter().rev().map(|p| fx.node(p).unwrap()).collect();
+    after.reverse();
+    assert_eq!(after, before);
+}
+
+#[test]
 fn readdirplus_counts_one_lookup_per_entry_but_the_dots() {
     let fx = Fx::new();
     let p = process(98);
@@ -539,6 +563,7 @@ fn readdirplus_counts_one_lookup_per_entry_but_the_dots() {
 /// Does a read-only open of `path` let the kernel keep its pages? (It closes again.)
 fn keeps_pages(fx: &Fx, path: &str, who: &Caller) -> bool {
     let opened = fx.vfs.open(fx.node(path).unwrap(), RDONLY, who).unwrap();
+    assert!(!opened.flush_at_close, "a reader's close commits nothing");
     fx.close(opened.fh, who).unwrap();
     opened.keep_cache
 }
@@ -573,7 +598,9 @@ fn the_kernel_keeps_a_files_pages_across_opens_until_the_file_changes() {
     std::fs::write(fx.ws.path().join("f"), b"outside\n").unwrap();
     unchanged("a change outside the mount");
     // While a draft exists, every open reads it, not the pages of the committed version.
-    let w = fx.open("f", WRONLY, &p).unwrap();
+    let w = fx.vfs.open(fx.node("f").unwrap(), WRONLY, &p).unwrap();
+    assert!(w.flush_at_close, "a writer's close may commit");
+    let w = w.fh;
     fx.write(w, 0, b"draft", &p).unwrap();
     let r = fx.vfs.open(fx.node("f").unwrap(), RDONLY, &p).unwrap();
     assert!(!r.keep_cache, "a draft is being written");

@@ -13,6 +13,9 @@
 //!   seq       sequential write of 1 GiB in 1 MiB writes, then fsync (throughput)
 //!   stat      lstat of 10,000 files: the first pass after the mount (every name looked up
 //!             through the daemon), and a second pass (the kernel's entry and attribute caches)
+//!   read      a git repository of 10,000 text files (~2 KiB each): `grep -rn` over it twice
+//!             (the second run is what the kernel's page cache saves), then `git diff --stat`
+//!             after editing 50 of them through the side measured
 //!   rss       the daemon's peak resident set (VmHWM) while one 2 GiB file is written
 //! ```
 //!
@@ -73,6 +76,9 @@ struct Args {
     /// Files of the `stat` workload.
     #[arg(long = "stat-files", default_value_t = 10_000)]
     stat_files: usize,
+    /// Files of the `read` workload.
+    #[arg(long = "read-files", default_value_t = 10_000)]
+    read_files: usize,
     /// MiB of the file written while the daemon's peak RSS is measured.
     #[arg(long = "rss-mib", default_value_t = 2048)]
     rss_mib: u64,
@@ -92,6 +98,7 @@ enum Workload {
     Build,
     Seq,
     Stat,
+    Read,
     Rss,
 }
 
@@ -103,7 +110,7 @@ impl Workload {
     fn rounds(self) -> usize {
         match self {
             Workload::Files | Workload::Cp | Workload::Build => 3,
-            Workload::Clone | Workload::Seq | Workload::Stat => 5,
+            Workload::Clone | Workload::Seq | Workload::Stat | Workload::Read => 5,
             Workload::Rss => 1,
         }
     }
@@ -441,6 +448,39 @@ fn make_stat_tree(root: &Path, count: usize) -> io::Result<Vec<PathBuf>> {
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// The `i`th file of a `read` repository at `root`.
+fn read_repo_file(root: &Path, i: usize) -> PathBuf {
+    root.join(format!("src/m{:02}/f{i:05}.txt", i / 500))
+}
+
+/// A git repository at `root` of `count` text files of ~2 KiB in `src/mNN/`, 500 per
+/// directory, committed (natively: it is the workload's input).
+fn make_read_repo(root: &Path, count: usize) -> io::Result<()> {
+    for i in 0..count {
+        let path = read_repo_file(root, i);
+        if i % 500 == 0 {
+            fs::create_dir_all(path.parent().expect("a directory"))?;
+        }
+        let mut text = String::with_capacity(2100);
+        for line in 0..40 {
+            let word = if (i + line) % 97 == 0 { "needle" } else { "hay" };
+            writeln!(text, "line {line:02} of file {i:05}: some {word} among the words of a source file").unwrap();
+        }
+        fs::write(path, text)?;
+    }
+    run(git().arg("init").arg("-q").arg(root))?;
+    run(git().arg("-C").arg(root).args(["add", "-A"]))?;
+    run(git().arg("-C").arg(root).args([
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.com",
+        "commit",
+        "-qm",
+        "tree",
+    ]))
 }
 
 fn stat_all(paths: &[PathBuf]) -> io::Result<()> {
@@ -895,6 +935,48 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
             eprintln!("stat   round {}: first {}  again {}", round + 1, pair(&first), pair(&again));
         }
         rows.extend([first, again, bare]);
+    }
+
+    if wants(Workload::Read) {
+        let n = args.read_files;
+        let mut grep1 = Row::new(format!("grep -rn over {n} files, first run"), None);
+        let mut grep2 = Row::new(format!("grep -rn over {n} files, second run"), Some(Target::AtMost(3.0)));
+        let mut diff = Row::new("git diff --stat after editing 50 of them", None);
+        notes.push(
+            "read: a committed git repository in each side's fresh directory; `git status` once through the side \
+             (untimed: the index takes that side's stat data), then the timed runs"
+                .to_string(),
+        );
+        for round in 0..rounds(Workload::Read) {
+            for side in order(round) {
+                let (dir, mounted) = match side {
+                    Side::Native => {
+                        let dir = b.fresh("read")?;
+                        make_read_repo(&dir, n)?;
+                        (dir, None)
+                    }
+                    Side::Mount => {
+                        let mounted = b.mount_with(|ws| make_read_repo(&ws.join("read"), n), &[])?;
+                        (b.mnt.join("read"), Some(mounted))
+                    }
+                };
+                run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]))?;
+                let grep = || run(Command::new("grep").arg("-rn").arg("needle").arg(dir.join("src")));
+                push(&mut grep1, side, timed(grep)?);
+                push(&mut grep2, side, timed(grep)?);
+                for i in (0..n).step_by((n / 50).max(1)).take(50) {
+                    let path = read_repo_file(&dir, i);
+                    let mut text = fs::read(&path)?;
+                    text.extend_from_slice(b"an edited line\n");
+                    fs::write(&path, text)?;
+                }
+                push(&mut diff, side, timed(|| run(git().arg("-C").arg(&dir).args(["diff", "--stat"])))?);
+                drop(mounted);
+            }
+            eprintln!("read   round {}: grep again {}  git diff {}", round + 1, pair(&grep2), pair(&diff));
+            cleanup_native(&b)?;
+        }
+        rows.extend([grep1, grep2, diff]);
     }
 
     let mut rss_line = None;

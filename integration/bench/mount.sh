@@ -17,6 +17,8 @@
 #   seq     1 GiB sequential write + fsync (throughput), also on a pass-through path
 #   stat    lstat of 10,000 files, first pass after mounting and second pass; statvfs as the
 #           bare cost of one round trip to the daemon
+#   read    a committed git repository of 10,000 text files: grep -rn twice (first run, second
+#           run: the kernel's page cache), then git diff --stat after editing 50 of them
 #   rss     the daemon's peak RSS (VmHWM) while a 2 GiB file is written
 #
 # Options go to the benchmark binary, e.g.

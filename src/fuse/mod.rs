@@ -10,7 +10,9 @@
 //! entries) where [`Vfs::absence_cacheable`] allows; attributes that are not
 //! [`crate::vfs::Attr::cacheable`] and those of a file just created (its draft's, until the
 //! first commit) are not cached. File pages are kept across opens (`FOPEN_KEEP_CACHE`) while
-//! the file has not changed since they were read ([`crate::vfs::Opened`]), and dropped otherwise.
+//! the file has not changed since they were read ([`crate::vfs::Opened`]), and dropped otherwise;
+//! a read-only open asks for no flush at close (`FOPEN_NOFLUSH`: a reader's close commits
+//! nothing), one round trip fewer per file a `grep` or a build reads.
 
 mod errno;
 mod ops;

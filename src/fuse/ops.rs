@@ -223,7 +223,9 @@ impl Filesystem for Glue {
         // An O_TRUNC open of an existing file may start a draft: cheap enough for this thread.
         match self.vfs.open(ino.0, flags.0, &self.caller(req)) {
             Ok(opened) => {
-                let flags = if opened.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                let mut flags = FopenFlags::empty();
+                flags.set(FopenFlags::FOPEN_KEEP_CACHE, opened.keep_cache);
+                flags.set(FopenFlags::FOPEN_NOFLUSH, !opened.flush_at_close);
                 reply.opened(FileHandle(opened.fh), flags)
             }
             Err(e) => reply.error(self.err(&e)),

@@ -18,10 +18,14 @@ use crate::journal::Actor;
 /// this filesystem, which sees every change made through it or the engine, can tell (the
 /// committed file's [`Version`] is checked too, for changes made outside). Otherwise the
 /// kernel drops them, and reads come here.
+///
+/// `flush_at_close` is false for a read-only open: a reader's close commits nothing (see
+/// [`Vfs::flush_target`]), so the kernel need not send the flush at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
     pub fh: u64,
     pub keep_cache: bool,
+    pub flush_at_close: bool,
 }
 
 /// A released file handle whose last close is still to run (see [`Vfs::release_handle`]).
@@ -115,7 +119,8 @@ impl Vfs {
             let version = Version::from(&self.engine.stat_file(&file)?);
             let keep_cache = file_node.lock().open_pages(Some(version));
             self.set_opens(ino, 1);
-            return Ok(Opened { fh: self.new_handle(Handle::InPlace { ino, file }), keep_cache });
+            let fh = self.new_handle(Handle::InPlace { ino, file });
+            return Ok(Opened { fh, keep_cache, flush_at_close: writable });
         }
         let mut state = file_node.lock();
         if truncate {
@@ -131,7 +136,8 @@ impl Vfs {
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);
-        Ok(Opened { fh: self.new_handle(Handle::File { ino, writable, opener: caller.clone() }), keep_cache })
+        let fh = self.new_handle(Handle::File { ino, writable, opener: caller.clone() });
+        Ok(Opened { fh, keep_cache, flush_at_close: writable })
     }
 
     /// Give a detached, never-committed file its name back as a new pending file with an

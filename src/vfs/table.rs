@@ -14,7 +14,16 @@
 //!   (see `Vfs::commit`), so every name shows the new version, as on any filesystem.
 //! - A node is forgotten (removed) when its lookup count reaches zero and no handle is open; a
 //!   file created through the mount and not yet committed (`pending`) stays until then too.
-//! - Numbers are never reused (a 64-bit counter), so the generation is always 0.
+//! - A node's number is its path's when it is made: bit 62 set and the 62 bits below it taken
+//!   from the SHA-256 of its workspace path ([`path_number`]; bit 63 stays clear, for programs
+//!   that keep `st_ino` in a signed 64-bit integer), so the same path gets the
+//!   same number in every mount of the workspace and `git`'s index (which compares `st_ino`)
+//!   stays valid across a remount. The number stays with the node for its life, through
+//!   renames. If another live node holds that number (a detached node still referenced at the
+//!   same path, or a hash collision) or the path has no UTF-8 name, the node takes the next
+//!   number of a counter below 2⁶² instead, which is never reused. A path's number is reused
+//!   only after the kernel forgot the node that had it (lookup count zero), so the kernel never
+//!   sees one number for two live inodes and the generation is always 0.
 //!
 //! Locking: the table has one mutex, held only for map updates and path computation; a file's
 //! state has its own. Order: a file's state, then the table — the table never takes a file's
@@ -26,9 +35,19 @@ use std::sync::Arc;
 
 use super::file::FileNode;
 use crate::durable::FileKind;
+use crate::sha::Sha256;
 
 /// The root's inode number (fixed by FUSE).
 pub const ROOT: u64 = 1;
+
+/// The number of a node at workspace path `path` when no other live node has it: in
+/// `[2⁶², 2⁶³)`, above the counter's numbers.
+pub fn path_number(path: &str) -> u64 {
+    let digest = Sha256::of(path.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest.as_bytes()[..8]);
+    u64::from_le_bytes(first) & ((1 << 62) - 1) | 1 << 62
+}
 
 /// One name the kernel may hold: a directory, a regular file (with its shared state), or any
 /// other entry.
@@ -135,8 +154,7 @@ impl Table {
     /// A new node for `(parent, name)` with one lookup; whatever had the name is detached.
     pub fn insert(&mut self, parent: u64, name: &OsStr, kind: FileKind, file: Option<Arc<FileNode>>) -> u64 {
         self.detach(parent, name);
-        let ino = self.next;
-        self.next += 1;
+        let ino = self.number_for(parent, name);
         let file = file.or_else(|| (kind == FileKind::File).then(Default::default));
         let node = Node {
             parent,
@@ -152,6 +170,18 @@ impl Table {
         self.nodes.insert(ino, node);
         self.children.insert((parent, name.to_os_string()), ino);
         ino
+    }
+
+    /// The number of a new node named `name` in `parent` (see the module docs).
+    fn number_for(&mut self, parent: u64, name: &OsStr) -> u64 {
+        match self.child_path(parent, name).map(|path| path_number(&path)) {
+            Some(ino) if !self.nodes.contains_key(&ino) => ino,
+            _ => {
+                let ino = self.next;
+                self.next += 1;
+                ino
+            }
+        }
     }
 
     /// A hard link: `(parent, name)` is now also `ino`'s name, counting one lookup; whatever had
@@ -349,6 +379,31 @@ mod tests {
             (t.get(f).is_some(), t.child(d, OsStr::new("g")), t.child(ROOT, OsStr::new("j"))),
             (false, None, None)
         );
+    }
+
+    #[test]
+    fn a_path_has_the_same_number_in_every_table_unless_a_live_node_holds_it() {
+        let (mut one, mut two) = (Table::default(), Table::default());
+        let a1 = one.lookup(ROOT, OsStr::new("a"), FileKind::Dir);
+        let f1 = one.lookup(a1, OsStr::new("f"), FileKind::File);
+        // Another order, and other nodes made first.
+        let g2 = two.lookup(ROOT, OsStr::new("g"), FileKind::File);
+        let a2 = two.lookup(ROOT, OsStr::new("a"), FileKind::Dir);
+        let f2 = two.lookup(a2, OsStr::new("f"), FileKind::File);
+        assert_eq!((a1, f1), (a2, f2));
+        assert_eq!((f1, g2), (path_number("a/f"), path_number("g")));
+        assert!((1 << 62..1 << 63).contains(&f1));
+        // Renamed, a node keeps its number; a new node at its old path takes the path's number
+        // once nothing holds it.
+        one.rename(a1, OsStr::new("f"), ROOT, OsStr::new("moved"), false);
+        assert_eq!(one.child(ROOT, OsStr::new("moved")), Some(f1));
+        let again = one.lookup(a1, OsStr::new("f"), FileKind::File);
+        assert_ne!(again, f1, "the renamed node still holds a/f's number");
+        assert!(again < 1 << 62, "from the counter");
+        one.detach(a1, OsStr::new("f"));
+        one.forget(again, 1);
+        one.forget(f1, 1);
+        assert_eq!(one.lookup(a1, OsStr::new("f"), FileKind::File), path_number("a/f"), "free again");
     }
 
     #[test]
