@@ -266,7 +266,7 @@ pub fn items() -> Vec<Item> {
             sample_paths[n % sample_paths.len()],
             format!("password: {value}\napi_key: {}\n", rng.string(ALNUM, 24)),
         );
-        // In code only a long random literal blocks (short ones are as often test values).
+        // In code a literal assigned to `password` warns by design (test values, defaults).
         let code = [
             ("src/settings.py", format!("DB_PASSWORD = \"{value}\"\n")),
             ("src/config.js", format!("const apiKey = \"{value}\";\n")),

@@ -3,10 +3,9 @@
 //!
 //! A credential-named key with a random literal value is a leak in configuration (`.env`,
 //! YAML/JSON/INI/TOML, Dockerfiles, manifests, CI files, shell scripts and history) and blocks;
-//! the same line in a test fixture or in documentation is usually a sample and only warns. In a
+//! the same line in a test fixture or in documentation is usually a sample and only warns; in a
 //! programming language a literal assigned to `password` is as often a test value or a default
-//! as a secret, so only a long random one blocks; plain text of unknown kind needs more than
-//! configuration too.
+//! as a secret, so it warns too. Plain text of unknown kind blocks only on stronger evidence.
 //! This module does not read the file: the gate passes the path, and the scorer stays pure.
 
 /// The kind of a file, for the generic detector's judgement.
@@ -123,8 +122,7 @@ pub fn promotes(kind: FileKind, value: &str) -> bool {
     match kind {
         FileKind::Config => value.len() >= 8 && (classes >= 3 || (value.len() >= 16 && entropy >= 3.5)),
         FileKind::Other => value.len() >= 12 && classes >= 3 && entropy >= 3.5,
-        FileKind::Code => value.len() >= 16 && classes >= 3 && entropy >= 3.7,
-        FileKind::Sample => false,
+        FileKind::Code | FileKind::Sample => false,
     }
 }
 
@@ -169,8 +167,7 @@ mod tests {
         let value = ["Zx81", "kq0P", "a9uT", "77ab"].concat();
         assert!(promotes(FileKind::Config, &value));
         assert!(promotes(FileKind::Other, &value));
-        assert!(!promotes(FileKind::Code, "Zx81kq0Pa9uT"), "code needs a longer value");
-        assert!(promotes(FileKind::Code, &[value.as_str(), "Q7v2LmP9"].concat()));
+        assert!(!promotes(FileKind::Code, &value));
         assert!(!promotes(FileKind::Sample, &value));
         assert!(!promotes(FileKind::Config, "/run/secrets/db_password1"));
         assert!(!promotes(FileKind::Config, "api.v2.acme-corp.internal"));
