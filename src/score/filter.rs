@@ -78,15 +78,22 @@ pub fn is_placeholder(value: &str) -> bool {
         return true;
     }
     let b = v.as_bytes();
-    // <name>, %NAME%, $NAME, @NAME@
+    // <name>, %NAME%, $NAME, @NAME@, and a format string's {name} / {} / {0} (Rust, Python)
     let wrapped = |open: u8, close: u8| b.len() > 2 && b[0] == open && b[b.len() - 1] == close;
     if wrapped(b'<', b'>') || wrapped(b'%', b'%') || wrapped(b'@', b'@') || wrapped(b'[', b']') {
+        return true;
+    }
+    if b.len() >= 2 && b[0] == b'{' && b[b.len() - 1] == b'}' && b[1..b.len() - 1].iter().all(is_name_byte) {
         return true;
     }
     if b[0] == b'$' && b[1..].iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
         return true;
     }
     is_run(b) || is_sequence(b) || is_interleaved_sequence(b)
+}
+
+fn is_name_byte(c: &u8) -> bool {
+    c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.' || *c == b':'
 }
 
 /// Two sequences woven together (`a1b2c3d4…`, `1a2b3c…`): a typed-in placeholder, not a key.
@@ -145,6 +152,10 @@ mod tests {
             "process.env.X",
             "a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4",
             "1a2b3c4d5e6f7a8b",
+            "{password}",
+            "{}",
+            "{0}",
+            "{db.password}",
         ] {
             assert!(is_placeholder(p), "{p}");
         }
