@@ -306,6 +306,11 @@ impl Policy {
         self.retry_budget
     }
 
+    /// The verdict cut-offs of the paper's score.
+    pub fn thresholds(&self) -> Thresholds {
+        self.scan.thresholds
+    }
+
     /// Is `path` written in place by the mount, without a draft or a scan?
     pub fn is_pass_through(&self, path: &str) -> bool {
         self.pass_through.is_match(path)

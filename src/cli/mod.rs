@@ -146,8 +146,10 @@ pub enum Command {
     Run(RunArgs),
     /// `rwfs run -- $SHELL`: an interactive shell whose writes go through the gate.
     Shell(ShellArgs),
-    /// Print the rules to paste into AGENTS.md / CLAUDE.md / .cursorrules for a mounted workspace.
-    AgentRules,
+    /// Print the rules for an agent's instructions file (CLAUDE.md, AGENTS.md, .cursorrules,
+    /// .github/copilot-instructions.md): what a refused write means on the mount, and which
+    /// MCP tool fits which write, with this workspace's policy thresholds.
+    AgentRules(AgentRulesArgs),
     /// Print a shell completion script: `rwfs completions bash > /etc/bash_completion.d/rwfs`,
     /// `rwfs completions zsh > "${fpath[1]}/_rwfs"`, `rwfs completions fish >
     /// ~/.config/fish/completions/rwfs.fish`.
@@ -179,7 +181,7 @@ impl Command {
             | Command::Show(_)
             | Command::Completions(_)
             | Command::Man
-            | Command::AgentRules
+            | Command::AgentRules(_)
             | Command::Mcp => false,
         }
     }
@@ -226,6 +228,39 @@ pub struct MountArgs {
     /// with a bearer token kept in the state directory (printed when first generated).
     #[arg(long, value_name = "ADDR")]
     pub mcp_http: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentRulesArgs {
+    /// The agent the rules are for: `claude` (CLAUDE.md), `codex` (AGENTS.md), `cursor`
+    /// (.cursorrules), `copilot` (.github/copilot-instructions.md) or `generic`.
+    #[arg(long = "for", value_enum, default_value = "generic", value_name = "AGENT")]
+    pub agent: Agent,
+    /// Only the mount's section (for an agent without the rwfs MCP server).
+    #[arg(long)]
+    pub mount_only: bool,
+}
+
+/// The agents `rwfs agent-rules` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Agent {
+    Claude,
+    Codex,
+    Cursor,
+    Copilot,
+    Generic,
+}
+
+impl Agent {
+    /// The file the rules go in.
+    pub fn file(self) -> &'static str {
+        match self {
+            Agent::Claude => "CLAUDE.md",
+            Agent::Codex | Agent::Generic => "AGENTS.md",
+            Agent::Cursor => ".cursorrules",
+            Agent::Copilot => ".github/copilot-instructions.md",
+        }
+    }
 }
 
 #[derive(Debug, Args)]

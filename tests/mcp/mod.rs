@@ -2,6 +2,7 @@
 //! path and its documented errors, one module per tool family, plus the serving modes; and
 //! real external clients against the `rwfs` binary (`clients`).
 
+mod agent_rules;
 mod checkpoint;
 mod chunks;
 mod clients;
