@@ -60,10 +60,12 @@ type Attempt = (Attempter, &'static str, String, Sha256);
 
 /// Whose attempt sequence a retry budget counts: the paper's budget belongs to one agent, so a
 /// second agent (another MCP session, another terminal) starts with a fresh one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Attempter {
     /// One MCP session (connection).
     Mcp(u64),
+    /// An MCP client without a session (2026-07-28 requests over HTTP), by its name.
+    Client(String),
     /// The POSIX session of the writing process: a shell and every command it runs, so an agent
     /// retrying `cp` or `tee` through the mount spends one budget.
     Session(u32),
@@ -76,6 +78,9 @@ impl Attempter {
     pub(crate) fn of(actor: &Actor) -> Attempter {
         if let Some(session) = actor.session {
             return Attempter::Mcp(session);
+        }
+        if actor.via == Via::Mcp {
+            return Attempter::Client(actor.caller.clone());
         }
         let Some(pid) = actor.pid else { return Attempter::Unknown };
         let sid = i32::try_from(pid).ok().and_then(|p| nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(p))).ok());

@@ -97,13 +97,13 @@ impl Server {
     }
 
     fn actor(&self, tool: &'static str, ctx: &RequestContext<RoleServer>) -> Actor {
-        // The name from `initialize` (legacy protocol), else the one a 2026-07-28 client sends
-        // in every request's `_meta` (there is no `initialize`).
-        let caller = ctx
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .or_else(|| ctx.meta.client_info().map(|info| info.name))
+        // A 2026-07-28 client names itself in every request's `_meta` and has no session: over
+        // HTTP each of its requests is served statelessly, with a stand-in `peer_info` whose
+        // name is rmcp's own. A legacy client named itself in `initialize`.
+        let per_request = ctx.meta.client_info().map(|info| info.name).filter(|name| !name.is_empty());
+        let stateless = per_request.is_some();
+        let caller = per_request
+            .or_else(|| ctx.peer.peer_info().map(|info| info.client_info.name.clone()))
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "mcp".to_string());
         Actor {
@@ -113,7 +113,8 @@ impl Server {
             comm: self.comm.clone(),
             uid: self.peer.uid,
             tool: Some(tool),
-            session: Some(self.session),
+            // Without a session, retry budgets fall back to the client's name (see the gate).
+            session: (!stateless).then_some(self.session),
         }
     }
 }
