@@ -16,6 +16,7 @@
 //! allow_paths: ["fixtures/**"]               # findings there are allowed
 //! pass_through: [".git/**", "target/**"]     # the mount writes these in place, unscanned
 //! blocked_errno: EACCES                      # errno of a blocked write through the mount
+//! read_cap_bytes: 65536                      # most bytes one rr_read_bytes / rr_read_next returns
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -74,6 +75,13 @@ pub const DEFAULT_PASS_THROUGH: &[&str] = &[
 /// The reference's default retry budget.
 pub const DEFAULT_RETRY_BUDGET: u32 = 3;
 
+/// The default of `read_cap_bytes`: the most bytes one byte read returns, so that one answer fits
+/// a typical tool-output budget (the paper's reason for cursors: a 550 KB log is paged, not
+/// returned whole).
+pub const DEFAULT_READ_CAP_BYTES: u64 = 64 << 10;
+/// The largest `read_cap_bytes` a policy may set.
+pub const MAX_READ_CAP_BYTES: u64 = 2 << 20;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
@@ -97,6 +105,8 @@ struct PolicyFile {
     pass_through: Option<Vec<String>>,
     #[serde(default)]
     blocked_errno: Option<String>,
+    #[serde(default)]
+    read_cap_bytes: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -176,6 +186,7 @@ pub struct Policy {
     pass_through: GlobSet,
     pass_through_patterns: Vec<String>,
     blocked_errno: i32,
+    read_cap_bytes: u64,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -282,9 +293,16 @@ impl Policy {
                 )
             })?,
         };
+        let read_cap_bytes = match file.read_cap_bytes {
+            None => DEFAULT_READ_CAP_BYTES,
+            Some(n) => u64::try_from(n).ok().filter(|n| (1..=MAX_READ_CAP_BYTES).contains(n)).ok_or_else(|| {
+                semantic(text, "read_cap_bytes", "read_cap_bytes must be a whole number from 1 to 2097152 (2 MiB)")
+            })?,
+        };
         Ok(Policy {
             scan,
             retry_budget,
+            read_cap_bytes,
             rules,
             allow_paths: globs(&file.allow_paths, text)?,
             pass_through: globs(&pass_through_patterns, text)?,
@@ -309,6 +327,11 @@ impl Policy {
     /// The verdict cut-offs of the paper's score.
     pub fn thresholds(&self) -> Thresholds {
         self.scan.thresholds
+    }
+
+    /// The most bytes one `rr_read_bytes` or `rr_read_next` returns (`read_cap_bytes`).
+    pub fn read_cap_bytes(&self) -> u64 {
+        self.read_cap_bytes
     }
 
     /// Is `path` written in place by the mount, without a draft or a scan?

@@ -151,6 +151,7 @@ fn the_example_policy_parses_and_names_every_key() {
         "allow_paths:",
         "pass_through:",
         "blocked_errno:",
+        "read_cap_bytes:",
     ] {
         assert!(text.lines().any(|l| l.starts_with(key)), "examples/policy.yaml documents {key}");
     }

@@ -168,6 +168,7 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
         comm: pid.and_then(process_name),
         uid: Some(creds.uid()),
         tool: None,
+        session: None,
     };
     let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
     let mut line = String::new();

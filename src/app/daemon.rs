@@ -171,7 +171,7 @@ fn mounted_note(workspace: &Path, mountpoint: &Path, foreground: bool) -> String
 }
 
 /// A line for the user on stderr (lost, not fatal, when stderr is closed).
-fn say(text: &str) {
+pub(super) fn say(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{text}");
 }
@@ -245,7 +245,7 @@ impl Daemon for Shared {
 
 /// Block the stop signals in this thread and every thread started after it; the returned set
 /// is waited for by one thread.
-fn block_signals() -> Result<SigSet> {
+pub(super) fn block_signals() -> Result<SigSet> {
     let mut set = SigSet::empty();
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         set.add(signal);

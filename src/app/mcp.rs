@@ -1,4 +1,5 @@
-//! `rwfs mcp`: one MCP session on stdio, on the workspace's one engine.
+//! `rwfs mcp`: one MCP session on stdio, on the workspace's one engine; or, with `--http`,
+//! streamable HTTP for hosts that only speak HTTP, without a mount.
 //!
 //! - When a process already owns the workspace (a mount daemon, or another `rwfs mcp`), its
 //!   socket answers and stdio is relayed to it byte for byte: every client shares one engine,
@@ -7,6 +8,9 @@
 //!   spoken), serves the session on stdio, and also listens on the workspace's socket, so that
 //!   `rwfs` CLI commands and further `rwfs mcp` sessions reach this engine instead of failing on
 //!   its lock. It exits once its own session has ended and no relayed session is still open.
+//! - `--http ADDR` opens the engine (refused while another process owns it), listens on the
+//!   socket as above, and serves HTTP as the mount daemon's `--mcp-http` does (the same code and
+//!   token) until SIGINT, SIGTERM or SIGHUP.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +43,43 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
     while owner.sessions.load(Ordering::SeqCst) > 0 {
         std::thread::sleep(Duration::from_millis(100));
     }
+    control::unlisten(&workspace, &state);
+    drop(owner);
+    let closed = Arc::try_unwrap(engine).map_or(Ok(()), Engine::close);
+    served.and(closed)
+}
+
+/// Serve MCP over streamable HTTP at `addr` for the workspace at `root`, until a stop signal.
+pub fn run_http(root: &Path, options: &Options, addr: std::net::SocketAddr) -> Result<()> {
+    use crate::error::{Error, IoContext};
+    // Before any thread starts, so that only the waiting thread takes them.
+    let signals = super::daemon::block_signals()?;
+    let engine = Arc::new(Engine::open(root, options)?);
+    let tools = Arc::new(Tools::new(engine.clone(), mcp::settings_from_env()));
+    let owner = Arc::new(Owner { engine: engine.clone(), tools: tools.clone(), sessions: AtomicUsize::new(0) });
+    let workspace: PathBuf = engine.workspace().path().to_path_buf();
+    let state = engine.state_dir_path()?;
+    let (token, new) = mcp::http_token(&engine)?;
+    let listener =
+        std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;
+    let bound = listener.local_addr().step("MCP HTTP address")?;
+    control::start(&workspace, &state, owner.clone())?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    std::thread::Builder::new()
+        .name("rwfs-signals".into())
+        .spawn(move || {
+            if signals.wait().is_ok() {
+                on_signal.cancel();
+            }
+        })
+        .step("start signal thread")?;
+    let mut note = format!("rwfs: MCP over HTTP at http://{bound}/mcp");
+    if new {
+        note.push_str(&format!("; bearer token (shown once, kept 0600 in {STATE_DIR}/{}): {token}", mcp::TOKEN_FILE));
+    }
+    super::daemon::say(&note);
+    let served = mcp::serve_http(tools, listener, token, stop);
     control::unlisten(&workspace, &state);
     drop(owner);
     let closed = Arc::try_unwrap(engine).map_or(Ok(()), Engine::close);

@@ -158,7 +158,8 @@ pub enum Command {
     Man,
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
-    Mcp,
+    /// With `--http ADDR`: serve streamable HTTP instead, without a mount.
+    Mcp(McpArgs),
 }
 
 impl Command {
@@ -182,8 +183,27 @@ impl Command {
             | Command::Completions(_)
             | Command::Man
             | Command::AgentRules(_)
-            | Command::Mcp => false,
+            | Command::Mcp(_) => false,
         }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve MCP over streamable HTTP at ADDR (path /mcp) instead of stdio, without a mount, until
+    /// SIGINT or SIGTERM: `127.0.0.1:8765`, or a bare port for loopback (`8765`). Every request
+    /// needs `Authorization: Bearer <token>`, the token kept 0600 in the state directory (printed
+    /// when first generated). Refused while another process owns the workspace (a mount
+    /// daemon: use `rwfs mount --mcp-http` there).
+    #[arg(long, value_name = "ADDR", value_parser = loopback_by_default)]
+    pub http: Option<std::net::SocketAddr>,
+}
+
+/// `HOST:PORT`, or a bare `PORT` on 127.0.0.1.
+fn loopback_by_default(s: &str) -> std::result::Result<std::net::SocketAddr, String> {
+    match s.parse::<u16>() {
+        Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+        Err(_) => s.parse().map_err(|e| format!("{e} (expected HOST:PORT or PORT)")),
     }
 }
 

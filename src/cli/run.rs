@@ -74,8 +74,11 @@ fn run_command(cli: Cli) -> Result<Exit> {
             let args = super::RunArgs { keep_mounted: args.keep_mounted, program: vec![shell] };
             super::session::run_inside(&root, cli.allow_unsafe_root, args)
         }
-        Command::Mcp => {
-            crate::app::mcp::run(&root, &options)?;
+        Command::Mcp(args) => {
+            match args.http {
+                Some(addr) => crate::app::mcp::run_http(&root, &options, addr)?,
+                None => crate::app::mcp::run(&root, &options)?,
+            }
             Ok(Exit::Ok)
         }
         Command::AgentRules(args) => {

@@ -15,8 +15,9 @@
 //!
 //! Invariants: refused content never reaches the tree and is in `objects/` before its row is
 //! written; the row and the envelope name the same digest; an identical retry (same path, same
-//! content) after a refusal spends the retry budget, and once it is spent the attempt is refused
-//! as `retry_budget_exhausted` with nothing new stored or journaled.
+//! content, same agent: its MCP session, else the writer's POSIX session) after a refusal spends
+//! the retry budget, and once it is spent the attempt is refused as `retry_budget_exhausted`
+//! with nothing new stored or journaled.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -50,8 +51,44 @@ pub const LATEST: &str = "latest.json";
 pub(crate) struct Gate {
     policy: Policy,
     scanner: Scanner,
-    /// (tool, path, content) of refused writes → retries left.
-    budgets: Mutex<HashMap<(&'static str, String, Sha256), u32>>,
+    /// Refused writes → retries left.
+    budgets: Mutex<HashMap<Attempt, u32>>,
+}
+
+/// A refused write as its retry budget is keyed: who, which tool, which path, which content.
+type Attempt = (Attempter, &'static str, String, Sha256);
+
+/// Whose attempt sequence a retry budget counts: the paper's budget belongs to one agent, so a
+/// second agent (another MCP session, another terminal) starts with a fresh one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Attempter {
+    /// One MCP session (connection).
+    Mcp(u64),
+    /// An MCP client without a session (2026-07-28 requests over HTTP), by its name.
+    Client(String),
+    /// The POSIX session of the writing process: a shell and every command it runs, so an agent
+    /// retrying `cp` or `tee` through the mount spends one budget.
+    Session(u32),
+    /// The writing process, when its session is unknown (it has exited).
+    Process(u32),
+    Unknown,
+}
+
+impl Attempter {
+    pub(crate) fn of(actor: &Actor) -> Attempter {
+        if let Some(session) = actor.session {
+            return Attempter::Mcp(session);
+        }
+        if actor.via == Via::Mcp {
+            return Attempter::Client(actor.caller.clone());
+        }
+        let Some(pid) = actor.pid else { return Attempter::Unknown };
+        let sid = i32::try_from(pid).ok().and_then(|p| nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(p))).ok());
+        match sid.and_then(|sid| u32::try_from(sid.as_raw()).ok()) {
+            Some(sid) => Attempter::Session(sid),
+            None => Attempter::Process(pid),
+        }
+    }
 }
 
 /// What the policy says about one version.
@@ -179,12 +216,13 @@ impl Gate {
         certain.then_some(judgement)
     }
 
-    /// Count a refusal of `sha` at `path` by `tool`: the budget left, or `None` when it was
-    /// already spent. The first refusal leaves the policy's whole budget; each identical retry
-    /// refused again takes one.
-    pub(crate) fn spend(&self, tool: &'static str, path: &str, sha: Sha256) -> Option<u32> {
+    /// Count a refusal of `sha` at `path` by `actor`'s tool: the budget left, or `None` when it
+    /// was already spent. The first refusal leaves the policy's whole budget; each identical
+    /// retry by the same [`Attempter`] refused again takes one.
+    pub(crate) fn spend(&self, actor: &Actor, path: &str, sha: Sha256) -> Option<u32> {
+        let key = (Attempter::of(actor), tool_of(actor), path.to_string(), sha);
         let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
-        let left = budgets.entry((tool, path.to_string(), sha)).or_insert(self.policy.retry_budget() + 1);
+        let left = budgets.entry(key).or_insert(self.policy.retry_budget() + 1);
         if *left == 0 {
             return None;
         }
@@ -219,7 +257,7 @@ impl Core {
     }
 
     fn refuse_inner(&self, r: Refusal<'_>) -> Result<Error> {
-        let Some(budget) = self.gate.spend(tool_of(r.actor), r.path.as_str(), r.sha) else {
+        let Some(budget) = self.gate.spend(r.actor, r.path.as_str(), r.sha) else {
             return Ok(Reason::RetryBudgetSpent { sha: r.sha }.into());
         };
         match r.content {

@@ -203,10 +203,15 @@ impl Engine {
         self.core.gate.judge_any(path, content)
     }
 
-    /// Count a refused attempt of `actor.tool` to write `sha` at `path`: the retries left, or
-    /// `None` once the budget is spent (see the gate).
+    /// Count a refused attempt of `actor.tool` to write `sha` at `path`, by `actor`'s MCP session
+    /// or process session: the retries left, or `None` once the budget is spent (see the gate).
     pub fn spend_retry(&self, actor: &Actor, path: &str, sha: Sha256) -> Option<u32> {
-        self.core.gate.spend(super::gate::tool_of(actor), path, sha)
+        self.core.gate.spend(actor, path, sha)
+    }
+
+    /// The workspace policy the engine judges with.
+    pub fn policy(&self) -> &crate::policy::Policy {
+        self.core.gate.policy()
     }
 }
 

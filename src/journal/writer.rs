@@ -38,6 +38,9 @@ pub struct Actor {
     /// The operation a front end ran for it (an MCP tool's name); not journaled, it keys retry
     /// budgets and names the tool in envelopes.
     pub tool: Option<&'static str>,
+    /// The MCP session that asked (unique within this process); not journaled, it keys retry
+    /// budgets so that one agent's retries are bounded and another agent starts fresh.
+    pub session: Option<u64>,
 }
 
 impl Actor {
@@ -51,6 +54,7 @@ impl Actor {
             comm: process_name(pid),
             uid: Some(nix::unistd::getuid().as_raw()),
             tool: None,
+            session: None,
         }
     }
 

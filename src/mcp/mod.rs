@@ -51,8 +51,13 @@ pub struct Server {
     peer: Peer,
     /// The peer's process name, read once: the agent host of a session does not change.
     comm: Option<String>,
+    /// This session's id, unique within the process: retry budgets are kept per session.
+    session: u64,
     tool_router: ToolRouter<Server>,
 }
+
+/// The id of the next session.
+static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
@@ -66,7 +71,8 @@ impl Server {
             + Self::read_router()
             + Self::journal_router();
         let comm = peer.pid.and_then(process_name);
-        Server { tools, peer, comm, tool_router: portable(tool_router) }
+        let session = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Server { tools, peer, comm, session, tool_router: portable(tool_router) }
     }
 
     /// Run `tool` on a blocking thread and shape its outcome.
@@ -91,13 +97,13 @@ impl Server {
     }
 
     fn actor(&self, tool: &'static str, ctx: &RequestContext<RoleServer>) -> Actor {
-        // The name from `initialize` (legacy protocol), else the one a 2026-07-28 client sends
-        // in every request's `_meta` (there is no `initialize`).
-        let caller = ctx
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .or_else(|| ctx.meta.client_info().map(|info| info.name))
+        // A 2026-07-28 client names itself in every request's `_meta` and has no session: over
+        // HTTP each of its requests is served statelessly, with a stand-in `peer_info` whose
+        // name is rmcp's own. A legacy client named itself in `initialize`.
+        let per_request = ctx.meta.client_info().map(|info| info.name).filter(|name| !name.is_empty());
+        let stateless = per_request.is_some();
+        let caller = per_request
+            .or_else(|| ctx.peer.peer_info().map(|info| info.client_info.name.clone()))
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "mcp".to_string());
         Actor {
@@ -107,6 +113,8 @@ impl Server {
             comm: self.comm.clone(),
             uid: self.peer.uid,
             tool: Some(tool),
+            // Without a session, retry budgets fall back to the client's name (see the gate).
+            session: (!stateless).then_some(self.session),
         }
     }
 }
@@ -135,9 +143,9 @@ impl ServerHandler for Server {
         let tcc = ToolCallContext::new(self, request, context);
         let response = self.tool_router.call(tcc).await?;
         Ok(match response {
-            CallToolResponse::Complete(result) if is_argument_error(&result) => {
-                CallToolResponse::Complete(argument_envelope(&tool, &result))
-            }
+            CallToolResponse::Complete(result) if is_argument_error(&result) => CallToolResponse::Complete(
+                argument_envelope(&tool, &result, self.tools.engine().policy().retry_budget()),
+            ),
             other => other,
         })
     }
@@ -152,10 +160,11 @@ fn first_text(result: &CallToolResult) -> Option<&str> {
     result.content.first().and_then(|c| c.as_text()).map(|t| t.text.as_str())
 }
 
-/// The envelope of arguments that do not fit the tool's schema.
-fn argument_envelope(tool: &str, result: &CallToolResult) -> CallToolResult {
+/// The envelope of arguments that do not fit the tool's schema. Not a write attempt: the whole
+/// `retry_budget` is left.
+fn argument_envelope(tool: &str, result: &CallToolResult, retry_budget: u32) -> CallToolResult {
     let message = first_text(result).unwrap_or("invalid arguments");
-    let mut envelope = Envelope::new(ErrorKind::PolicyViolation, 0);
+    let mut envelope = Envelope::new(ErrorKind::PolicyViolation, retry_budget);
     envelope.reason_hint = "encoding".into();
     envelope.context.insert("tool".into(), json!(tool));
     envelope.context.insert("reason".into(), json!("invalid_arguments"));

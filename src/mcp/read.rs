@@ -29,8 +29,10 @@ impl Server {
 
     #[tool(
         name = "rr_read_bytes",
-        description = "Read up to max_bytes (default 64 KiB, cap 2 MiB) of a file from a byte offset. A UTF-8 window \
-never ends inside a character; continue at next_offset until eof.",
+        description = "Read up to max_bytes (default 64 KiB) of a file from a byte offset. One call returns at most \
+the policy's read_cap_bytes (default 65536, so one answer fits a tool-output budget): page a large file with \
+next_offset, or rr_make_cursor and rr_read_next. A UTF-8 window never ends inside a character; continue at \
+next_offset until eof.",
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn rr_read_bytes(

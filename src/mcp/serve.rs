@@ -5,9 +5,9 @@
 //! - **the owner's socket** ([`serve_connection`]): a connection whose first line is JSON-RPC
 //!   (rather than a control request) is an MCP session; the peer's pid and uid come from the
 //!   socket.
-//! - **streamable HTTP** ([`serve_http`], `rwfs mount --mcp-http ADDR`): every request must
-//!   carry `Authorization: Bearer <token>`; the token is generated once, kept 0600 in the state
-//!   directory (written through the engine, hidden from the mount) and printed when created.
+//! - **streamable HTTP** ([`serve_http`], `rwfs mount --mcp-http ADDR` or `rwfs mcp --http
+//!   ADDR`): every request must carry `Authorization: Bearer <token>`; the token is generated
+//!   once, kept 0600 in the state directory (written through the engine, hidden from the mount) and printed when created.
 //!   `Host` must be a loopback name and a browser `Origin` a loopback origin (DNS rebinding).
 //!   Connections, read times, bodies and sessions are bounded (`http.rs`).
 //!

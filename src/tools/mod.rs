@@ -19,9 +19,11 @@
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
 //!   [`Tools::fail`] only, which also spends the retry budget of the attempt;
-//! - an identical refused attempt (same tool, path, content digest) spends the budget; once it
-//!   is spent the attempt is refused as `retry_budget_exhausted` with `suggested_action:
-//!   "abort"` and a hint to change strategy;
+//! - an identical refused attempt (same MCP session, tool, path, content digest) spends the
+//!   budget; once it is spent the attempt is refused as `retry_budget_exhausted` with
+//!   `suggested_action: "abort"` and a hint to change strategy. Another session starts with
+//!   the whole budget, and a failure that is no write attempt (bad arguments, a missing file)
+//!   reports the whole budget: only `retry_budget_exhausted` reads 0 as spent;
 //! - nothing here writes except through the engine, so every change is durable, journaled and
 //!   attributed to the MCP client that asked for it;
 //! - no path inside `.resilient_write/` is reachable through a tool's path argument.
@@ -175,6 +177,7 @@ impl Tools {
         mut envelope: Envelope,
         attempt: Option<(&str, &[u8])>,
     ) -> Failure {
+        envelope.retry_budget = self.engine.policy().retry_budget();
         if let Some((path, content)) = attempt
             && counts_against_budget(kind)
         {

@@ -56,8 +56,6 @@ use super::{Call, Failure, Outcome, Tools, ok};
 
 /// `max_bytes` when not given.
 pub const DEFAULT_MAX_BYTES: u64 = 65536;
-/// The most bytes one read returns (larger `max_bytes` are capped).
-pub const MAX_BYTES_CAP: u64 = 2 << 20;
 /// The most lines one call returns (larger `max_lines` are capped).
 pub const MAX_LINES_CAP: u64 = 5000;
 /// The most matches one search returns (larger `max_matches` are capped).
@@ -130,8 +128,9 @@ pub struct ReadBytesArgs {
     /// Byte offset to start at (at most the file's size).
     #[serde(default)]
     pub offset: u64,
-    /// Bytes to read, at least 1 (default 65536, capped at 2 MiB). A UTF-8 window never ends
-    /// inside a character, so fewer may come back; continue at `next_offset`.
+    /// Bytes to read, at least 1 (default 65536, capped by the policy's `read_cap_bytes`,
+    /// default 65536). A UTF-8 window never ends inside a character, so fewer may come back;
+    /// continue at `next_offset`.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
     /// `utf-8` (default), `latin-1` or `ascii`.
@@ -197,7 +196,8 @@ pub struct MakeCursorArgs {
     /// Byte offset the cursor starts at (default 0, at most the file's size).
     #[serde(default)]
     pub offset: u64,
-    /// Bytes each `rr_read_next` returns (default 65536, capped at 2 MiB).
+    /// Bytes each `rr_read_next` returns (default 65536, capped by the policy's
+    /// `read_cap_bytes`, default 65536).
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
 }
@@ -282,9 +282,14 @@ impl Tools {
         Ok(out)
     }
 
+    /// The most bytes one byte read returns: the policy's `read_cap_bytes`.
+    fn read_cap(&self) -> u64 {
+        self.engine().policy().read_cap_bytes()
+    }
+
     pub fn rr_read_bytes(&self, call: &Call, args: ReadBytesArgs) -> Outcome {
         let encoding = self.encoding(call, &args.encoding)?;
-        let max = self.positive(call, "max_bytes", args.max_bytes)?.min(MAX_BYTES_CAP);
+        let max = self.positive(call, "max_bytes", args.max_bytes)?.min(self.read_cap());
         let snap = self.snapshot(call, &args.path)?;
         let window = self.window(call, &snap, args.offset, max, encoding, args.errors)?;
         Ok(self.window_output(&snap, &window, encoding))
@@ -358,7 +363,7 @@ impl Tools {
     }
 
     pub fn rr_make_cursor(&self, call: &Call, args: MakeCursorArgs) -> Outcome {
-        let max = self.positive(call, "max_bytes", args.max_bytes)?.min(MAX_BYTES_CAP);
+        let max = self.positive(call, "max_bytes", args.max_bytes)?.min(self.read_cap());
         let snap = self.snapshot(call, &args.path)?;
         if args.offset > snap.size {
             return Err(self.beyond_end(call, &snap, args.offset));
@@ -380,8 +385,8 @@ impl Tools {
     pub fn rr_read_next(&self, call: &Call, args: ReadNextArgs) -> Outcome {
         let state = self.open_cursor(call, &args.cursor)?;
         let max = match args.max_bytes {
-            Some(max) => self.positive(call, "max_bytes", max)?.min(MAX_BYTES_CAP),
-            None => state.max_bytes.clamp(1, MAX_BYTES_CAP),
+            Some(max) => self.positive(call, "max_bytes", max)?.min(self.read_cap()),
+            None => state.max_bytes.clamp(1, self.read_cap()),
         };
         let snap = self.snapshot(call, &state.path)?;
         let now = (snap.size, snap.mtime_ns, snap.ctime_ns, snap.ino);

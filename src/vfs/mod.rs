@@ -225,6 +225,7 @@ impl Vfs {
             comm: caller.comm.clone(),
             uid: Some(caller.uid),
             tool: None,
+            session: None,
         }
     }
 

@@ -89,6 +89,39 @@ fn read_bytes_pages_a_file_to_eof() {
 }
 
 #[test]
+fn one_byte_read_returns_at_most_the_policy_s_read_cap_issue_16_item_10() {
+    // S0's premise: a 550 KB log is paged, not returned whole, by default.
+    let mcp = Mcp::start();
+    let log = numbered(60_000);
+    assert!(log.len() > 550_000);
+    mcp.ws.put("big.log", log.as_bytes());
+    let out = mcp.call("rr_read_bytes", json!({"path": "big.log", "max_bytes": 2 << 20})).ok();
+    assert_eq!(out["bytes_read"], 65536, "the default cap");
+    assert_eq!((out["next_offset"].as_u64(), out["eof"].as_bool()), (Some(65536), Some(false)));
+    let cursor = mcp.call("rr_make_cursor", json!({"path": "big.log", "max_bytes": 1 << 20})).ok();
+    assert_eq!(cursor["max_bytes"], 65536);
+    let next = mcp.call("rr_read_next", json!({"cursor": cursor["cursor"], "max_bytes": 1 << 20})).ok();
+    assert_eq!(next["bytes_read"], 65536);
+    let listed = mcp.tools_json();
+    let description = listed.iter().find(|t| t["name"] == "rr_read_bytes").unwrap()["description"].to_string();
+    assert!(description.contains("read_cap_bytes"), "{description}");
+    drop(mcp);
+    // A policy sets it (and a smaller max_bytes still wins).
+    let ws = crate::support::Ws::new();
+    ws.put(".resilient_write/policy.yaml", b"read_cap_bytes: 1000\n");
+    ws.put("big.log", log.as_bytes());
+    let mcp = Mcp::start_with(ws, Default::default());
+    assert_eq!(mcp.call("rr_read_bytes", json!({"path": "big.log"})).ok()["bytes_read"], 1000);
+    assert_eq!(mcp.call("rr_read_bytes", json!({"path": "big.log", "max_bytes": 10})).ok()["bytes_read"], 10);
+    let cursor = mcp.call("rr_make_cursor", json!({"path": "big.log"})).ok();
+    assert_eq!(mcp.call("rr_read_next", json!({"cursor": cursor["cursor"]})).ok()["bytes_read"], 1000);
+    for bad in ["read_cap_bytes: 0\n", "read_cap_bytes: 4194304\n", "read_cap_bytes: lots\n"] {
+        let err = rwfs::policy::Policy::parse(bad).expect_err(bad);
+        assert_eq!(err.reason().code(), "bad_policy", "{bad}");
+    }
+}
+
+#[test]
 fn read_bytes_never_splits_a_utf8_character() {
     let mcp = Mcp::start();
     mcp.ws.put("euro.txt", "€€€".as_bytes());
@@ -141,7 +174,7 @@ fn out_of_range_arguments_are_invalid_argument_envelopes() {
     }
     // Above the caps is capped, not refused.
     let out = mcp.call("rr_make_cursor", json!({"path": "a.txt", "max_bytes": 1u64 << 40})).ok();
-    assert_eq!(out["max_bytes"], 2 << 20);
+    assert_eq!(out["max_bytes"], rwfs::policy::DEFAULT_READ_CAP_BYTES);
     // Negative numbers do not fit the schema.
     let env = mcp.call("rr_read_bytes", json!({"path": "a.txt", "offset": -1})).err();
     assert_eq!(env["context"]["reason"], "invalid_arguments");

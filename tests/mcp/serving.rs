@@ -75,12 +75,17 @@ fn with_a_mount_mcp_writes_are_visible_through_it_and_mount_writes_through_mcp()
 
 /// A raw HTTP/1.1 POST of one JSON-RPC message; status line and body.
 fn post(port: u16, host: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    post_with(port, host, &auth, body)
+}
+
+/// [`post`] with `headers` (each line ending in CRLF) added.
+fn post_with(port: u16, host: &str, headers: &str, body: &str) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -124,6 +129,77 @@ fn http_needs_the_bearer_token_and_a_loopback_host_reference_bug_21() {
     let (status, body) = post(port, &addr, Some(&token), &init);
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"serverInfo\""), "{body}");
+}
+
+/// `rwfs mcp --http 127.0.0.1:0` on `ws`: the child and the address it reports on stderr.
+fn mcp_http(ws: &Ws) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = rwfs()
+        .args(["mcp", "-w"])
+        .arg(ws.path())
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|rest| rest.split('/').next()).map(str::to_string);
+    let addr = addr.unwrap_or_else(|| panic!("no address on stderr: {line}"));
+    // Keep draining stderr so the child never blocks on it.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, addr)
+}
+
+#[test]
+fn http_callers_are_the_clients_names_and_rwfs_mcp_serves_http_without_a_mount_issue_16_item_8() {
+    let ws = Ws::new();
+    let start = Instant::now();
+    let (mut child, addr) = mcp_http(&ws);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let token = std::fs::read_to_string(ws.abs(".resilient_write/mcp-http.token")).unwrap().trim().to_string();
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    assert_eq!(post_with(port, &addr, "", "{}").0, 401, "the token is required here too");
+    // A legacy client: initialize, then a call in its session.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "legacy-agent", "version": "0"}}});
+    let (status, answer) = post_with(port, &addr, &auth, &init.to_string());
+    assert_eq!(status, 200, "{answer}");
+    let session = answer
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_string()))
+        .unwrap_or_else(|| panic!("no session id: {answer}"));
+    let in_session = format!("{auth}Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post_with(port, &addr, &in_session, &initialized.to_string()).0, 202);
+    let call = |id: u64, path: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "rw_safe_write", "arguments": {"path": path, "content": "hi\n"}}})
+    };
+    let (status, answer) = post_with(port, &addr, &in_session, &call(2, "legacy.txt").to_string());
+    assert!(status == 200 && answer.contains("\\\"ok\\\":true"), "{answer}");
+    // A 2026-07-28 client: no session, its name in every request's `_meta`.
+    let mut stateless = call(3, "stateless.txt");
+    stateless["params"]["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless-agent", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let headers =
+        format!("{auth}MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: rw_safe_write\r\n");
+    let (status, answer) = post_with(port, &addr, &headers, &stateless.to_string());
+    assert!(status == 200 && answer.contains("\\\"ok\\\":true"), "{answer}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "stops cleanly on SIGTERM: {status}");
+    assert!(start.elapsed() < Duration::from_secs(30));
+    let rows = ws.rows();
+    let caller = |path: &str| rows.iter().find(|r| r.path == path).map(|r| r.caller.clone());
+    assert_eq!(caller("legacy.txt").as_deref(), Some("legacy-agent"));
+    assert_eq!(caller("stateless.txt").as_deref(), Some("stateless-agent"), "not rmcp's own name");
 }
 
 #[test]

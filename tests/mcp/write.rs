@@ -115,6 +115,37 @@ fn a_blocked_write_returns_the_gate_envelope_and_identical_retries_spend_the_bud
 }
 
 #[test]
+fn retry_budget_scope_is_the_session_issue_16_item_1() {
+    let mut mcp = Mcp::start();
+    let budget = u64::from(mcp.engine.policy().retry_budget());
+    let args = json!({"path": "config.py", "content": AWS_LINE});
+    // The first agent spends its whole budget on one refused content.
+    let mut refusals = 0;
+    while mcp.call("rw_safe_write", args.clone()).err()["context"]["reason"] != "retry_budget_exhausted" {
+        refusals += 1;
+        assert!(refusals <= budget + 1, "the budget is bounded");
+    }
+    assert_eq!(refusals, budget + 1, "the first refusal and `budget` retries");
+    // A second agent on the same engine starts fresh with that very content.
+    let second = mcp.open_session();
+    let env = mcp.call_in(second, "rw_safe_write", args.clone()).err();
+    assert_eq!(env["error"], "blocked", "{env}");
+    assert_eq!(env["context"]["reason"], "content_blocked", "{env}");
+    assert_eq!(env["retry_budget"], budget, "{env}");
+    // ... and its own retries are bounded as before; the first agent stays exhausted.
+    assert_eq!(mcp.call_in(second, "rw_safe_write", args.clone()).err()["retry_budget"], budget - 1);
+    assert_eq!(mcp.call("rw_safe_write", args).err()["context"]["reason"], "retry_budget_exhausted");
+    // Failures that are no write attempt report the whole budget, not 0 ("exhausted").
+    let missing = mcp.call_in(second, "rr_read_bytes", json!({"path": "nope.txt"})).err();
+    assert_eq!(missing["retry_budget"], budget, "{missing}");
+    let bad = mcp.call_in(second, "rw_safe_write", json!({"path": "a.txt"})).err();
+    assert_eq!(bad["context"]["reason"], "invalid_arguments", "{bad}");
+    assert_eq!(bad["retry_budget"], budget, "{bad}");
+    let bad = mcp.call_in(second, "rw_safe_write", json!({"path": "a.txt", "content": "x", "mode": "sideways"})).err();
+    assert_eq!(bad["retry_budget"], budget, "{bad}");
+}
+
+#[test]
 fn classify_refuses_at_the_threshold_with_the_reference_envelope() {
     let mcp = Mcp::start();
     let env = mcp

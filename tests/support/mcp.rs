@@ -46,8 +46,11 @@ impl Answer {
 pub struct Mcp {
     pub ws: Ws,
     pub engine: Arc<Engine>,
+    tools: Arc<Tools>,
     runtime: tokio::runtime::Runtime,
     client: Option<RunningService<RoleClient, ()>>,
+    /// Further sessions over the same engine ([`Mcp::open_session`]).
+    others: Vec<RunningService<RoleClient, ()>>,
 }
 
 impl Mcp {
@@ -59,15 +62,26 @@ impl Mcp {
         let engine = Arc::new(ws.open());
         let tools = Arc::new(Tools::new(engine.clone(), settings));
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let client = runtime.block_on(async move {
-            let (server_end, client_end) = tokio::io::duplex(1 << 20);
-            tokio::spawn(async move {
-                let service = Server::new(tools, Peer::default()).serve(server_end).await.expect("serve");
-                let _ = service.waiting().await;
-            });
-            ().serve(client_end).await.expect("client")
-        });
-        Mcp { ws, engine, runtime, client: Some(client) }
+        let client = runtime.block_on(connect(tools.clone()));
+        Mcp { ws, engine, tools, runtime, client: Some(client), others: Vec::new() }
+    }
+
+    /// Connect another client (a second agent) to the same engine: a new MCP session. Its
+    /// number, for [`Mcp::call_in`].
+    pub fn open_session(&mut self) -> usize {
+        let client = self.runtime.block_on(connect(self.tools.clone()));
+        self.others.push(client);
+        self.others.len()
+    }
+
+    /// [`Mcp::call`] in session `session` (0 is the first one).
+    #[track_caller]
+    pub fn call_in(&self, session: usize, tool: &str, args: Value) -> Answer {
+        let client = match session {
+            0 => self.client.as_ref().unwrap(),
+            n => &self.others[n - 1],
+        };
+        call(&self.runtime, client, tool, args)
     }
 
     /// Stop the server and close the engine, then serve the same workspace again (a daemon
@@ -81,16 +95,7 @@ impl Mcp {
     /// Call `tool` with `args` (a JSON object).
     #[track_caller]
     pub fn call(&self, tool: &str, args: Value) -> Answer {
-        let client = self.client.as_ref().unwrap();
-        let params = CallToolRequestParams::new(tool.to_string())
-            .with_arguments(args.as_object().cloned().expect("arguments are an object"));
-        let result = self.runtime.block_on(client.call_tool(params)).unwrap_or_else(|e| panic!("call {tool}: {e}"));
-        let text = result.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
-        Answer {
-            is_error: result.is_error == Some(true),
-            value: result.structured_content.clone().unwrap_or(Value::Null),
-            text,
-        }
+        self.call_in(0, tool, args)
     }
 
     /// A JSON-RPC level failure (unknown tool, malformed request): its message.
@@ -120,9 +125,32 @@ impl Mcp {
     }
 }
 
+/// A new session of `tools`: the server and an rmcp client joined in memory.
+async fn connect(tools: Arc<Tools>) -> RunningService<RoleClient, ()> {
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let service = Server::new(tools, Peer::default()).serve(server_end).await.expect("serve");
+        let _ = service.waiting().await;
+    });
+    ().serve(client_end).await.expect("client")
+}
+
+#[track_caller]
+fn call(runtime: &tokio::runtime::Runtime, client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> Answer {
+    let params = CallToolRequestParams::new(tool.to_string())
+        .with_arguments(args.as_object().cloned().expect("arguments are an object"));
+    let result = runtime.block_on(client.call_tool(params)).unwrap_or_else(|e| panic!("call {tool}: {e}"));
+    let text = result.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
+    Answer {
+        is_error: result.is_error == Some(true),
+        value: result.structured_content.clone().unwrap_or(Value::Null),
+        text,
+    }
+}
+
 impl Drop for Mcp {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take() {
+        for client in self.client.take().into_iter().chain(self.others.drain(..)) {
             let _ = self.runtime.block_on(client.cancel());
         }
     }
