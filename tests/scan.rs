@@ -369,6 +369,23 @@ fn the_reference_score_and_verdict() {
     assert_eq!(actions[0]["action"], "redact");
 }
 
+/// Issue 16, item 3: Eq. 1's n_f counts distinct matches, so repeating one key does not raise
+/// the verdict, while a second, different key does.
+#[test]
+fn eq1_counts_distinct_matches_per_family() {
+    let key = sample_of("github-pat", 3);
+    let other = sample_of("github-pat", 4);
+    let once = scan(&format!("token = {key}\n"), "notes.txt");
+    let twice = scan(&format!("token = {key}\nagain = {key}\n"), "notes.txt");
+    assert_eq!(twice.findings.len(), 2, "both occurrences are still reported: {twice:#?}");
+    assert_eq!(twice.counts["github_pat"], 1);
+    assert_eq!((twice.score, twice.verdict), (once.score, once.verdict));
+    assert_eq!(once.verdict, Verdict::Low);
+    let two_keys = scan(&format!("token = {key}\nother = {other}\n"), "notes.txt");
+    assert_eq!(two_keys.counts["github_pat"], 2);
+    assert_eq!((two_keys.score, two_keys.verdict), (0.4375, Verdict::Medium));
+}
+
 /// Compile a rule's regex the way the scanner does (ASCII, bytes).
 fn compile(pattern: &str) -> regex_automata::meta::Regex {
     regex_automata::meta::Regex::builder()

@@ -482,12 +482,15 @@ impl<'a> Collector<'a> {
         let (line_count, max_line_len) = line_stats(hay, classes);
         let mut positions = Positions::new(hay);
         let mut findings = Vec::with_capacity(kept.len());
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
         let mut leak = 0f32;
         let mut filtered = 0f32;
+        // Eq. 1's n_f: distinct matched strings per family, so a key repeated is one key.
+        let mut distinct: BTreeMap<&str, BTreeSet<&[u8]>> = BTreeMap::new();
         for raw in &kept {
-            *counts.entry(raw.family.clone()).or_default() += 1;
+            distinct.entry(&raw.family).or_default().insert(&hay[raw.span.clone()]);
         }
+        let mut counts: BTreeMap<String, usize> =
+            distinct.into_iter().map(|(family, matches)| (family.to_string(), matches.len())).collect();
         for raw in kept {
             let (line, column) = positions.at(raw.span.start);
             let secret = &hay[raw.span.clone()];

@@ -167,7 +167,7 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Rules that reached the cap of findings per scan (more may exist).
     pub truncated: Vec<String>,
-    /// Findings per family (the `n_f` of Eq. 1).
+    /// Distinct matched strings per family (the `n_f` of Eq. 1): a repeated key counts once.
     pub counts: BTreeMap<String, usize>,
     /// Bytes handed to regex searches (merged windows, structural runs, extra patterns): the
     /// scan's work beyond its single linear passes. At most the content's length per rule.
