@@ -362,8 +362,8 @@ fn the_reference_score_and_verdict() {
     let pem = rwfs::score::sample::pem_rsa(&mut rng);
     let akia = generate(RULES.iter().find(|r| r.id == "aws-access-key-id").unwrap().sample, &mut rng);
     let report = scan(&format!("{pem}\nid = {akia}\n"), "keys.txt");
-    // pem_block .50 + aws_secret .40, clamped.
-    assert_eq!((report.score, report.verdict), (0.9, Verdict::High));
+    // pem_block .50 + api_key .35 (the key ID's family in the paper).
+    assert_eq!((report.score, report.verdict), (0.85, Verdict::High));
     assert_eq!(report.detected_patterns().len(), 2);
     let actions = report.suggested_actions();
     assert_eq!(actions[0]["action"], "redact");
@@ -384,6 +384,21 @@ fn eq1_counts_distinct_matches_per_family() {
     let two_keys = scan(&format!("token = {key}\nother = {other}\n"), "notes.txt");
     assert_eq!(two_keys.counts["github_pat"], 2);
     assert_eq!((two_keys.score, two_keys.verdict), (0.4375, Verdict::Medium));
+}
+
+/// Issue 16, item 4: an AWS access key ID is the paper's `api_key` (0.35), under rwfs's own
+/// rule id; the secret access key stays `aws_secret` (0.40).
+#[test]
+fn aws_access_key_id_is_in_the_api_key_family() {
+    let akia = sample_of("aws-access-key-id", 11);
+    let report = scan(&format!("id = {akia}\n"), "keys.txt");
+    let found = leaks(&report, "aws-access-key-id");
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(found[0].family, "api_key");
+    assert_eq!(report.detected_patterns()[0]["kind"], "api_key");
+    assert_eq!(report.detected_patterns()[0]["pattern"], "aws-access-key-id");
+    assert_eq!((report.score, report.verdict), (0.35, Verdict::Low));
+    assert_eq!(report.suggested_actions()[0], serde_json::json!({"action": "redact", "targets": ["api_key"]}));
 }
 
 /// Compile a rule's regex the way the scanner does (ASCII, bytes).
