@@ -401,6 +401,39 @@ fn aws_access_key_id_is_in_the_api_key_family() {
     assert_eq!(report.suggested_actions()[0], serde_json::json!({"action": "redact", "targets": ["api_key"]}));
 }
 
+/// Issue 16, item 2: the paper's `binary_hint` (0.20) covers a base64 blob over 200 characters
+/// and dense non-printable bytes; both are counted and listed in `detected_patterns`.
+#[test]
+fn binary_hint_reports_base64_blobs_and_dense_non_printable_bytes() {
+    let hint = |report: &Report| -> Vec<serde_json::Value> {
+        report.detected_patterns().into_iter().filter(|p| p["kind"] == "binary_hint").collect()
+    };
+    let split = serde_json::json!({"action": "split", "reason": "binary_content_detected"});
+    let blob = Rng::new(5).string(rwfs::score::sample::BASE64, 300);
+    let report = scan(&format!("intro\n  {blob}\n"), "data.txt");
+    let found = hint(&report);
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(found[0]["pattern"], "long_base64_blob");
+    assert_eq!((found[0]["line"].as_u64(), found[0]["column"].as_u64()), (Some(2), Some(3)));
+    assert!(!found[0].to_string().contains(&blob[..16]), "the blob is not echoed");
+    assert_eq!((report.score, report.verdict), (0.2, Verdict::Low));
+    assert!(report.suggested_actions().contains(&split));
+
+    let dense = "ok\n\u{0}\u{1}\u{2}\u{3}\u{0}\u{0}\u{7f}\u{1b}ab";
+    let report = scan(dense, "data.bin");
+    let found = hint(&report);
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(found[0]["pattern"], "non_printable_bytes");
+    assert_eq!((found[0]["line"].as_u64(), found[0]["length"].as_u64()), (Some(2), Some(8)));
+    assert_eq!((report.score, report.verdict), (0.2, Verdict::Low));
+    assert!(report.suggested_actions().contains(&split));
+
+    // A stray NUL or an escape sequence in ordinary text is not binary content.
+    let sparse = scan("hello\u{0}world, a line of ordinary text\n\u{1b}[1mbold\u{1b}[0m\n", "log.txt");
+    assert!(hint(&sparse).is_empty(), "{sparse:#?}");
+    assert_eq!(sparse.verdict, Verdict::Safe);
+}
+
 /// Compile a rule's regex the way the scanner does (ASCII, bytes).
 fn compile(pattern: &str) -> regex_automata::meta::Regex {
     regex_automata::meta::Regex::builder()
