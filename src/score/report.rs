@@ -223,12 +223,19 @@ impl Report {
         out
     }
 
-    /// The reference's `suggested_actions`.
+    /// The reference's `suggested_actions`; a redaction says `reason: filter_risk_high` when a
+    /// host's content filter is likely to refuse the content whatever the verdict.
     pub fn suggested_actions(&self) -> Vec<Value> {
         let mut out = Vec::new();
         let targets: Vec<&String> = self.counts.keys().filter(|f| redactable(f) && self.counts[*f] > 0).collect();
         if !targets.is_empty() {
-            out.push(json!({"action": "redact", "targets": targets}));
+            let mut redact = json!({"action": "redact", "targets": targets});
+            // Eq. 1 can say "low" for one vendor token (the paper's incident header scores 0.35);
+            // the filter risk is why the agent should still redact.
+            if self.filter_risk.level == Level::High {
+                redact["reason"] = json!("filter_risk_high");
+            }
+            out.push(redact);
         }
         if self.counts.get("binary_hint").is_some_and(|&n| n > 0) {
             out.push(json!({"action": "split", "reason": "binary_content_detected"}));
