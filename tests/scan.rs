@@ -362,11 +362,80 @@ fn the_reference_score_and_verdict() {
     let pem = rwfs::score::sample::pem_rsa(&mut rng);
     let akia = generate(RULES.iter().find(|r| r.id == "aws-access-key-id").unwrap().sample, &mut rng);
     let report = scan(&format!("{pem}\nid = {akia}\n"), "keys.txt");
-    // pem_block .50 + aws_secret .40, clamped.
-    assert_eq!((report.score, report.verdict), (0.9, Verdict::High));
+    // pem_block .50 + api_key .35 (the key ID's family in the paper).
+    assert_eq!((report.score, report.verdict), (0.85, Verdict::High));
     assert_eq!(report.detected_patterns().len(), 2);
     let actions = report.suggested_actions();
     assert_eq!(actions[0]["action"], "redact");
+}
+
+/// Issue 16, item 3: Eq. 1's n_f counts distinct matches, so repeating one key does not raise
+/// the verdict, while a second, different key does.
+#[test]
+fn eq1_counts_distinct_matches_per_family() {
+    let key = sample_of("github-pat", 3);
+    let other = sample_of("github-pat", 4);
+    let once = scan(&format!("token = {key}\n"), "notes.txt");
+    let twice = scan(&format!("token = {key}\nagain = {key}\n"), "notes.txt");
+    assert_eq!(twice.findings.len(), 2, "both occurrences are still reported: {twice:#?}");
+    assert_eq!(twice.counts["github_pat"], 1);
+    assert_eq!((twice.score, twice.verdict), (once.score, once.verdict));
+    assert_eq!(once.verdict, Verdict::Low);
+    let two_keys = scan(&format!("token = {key}\nother = {other}\n"), "notes.txt");
+    assert_eq!(two_keys.counts["github_pat"], 2);
+    assert_eq!((two_keys.score, two_keys.verdict), (0.4375, Verdict::Medium));
+}
+
+/// Issue 16, item 4: an AWS access key ID is the paper's `api_key` (0.35), under rwfs's own
+/// rule id; the secret access key stays `aws_secret` (0.40).
+#[test]
+fn aws_access_key_id_is_in_the_api_key_family() {
+    let akia = sample_of("aws-access-key-id", 11);
+    let report = scan(&format!("id = {akia}\n"), "keys.txt");
+    let found = leaks(&report, "aws-access-key-id");
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(found[0].family, "api_key");
+    assert_eq!(report.detected_patterns()[0]["kind"], "api_key");
+    assert_eq!(report.detected_patterns()[0]["pattern"], "aws-access-key-id");
+    assert_eq!((report.score, report.verdict), (0.35, Verdict::Low));
+    let redact = &report.suggested_actions()[0];
+    assert_eq!(
+        (&redact["action"], &redact["targets"]),
+        (&serde_json::json!("redact"), &serde_json::json!(["api_key"]))
+    );
+}
+
+/// Issue 16, item 2: the paper's `binary_hint` (0.20) covers a base64 blob over 200 characters
+/// and dense non-printable bytes; both are counted and listed in `detected_patterns`.
+#[test]
+fn binary_hint_reports_base64_blobs_and_dense_non_printable_bytes() {
+    let hint = |report: &Report| -> Vec<serde_json::Value> {
+        report.detected_patterns().into_iter().filter(|p| p["kind"] == "binary_hint").collect()
+    };
+    let split = serde_json::json!({"action": "split", "reason": "binary_content_detected"});
+    let blob = Rng::new(5).string(rwfs::score::sample::BASE64, 300);
+    let report = scan(&format!("intro\n  {blob}\n"), "data.txt");
+    let found = hint(&report);
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(found[0]["pattern"], "long_base64_blob");
+    assert_eq!((found[0]["line"].as_u64(), found[0]["column"].as_u64()), (Some(2), Some(3)));
+    assert!(!found[0].to_string().contains(&blob[..16]), "the blob is not echoed");
+    assert_eq!((report.score, report.verdict), (0.2, Verdict::Low));
+    assert!(report.suggested_actions().contains(&split));
+
+    let dense = "ok\n\u{0}\u{1}\u{2}\u{3}\u{0}\u{0}\u{7f}\u{1b}ab";
+    let report = scan(dense, "data.bin");
+    let found = hint(&report);
+    assert_eq!(found.len(), 1, "{report:#?}");
+    assert_eq!(found[0]["pattern"], "non_printable_bytes");
+    assert_eq!((found[0]["line"].as_u64(), found[0]["length"].as_u64()), (Some(2), Some(8)));
+    assert_eq!((report.score, report.verdict), (0.2, Verdict::Low));
+    assert!(report.suggested_actions().contains(&split));
+
+    // A stray NUL or an escape sequence in ordinary text is not binary content.
+    let sparse = scan("hello\u{0}world, a line of ordinary text\n\u{1b}[1mbold\u{1b}[0m\n", "log.txt");
+    assert!(hint(&sparse).is_empty(), "{sparse:#?}");
+    assert_eq!(sparse.verdict, Verdict::Safe);
 }
 
 /// Compile a rule's regex the way the scanner does (ASCII, bytes).

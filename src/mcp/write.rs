@@ -14,7 +14,9 @@ impl Server {
     #[tool(
         name = "rw_risk_score",
         description = "Score a draft for secrets, personal data and size before writing it (nothing is written). \
-Returns score, verdict (safe|low|medium|high), detected_patterns (never the secret itself) and suggested_actions.",
+Returns score, verdict (safe|low|medium|high), detected_patterns (never the secret itself) and suggested_actions. \
+Act on suggested_actions and policy_action, not on the verdict alone: one vendor token scores \"low\" yet is \
+refused by content filters (redact reason filter_risk_high).",
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn risk_score(

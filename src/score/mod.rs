@@ -48,7 +48,7 @@ pub use check::passes as check_passes;
 pub use context::FileKind;
 pub use filter::{entropy, is_placeholder};
 pub use replace::Lang;
-pub use report::{DEFAULT_WEIGHTS, Finding, Kind, Level, Report, Risk, SizeHit, Thresholds, Verdict};
+pub use report::{DEFAULT_WEIGHTS, Finding, Hint, Kind, Level, Report, Risk, SizeHit, Thresholds, Verdict};
 pub use rule::{Check, Confidence, Part, Rule, Severity, Trigger};
 
 use crate::sha::Hasher;
@@ -57,6 +57,9 @@ use crate::sha::Hasher;
 pub const MAX_FINDINGS_PER_RULE: usize = 200;
 /// The reference's `long_base64_blob` threshold.
 const BASE64_BLOB_MIN: usize = 200;
+/// Non-printable bytes above this share of the content are the paper's dense binary content
+/// (POLICY.md's "more than 40% non-printable").
+const NON_PRINTABLE_SHARE: f64 = 0.40;
 
 /// A pattern added by the policy (`extend_patterns`): searched over the whole content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,7 +290,8 @@ impl Scanner {
             self.on_runs(hay, &runs, |t| matches!(t, Trigger::Iban), out);
         }
         if !self.config.disabled_families.contains("binary_hint") {
-            out.blobs = scan::base64_runs(hay, BASE64_BLOB_MIN).len();
+            out.blobs = scan::base64_runs(hay, BASE64_BLOB_MIN);
+            out.dense = dense_non_printable(hay);
         }
     }
 
@@ -332,7 +336,10 @@ struct Collector<'a> {
     salt: [u8; 16],
     raw: Vec<Raw>,
     per_rule: Vec<usize>,
-    blobs: usize,
+    /// `binary_hint`: base64 runs of [`BASE64_BLOB_MIN`]+ bytes.
+    blobs: Vec<Range<usize>>,
+    /// `binary_hint`: the first non-printable byte and their number, when they are dense.
+    dense: Option<(usize, usize)>,
     work: u64,
 }
 
@@ -359,7 +366,8 @@ impl<'a> Collector<'a> {
             salt: scanner.config.salt,
             raw: Vec::new(),
             per_rule: vec![0; scanner.set.rules.len()],
-            blobs: 0,
+            blobs: Vec::new(),
+            dense: None,
             work: 0,
         }
     }
@@ -482,12 +490,15 @@ impl<'a> Collector<'a> {
         let (line_count, max_line_len) = line_stats(hay, classes);
         let mut positions = Positions::new(hay);
         let mut findings = Vec::with_capacity(kept.len());
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
         let mut leak = 0f32;
         let mut filtered = 0f32;
+        // Eq. 1's n_f: distinct matched strings per family, so a key repeated is one key.
+        let mut distinct: BTreeMap<&str, BTreeSet<&[u8]>> = BTreeMap::new();
         for raw in &kept {
-            *counts.entry(raw.family.clone()).or_default() += 1;
+            distinct.entry(&raw.family).or_default().insert(&hay[raw.span.clone()]);
         }
+        let mut counts: BTreeMap<String, usize> =
+            distinct.into_iter().map(|(family, matches)| (family.to_string(), matches.len())).collect();
         for raw in kept {
             let (line, column) = positions.at(raw.span.start);
             let secret = &hay[raw.span.clone()];
@@ -523,8 +534,10 @@ impl<'a> Collector<'a> {
                 truncated.push(scanner.set.rules[r].rule.id.to_string());
             }
         }
-        if self.blobs > 0 {
-            counts.insert("binary_hint".into(), self.blobs);
+        let hints = hints(hay, &self.blobs, self.dense);
+        if !hints.is_empty() {
+            let blobs: BTreeSet<&[u8]> = self.blobs.iter().map(|r| &hay[r.clone()]).collect();
+            counts.insert("binary_hint".into(), blobs.len() + usize::from(self.dense.is_some()));
         }
         let size = report::size_hits(hay.len(), line_count, max_line_len);
         let (score, verdict) = report::reference_score(&counts, &scanner.weights, &size, &scanner.config.thresholds);
@@ -539,6 +552,7 @@ impl<'a> Collector<'a> {
             findings,
             truncated,
             counts,
+            hints,
             size,
             work: self.work,
         }
@@ -683,6 +697,40 @@ impl<'a> Positions<'a> {
         self.offset = target;
         (self.line, self.column + 1)
     }
+}
+
+/// A non-printable byte: a control character other than tab, newline, carriage return and form
+/// feed (NUL included), or DEL.
+fn non_printable(b: u8) -> bool {
+    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || b == 0x7f
+}
+
+/// The first non-printable byte and their number, when more than [`NON_PRINTABLE_SHARE`] of the
+/// content is non-printable.
+fn dense_non_printable(hay: &[u8]) -> Option<(usize, usize)> {
+    let n = hay.iter().filter(|&&b| non_printable(b)).count();
+    if n == 0 || (n as f64) <= NON_PRINTABLE_SHARE * hay.len() as f64 {
+        return None;
+    }
+    Some((hay.iter().position(|&b| non_printable(b))?, n))
+}
+
+/// The `binary_hint` items of `detected_patterns`: each base64 blob, then dense non-printable
+/// content (placed at its first non-printable byte).
+fn hints(hay: &[u8], blobs: &[Range<usize>], dense: Option<(usize, usize)>) -> Vec<Hint> {
+    let mut positions = Positions::new(hay);
+    let mut out: Vec<Hint> = blobs
+        .iter()
+        .map(|r| {
+            let (line, column) = positions.at(r.start);
+            Hint { pattern: "long_base64_blob", line, column, length: r.len() }
+        })
+        .collect();
+    if let Some((first, n)) = dense {
+        let (line, column) = Positions::new(hay).at(first);
+        out.push(Hint { pattern: "non_printable_bytes", line, column, length: n });
+    }
+    out
 }
 
 /// Byte ranges of the lines that carry an `rw:allow` marker.

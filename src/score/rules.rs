@@ -168,7 +168,8 @@ pub static RULES: &[Rule] = &[
     // ---- AWS --------------------------------------------------------------------------------
     Rule {
         id: "aws-access-key-id",
-        family: "aws_secret",
+        // The paper lists the key ID under `api_key`; only the secret key is `aws_secret`.
+        family: "api_key",
         trigger: Trigger::Anchors(&["akia", "asia", "abia", "acca", "a3t"]),
         regex: r"\b(?P<secret>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16})(?:[^A-Za-z0-9_\-]|$)",
         after: 24,

@@ -262,3 +262,30 @@ fn expected_prev_sha256_holds_under_concurrency_reference_bug_8() {
     });
     assert_eq!(wins, 1, "one compare-and-swap wins; the others see stale_precondition");
 }
+
+/// Issue 16, item 5: the paper's incident header scores "low" by Eq. 1 (one api_key hit,
+/// 0.35), yet every verdict an agent acts on steers it to redact: the filter risk explains it.
+#[test]
+fn the_incident_header_steers_the_agent_to_redact() {
+    let rule = rwfs::score::rules::RULES.iter().find(|r| r.id == "anthropic-oauth-token").unwrap();
+    let token = rwfs::score::sample::generate(rule.sample, &mut rwfs::score::sample::Rng::new(16));
+    let header = format!("curl -H 'Authorization: Bearer {token}' https://api.anthropic.com/v1/messages\n");
+    let mcp = Mcp::start();
+    let out = mcp.call("rw_risk_score", json!({"content": header, "target_path": "run.sh"})).ok();
+    assert_eq!((out["score"].as_f64(), &out["verdict"]), (Some(0.35), &json!("low")), "{out:#}");
+    assert_eq!(out["filter_risk"]["level"], "high");
+    assert_eq!(out["policy_action"], "block");
+    let redact = &out["suggested_actions"][0];
+    assert_eq!((&redact["action"], &redact["reason"]), (&json!("redact"), &json!("filter_risk_high")), "{out:#}");
+    assert_eq!(redact["targets"], json!(["api_key"]));
+    assert!(!out.to_string().contains(&token));
+
+    // Classifying at the default `high` lets a "low" verdict through; the policy still refuses it.
+    let env = mcp.call("rw_safe_write", json!({"path": "run.sh", "content": header, "classify": true})).err();
+    assert_eq!((&env["error"], &env["reason_hint"]), (&json!("blocked"), &json!("content_filter")), "{env:#}");
+    assert_eq!(env["suggested_action"], "redact");
+    assert_eq!(env["context"]["action"], "block");
+    assert_eq!(env["context"]["risk_score"]["verdict"], "low");
+    assert_eq!(env["context"]["suggested_actions"][0]["reason"], "filter_risk_high");
+    assert!(!env.to_string().contains(&token));
+}
