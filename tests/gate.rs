@@ -156,3 +156,35 @@ fn content_larger_than_the_scan_limit_is_judged_in_windows() {
     let clean = vec![b'y'; rwfs::engine::SCAN_MAX + 10];
     write(&engine, "big.txt", &clean, WriteMode::Overwrite).unwrap();
 }
+
+#[test]
+fn retry_budget_scope_is_the_writer_s_posix_session_issue_16_item_1() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let refused = config(&aws_secret_line(10));
+    let write_as = |actor: &rwfs::journal::Actor| {
+        let request = rwfs::engine::WriteRequest {
+            path: "c.py",
+            content: &refused,
+            mode: WriteMode::Overwrite,
+            expect: None,
+            actor,
+        };
+        engine.safe_write(&request).unwrap_err()
+    };
+    let here = actor();
+    while write_as(&here).reason().code() != "retry_budget_exhausted" {}
+    // A process of this POSIX session (a command the same shell runs) shares the spent budget.
+    let mut sibling = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let sibling_actor = rwfs::journal::Actor { pid: Some(sibling.id()), ..actor() };
+    assert_eq!(write_as(&sibling_actor).reason().code(), "retry_budget_exhausted");
+    // Another session (another terminal, another agent) starts fresh.
+    let mut other = std::process::Command::new("setsid").args(["sleep", "30"]).spawn().unwrap();
+    let other_actor = rwfs::journal::Actor { pid: Some(other.id()), ..actor() };
+    std::thread::sleep(std::time::Duration::from_millis(200)); // setsid has run
+    assert_eq!(write_as(&other_actor).reason().code(), "content_blocked");
+    for child in [&mut sibling, &mut other] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

@@ -14,7 +14,7 @@ impl Server {
     #[tool(
         name = "rw_journal_tail",
         description = "The newest journal rows (default 20), oldest first, optionally only for one path or mode: \
-who wrote what, when, with which sha256.",
+who wrote what, when, with which sha256. Chunk manifests (derived state) are left out unless include_derived.",
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn journal_tail(

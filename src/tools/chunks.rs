@@ -10,7 +10,9 @@
 //! Invariants:
 //! - the part files are the truth; the manifest is a cache of `total_expected` and times;
 //! - every part, manifest and removal goes through the engine's state API: durable, journaled,
-//!   and each removed file stays restorable from `objects/`;
+//!   and each removed file stays restorable from `objects/`. The manifest is derived state (the
+//!   paper keeps it out of the journal): its rows are durable like any, but `rw_journal_tail`
+//!   hides them by default and `rw_analytics` does not count them;
 //! - `rw_chunk_append` never overwrites a part: it creates the next index exclusively and, when
 //!   another append took that index first, looks again and takes the next one (reference bug 9
 //!   lost 14 of 16 concurrent appends);
@@ -38,7 +40,7 @@ use crate::sha::Sha256;
 
 use super::{Call, Failure, Outcome, Tools, now_utc, ok};
 
-const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST: &str = "manifest.json";
 const MAX_INDEX: i64 = 999;
 
 #[derive(Debug, Deserialize, JsonSchema)]

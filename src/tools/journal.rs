@@ -19,7 +19,10 @@
 //! - a checkpoint save is an overwrite when the checkpoint existed before it (`prev_sha256`, or
 //!   an earlier save in the journal), whatever mode the row carries;
 //! - analytics counts writes (`create`, `overwrite`, `append`, `replace`, `restore` rows); rwfs's
-//!   other rows (`delete`, `rename`, `block`, `recover`, …) appear in the extra `by_op` map.
+//!   other rows (`delete`, `rename`, `block`, `recover`, …) appear in the extra `by_op` map;
+//! - a chunk session's `manifest.json` is derived state (its parts are the truth): its rows are
+//!   left out of analytics, and out of `rw_journal_tail` unless `include_derived` is set or
+//!   `filter_path` names it, so one chunk session reads as its parts and its compose.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::SystemTime;
@@ -68,6 +71,9 @@ pub struct JournalTailArgs {
     /// `delete`, `rename`, `block`, ...).
     #[serde(default)]
     pub filter_mode: Option<String>,
+    /// Also rows of derived state (chunk sessions' `manifest.json`), left out by default.
+    #[serde(default)]
+    pub include_derived: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -124,6 +130,7 @@ impl Tools {
             Ok(canonical) => canonical.to_string(),
             Err(_) => p.to_string(),
         });
+        let derived_shown = args.include_derived || path.as_deref().is_some_and(chunk_manifest);
         let mut entries: VecDeque<Row> = VecDeque::with_capacity(n.min(1024));
         let scan = self
             .engine()
@@ -133,6 +140,7 @@ impl Tools {
                 if n == 0
                     || path.as_deref().is_some_and(|p| row.path != p)
                     || args.filter_mode.as_deref().is_some_and(|m| row.mode != m)
+                    || (!derived_shown && chunk_manifest(&row.path))
                 {
                     return;
                 }
@@ -332,6 +340,13 @@ fn chunk_part(path: &str) -> Option<(&str, u32)> {
         .then(|| (session, digits.parse().expect("three digits")))
 }
 
+/// A chunk session's manifest: derived state.
+fn chunk_manifest(path: &str) -> bool {
+    state_file(path, crate::durable::layout::CHUNKS)
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(session, file)| is_name(session) && file == super::chunks::MANIFEST)
+}
+
 /// `checkpoints/<name>.json` → name.
 fn checkpoint(path: &str) -> Option<&str> {
     let name = state_file(path, crate::durable::layout::CHECKPOINTS)?.strip_suffix(".json")?;
@@ -467,6 +482,9 @@ impl Tally {
     }
 
     fn row(&mut self, row: &Row) {
+        if chunk_manifest(&row.path) {
+            return;
+        }
         self.rows += 1;
         let op = row.op();
         let t = humantime::parse_rfc3339_weak(&row.ts).ok();

@@ -129,6 +129,40 @@ fn analytics_counts_composes_from_the_rows_reference_bug_27() {
 }
 
 #[test]
+fn one_chunk_session_journals_its_parts_and_compose_not_its_manifest_issue_16_item_7() {
+    let mcp = Mcp::start();
+    for (index, text) in [(1, "one "), (2, "two "), (3, "three")] {
+        mcp.call("rw_chunk_write", json!({"session": "l2", "index": index, "content": text, "total_expected": 3})).ok();
+    }
+    mcp.call("rw_chunk_compose", json!({"session": "l2", "output_path": "out.txt"})).ok();
+    let tail = mcp.call("rw_journal_tail", json!({"n": 100})).ok();
+    let paths: Vec<&str> = tail["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".resilient_write/chunks/l2/part-001.txt",
+            ".resilient_write/chunks/l2/part-002.txt",
+            ".resilient_write/chunks/l2/part-003.txt",
+            "out.txt",
+        ],
+        "{tail}"
+    );
+    assert_eq!(tail["count"], 4);
+    // The manifest's rows are durable all the same, shown on request.
+    let manifest = ".resilient_write/chunks/l2/manifest.json";
+    let all = mcp.call("rw_journal_tail", json!({"n": 100, "include_derived": true})).ok();
+    assert!(all["entries"].as_array().unwrap().iter().any(|e| e["path"] == manifest), "{all}");
+    let only = mcp.call("rw_journal_tail", json!({"filter_path": manifest})).ok();
+    assert!(only["count"].as_u64().unwrap() >= 1, "{only}");
+    // Analytics counts the three parts and the compose.
+    let out = mcp.call("rw_analytics", json!({})).ok();
+    assert_eq!(out["total_writes"], 4, "{out}");
+    assert_eq!(out["sessions"]["l2"]["chunk_writes"], 3);
+    assert_eq!(out["sessions"]["l2"]["composes"], 1);
+    assert!(out["hot_paths"].as_array().unwrap().iter().all(|p| p["path"] != manifest), "{out}");
+}
+
+#[test]
 fn analytics_since_accepts_zones_and_refuses_bad_input_reference_bug_12() {
     let mcp = Mcp::start();
     put(&mcp, "a.txt", "x", "create");
