@@ -147,3 +147,26 @@ fn validate_writes_nothing_and_is_listed_read_only() {
     let env = mcp.call("rw_validate", json!({"content": "{}", "bogus": 1})).err();
     assert_eq!(env["context"]["reason"], "invalid_arguments");
 }
+
+/// Issue 16, item 6: a macro used but defined neither in the document nor by LaTeX or a common
+/// package (the paper's `\layer`) is a warning at its first use, with line and column.
+#[test]
+fn latex_flags_macros_used_but_never_defined() {
+    let mcp = Mcp::start();
+    let body = "The \\model{} has six \\layer{}s; $\\rank A \\le \\alpha$. \\drafttrue\\ifdraft x\\fi";
+    let doc = format!(
+        "\\documentclass{{article}}\n\\usepackage{{amsmath}}\n\\newcommand{{\\model}}{{RW}}\n\
+         \\DeclareMathOperator{{\\rank}}{{rank}}\n\\newif\\ifdraft\n\\begin{{document}}\n{body}\n\
+         Again: \\layer.\n\\end{{document}}\n"
+    );
+    let out = check(&mcp, &doc, "latex");
+    assert_eq!(out["valid"], true, "{out}");
+    assert_eq!(out["summary"], "latex: 1 warning(s)", "{out}");
+    let col = body.find("\\layer").unwrap() as u64 + 1;
+    assert_eq!(places(&out), [(7, Some(col), "warning".to_string())], "{out}");
+    let message = out["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("\\layer") && message.contains("not defined"), "{message}");
+
+    let defined = doc.replace("\\newif", "\\newcommand{\\layer}{layer}\n\\newif");
+    assert_eq!(check(&mcp, &defined, "latex")["summary"], "latex: ok");
+}

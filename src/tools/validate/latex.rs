@@ -10,7 +10,11 @@
 //! and `\href` may also hold `%`.
 //!
 //! It does not expand macros: a `\begin` hidden in a definition counts like any other, as in
-//! the reference.
+//! the reference. It does know which control words exist: one used but neither defined in the
+//! document (`\newcommand`, `\def`, `\DeclareMathOperator`, `\newif`, …) nor part of LaTeX or a
+//! common package ([`KNOWN_MACROS`]) is a warning at its first use (the paper's `\layer`).
+
+use std::collections::BTreeSet;
 
 use super::Diagnostic;
 
@@ -61,6 +65,10 @@ struct Scanner<'a> {
     typos: Vec<Diagnostic>,
     url_percents: Vec<Diagnostic>,
     underscores: Vec<Diagnostic>,
+    /// Control words used, with the place of each use.
+    used: Vec<(&'a str, usize, usize)>,
+    /// Control words the document defines.
+    defined: BTreeSet<String>,
 }
 
 /// Environments whose body TeX does not read as markup.
@@ -124,6 +132,8 @@ impl<'a> Scanner<'a> {
             typos: Vec::new(),
             url_percents: Vec::new(),
             underscores: Vec::new(),
+            used: Vec::new(),
+            defined: BTreeSet::new(),
         }
     }
 
@@ -284,8 +294,36 @@ impl<'a> Scanner<'a> {
             }
             _ if URL_COMMANDS.contains(&name) => self.argument(Group::Url),
             _ if is_name_command(name) => self.argument(Group::Name),
-            _ => {}
+            _ => {
+                if DEFINING_COMMANDS.contains(&name) {
+                    self.definition(name);
+                }
+                self.used.push((name, line, col));
+            }
         }
+    }
+
+    /// The control word a definition command names, read ahead without consuming it (its
+    /// braces are counted by the main loop): `\newcommand{\x}`, `\newcommand*\x`, `\def\x`,
+    /// `\newif\ifx` (also `\xtrue`, `\xfalse`), `\newcounter{x}` (`\thex`).
+    fn definition(&mut self, command: &str) {
+        let rest = self.rest().trim_start_matches([' ', '\t']);
+        let rest = rest.strip_prefix('*').unwrap_or(rest).trim_start_matches([' ', '\t']);
+        let rest = rest.strip_prefix('{').unwrap_or(rest).trim_start();
+        if command == "newcounter" {
+            let name: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+            self.defined.insert(format!("the{name}"));
+            return;
+        }
+        let Some(rest) = rest.strip_prefix('\\') else { return };
+        let name: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+        if command == "newif"
+            && let Some(flag) = name.strip_prefix("if")
+        {
+            self.defined.insert(format!("{flag}true"));
+            self.defined.insert(format!("{flag}false"));
+        }
+        self.defined.insert(name);
     }
 
     /// Skip `*` and bracketed options, then open the braced argument as `group`.
@@ -432,6 +470,17 @@ impl<'a> Scanner<'a> {
         out.append(&mut self.typos);
         out.append(&mut self.url_percents);
         out.append(&mut self.underscores);
+        let known = known_macros();
+        let mut reported = BTreeSet::new();
+        for (name, line, col) in self.used {
+            if !self.defined.contains(name) && !known.contains(name) && reported.insert(name) {
+                out.push(Diagnostic::warning(
+                    line,
+                    Some(col),
+                    format!("Undefined control sequence \\{name}: not defined in the document nor by LaTeX or a common package"),
+                ));
+            }
+        }
         out
     }
 }
@@ -454,4 +503,112 @@ fn bracket_end(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// Commands that define the control word after them.
+const DEFINING_COMMANDS: &[&str] = &[
+    "newcommand",
+    "renewcommand",
+    "providecommand",
+    "DeclareRobustCommand",
+    "NewDocumentCommand",
+    "RenewDocumentCommand",
+    "ProvideDocumentCommand",
+    "DeclareDocumentCommand",
+    "NewExpandableDocumentCommand",
+    "DeclareMathOperator",
+    "DeclarePairedDelimiter",
+    "DeclareMathSymbol",
+    "DeclareMathAlphabet",
+    "newrobustcmd",
+    "def",
+    "gdef",
+    "edef",
+    "xdef",
+    "let",
+    "newif",
+    "newlength",
+    "newsavebox",
+    "newcount",
+    "newdimen",
+    "newskip",
+    "newtoks",
+    "newbox",
+    "chardef",
+    "mathchardef",
+    "newcounter",
+    "newcolumntype",
+    "colorlet",
+];
+
+/// Control words of LaTeX and of common packages (amsmath, amssymb, amsthm, graphicx, hyperref,
+/// xcolor, booktabs, listings, geometry, natbib/biblatex, tikz basics, …).
+const KNOWN_MACROS: &str = "
+documentclass usepackage RequirePackage begin end item input include includeonly
+newcommand renewcommand providecommand DeclareRobustCommand NewDocumentCommand RenewDocumentCommand
+ProvideDocumentCommand DeclareDocumentCommand NewExpandableDocumentCommand newenvironment renewenvironment
+newtheorem theoremstyle newcounter setcounter addtocounter stepcounter refstepcounter value arabic roman
+Roman alph Alph fnsymbol newlength setlength addtolength settowidth settoheight settodepth def gdef edef
+xdef let newif relax expandafter noexpand csname endcsname ifx ifnum ifdim else fi or makeatletter
+makeatother title author date thanks maketitle and today abstract part chapter section subsection
+subsubsection paragraph subparagraph appendix tableofcontents listoffigures listoftables caption
+captionof label ref pageref eqref autoref cref Cref nameref cite citep citet citeauthor citeyear nocite
+parencite textcite footcite autocite bibliography bibliographystyle addbibresource printbibliography
+footnote footnotemark footnotetext marginpar textbf textit texttt textrm textsf textsc textsl textup
+textmd textnormal emph underline bfseries itshape ttfamily rmfamily sffamily scshape slshape upshape
+mdseries normalfont tiny scriptsize footnotesize small normalsize large Large LARGE huge Huge
+centering raggedright raggedleft noindent indent par newline linebreak nolinebreak newpage clearpage
+cleardoublepage pagebreak nopagebreak hspace vspace hfill vfill hfil vfil hskip vskip smallskip
+medskip bigskip quad qquad enspace thinspace negthinspace hrule vrule hline cline toprule midrule
+bottomrule cmidrule addlinespace multicolumn multirow tabularnewline arraystretch tabcolsep
+includegraphics graphicspath rotatebox scalebox resizebox reflectbox width height depth totalheight
+textwidth linewidth columnwidth textheight paperwidth paperheight baselineskip parindent parskip
+fbox framebox mbox makebox parbox raisebox colorbox fcolorbox color textcolor definecolor pagecolor
+url href nolinkurl hyperref hypersetup hypertarget hyperlink phantomsection path verb lstinline
+lstinputlisting lstset lstdefinelanguage lstdefinestyle minted mintinline inputminted
+pagestyle thispagestyle pagenumbering markboth markright fancyhf fancyhead fancyfoot lhead chead
+rhead lfoot cfoot rfoot headrulewidth footrulewidth geometry ldots dots cdots vdots ddots dotsc
+dotsb dotsm dotsi dotso TeX LaTeX LaTeXe copyright textregistered texttrademark dag ddag S P
+pounds textbackslash textasciitilde textasciicircum textbar textless textgreater textquotedbl
+textendash textemdash textbullet textperiodcentered textellipsis slash nobreakspace space
+protect string number the show message typeout PackageError PackageWarning ClassError
+ensuremath text mathrm mathbf mathit mathsf mathtt mathcal mathbb mathfrak mathscr boldsymbol bm
+operatorname DeclareMathOperator frac dfrac tfrac cfrac binom dbinom tbinom sqrt left right middle
+big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr Biggl Biggr sum prod coprod int iint iiint oint
+bigcup bigcap bigoplus bigotimes bigvee bigwedge bigsqcup lim liminf limsup sup inf max min arg det
+exp log ln lg sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh coth deg dim gcd hom ker
+Pr bmod pmod mod overline underbrace overbrace overrightarrow overleftarrow widehat widetilde hat
+tilde bar vec dot ddot acute grave breve check mathring stackrel overset underset substack
+limits nolimits displaystyle textstyle scriptstyle scriptscriptstyle tag notag nonumber label
+intertext shortintertext alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota
+kappa lambda mu nu xi pi varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega
+Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega aleph hbar ell wp Re Im partial
+infty nabla forall exists nexists emptyset varnothing neg lnot top bot angle triangle backslash
+prime surd flat natural sharp clubsuit diamondsuit heartsuit spadesuit pm mp times div cdot
+circ bullet ast star setminus wr diamond oplus ominus otimes oslash odot bigcirc amalg cap cup
+uplus sqcap sqcup vee wedge lor land lhd rhd unlhd unrhd leq le geq ge neq ne equiv sim simeq
+approx cong propto prec succ preceq succeq ll gg subset supset subseteq supseteq sqsubset
+sqsupset sqsubseteq sqsupseteq in ni notin vdash dashv models perp mid nmid parallel bowtie
+smile frown asymp doteq leftarrow rightarrow Leftarrow Rightarrow leftrightarrow Leftrightarrow
+longleftarrow longrightarrow Longleftarrow Longrightarrow longleftrightarrow Longleftrightarrow
+mapsto longmapsto to gets iff implies impliedby uparrow downarrow Uparrow Downarrow updownarrow
+Updownarrow nearrow searrow swarrow nwarrow hookleftarrow hookrightarrow leftharpoonup
+rightharpoonup rightleftharpoons langle rangle lceil rceil lfloor rfloor lvert rvert lVert rVert
+vert Vert lbrace rbrace lbrack rbrack leqslant geqslant lesssim gtrsim therefore because
+mathbb checkmark blacksquare square Box qed qedhere qedsymbol mathop mathrel mathbin mathord
+mathopen mathclose mathpunct mathinner phantom hphantom vphantom smash xrightarrow xleftarrow
+cases split align aligned gathered pmatrix bmatrix vmatrix matrix hdots
+tikz usetikzlibrary draw node fill filldraw coordinate foreach tikzset pgfplotsset addplot
+clip shade shadedraw pgfmathsetmacro
+emailaddress email address signature opening closing ps cc encl
+frac kern mkern mskip hbox vbox vtop hss vss rule strut leavevmode ignorespaces unskip
+footnoterule thepage thesection thechapter thesubsection thefigure thetable theequation
+includepdf input endinput listfiles nonfrenchspacing frenchspacing sloppy fussy
+selectlanguage foreignlanguage babel
+newline bibitem thebibliography newblock
+";
+
+fn known_macros() -> &'static BTreeSet<&'static str> {
+    static KNOWN: std::sync::OnceLock<BTreeSet<&'static str>> = std::sync::OnceLock::new();
+    KNOWN.get_or_init(|| KNOWN_MACROS.split_whitespace().collect())
 }
