@@ -34,6 +34,7 @@
 //! truncation, `O_TRUNC`), a refusal and a change the engine made behind the kernel's back
 //! forget it; an open that finds the same version again lets the kernel keep its pages
 //! (`Vfs::open`), any other open has them dropped.
+//!
 //! Whether the file has a name, and whether that name exists only in the mount (a file created
 //! and not committed yet), is the namespace's (`table.rs`).
 
