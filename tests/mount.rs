@@ -830,6 +830,16 @@ fn rwfs_run_starts_the_program_on_the_mount_gates_its_writes_and_unmounts_after(
     // The program's exit status is rwfs run's.
     let out = rwfs().args(["run", "--", "sh", "-c", "exit 7"]).current_dir(ws.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(7));
+
+    // Ctrl-C is the program's: rwfs run outlives it, waits, and still unmounts.
+    let out = rwfs()
+        .args(["run", "--", "sh", "-c", "kill -INT $PPID; sleep 0.3; echo survived"])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("survived") && out.status.success(), "{stderr}");
+    assert!(!is_mounted(ws.path()), "unmounted after an interrupt: {stderr}");
 }
 
 #[test]

@@ -6,9 +6,11 @@
 //! leaves it). [`shadowed_cwd`] tells other commands when the caller stands under a mount.
 
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use nix::sys::signal::{SigHandler, Signal};
 
 use super::mount::{mounts, unmount};
 use super::{Exit, RunArgs, UnmountArgs, errln};
@@ -30,19 +32,31 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
         }
     };
     let cwd = std::env::current_dir().step("read the working directory")?;
+    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
     let inside = match cwd.strip_prefix(&root) {
         Ok(rel) => mountpoint.join(rel),
         Err(_) => mountpoint.clone(),
     };
     check_on_mount(&inside, &mountpoint)?;
     let (program, rest) = args.program.split_first().ok_or(Reason::InvalidArgument { what: "program to run" })?;
-    let status = Command::new(program)
-        .args(rest)
-        .current_dir(&inside)
-        .env("PWD", &inside)
-        .env("RWFS_MOUNT", &mountpoint)
-        .status()
-        .map_err(|e| Error::io("start program", e).at(program.clone()));
+    let mut command = Command::new(program);
+    command.args(rest).current_dir(&inside).env("PWD", &inside).env("RWFS_MOUNT", &mountpoint);
+    // Ctrl-C and Ctrl-\ reach the whole foreground group: they are the program's to handle (an
+    // agent's prompt, the shell's line); this process waits for it and then unmounts.
+    let keyboard = [Signal::SIGINT, Signal::SIGQUIT];
+    // SAFETY: the handler is SIG_DFL, and in the child only async-signal-safe calls are made.
+    unsafe {
+        command.pre_exec(move || {
+            for signal in keyboard {
+                nix::sys::signal::signal(signal, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+        for signal in keyboard {
+            let _ = nix::sys::signal::signal(signal, SigHandler::SigIgn);
+        }
+    }
+    let status = command.status().map_err(|e| Error::io("start program", e).at(program.clone()));
     if mounted_here && !args.keep_mounted {
         // `unmount` says what it did.
         if let Err(e) = unmount(&UnmountArgs { path: mountpoint.clone() }) {
