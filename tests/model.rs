@@ -5,22 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rwfs::engine::{Expect, RestoreTo, Restored, WriteMode};
 
-use crate::support::{Ws, actor, sha, tree, write_expect};
-
-/// A small deterministic generator (xorshift), so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::support::{Rng, Ws, actor, sha, tree, write_expect};
 
 #[derive(Default)]
 struct Model {

@@ -18,7 +18,7 @@ use rwfs::journal::{Actor, Op, Via};
 use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
 use rwfs::{ErrorKind, Reason, Result};
 
-use crate::support::{Ws, aws_secret_line, sha, write};
+use crate::support::{Rng, Ws, aws_secret_line, sha, write};
 
 /// What the filesystem asked the kernel to forget, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -649,24 +649,6 @@ fn changes_the_engine_makes_elsewhere_drop_the_kernels_caches() {
 }
 
 // ---- The model test.
-
-/// A small deterministic generator (xorshift), so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// The draft of a file in the model.
 #[derive(Debug, Clone)]

@@ -108,10 +108,6 @@ pub struct FileState {
 }
 
 impl FileState {
-    pub fn phase(&self) -> &Phase {
-        &self.phase
-    }
-
     /// The draft reads see: the next version, or a refused new file's empty placeholder.
     pub fn draft(&self) -> Option<&Draft> {
         match &self.phase {

@@ -130,16 +130,6 @@ pub trait Kernel: Send + Sync {
     fn settle(&self);
 }
 
-/// A kernel with no caches (tests that do not observe invalidations).
-pub struct NoKernel;
-
-impl Kernel for NoKernel {
-    fn forget_node(&self, _ino: u64) {}
-    fn forget_attr(&self, _ino: u64) {}
-    fn forget_name(&self, _parent: u64, _name: &OsStr) {}
-    fn settle(&self) {}
-}
-
 /// An open file or directory.
 pub(crate) enum Handle {
     /// A regular file through the gate: its state is the file's. `opener` opened it.

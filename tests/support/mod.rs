@@ -161,3 +161,24 @@ pub fn aws_secret_line(seed: u64) -> String {
     let key = rng.string(rwfs::score::sample::BASE64, 40);
     format!("AWS_SECRET_ACCESS_KEY = \"{key}\"\n")
 }
+
+/// A small deterministic generator (xorshift) for the model tests, so failures reproduce from
+/// the seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
