@@ -17,6 +17,8 @@
 //! pass_through: [".git/**", "target/**"]     # the mount writes these in place, unscanned
 //! blocked_errno: EACCES                      # errno of a blocked write through the mount
 //! read_cap_bytes: 65536                      # most bytes one rr_read_bytes / rr_read_next returns
+//! durability: close                          # the mount: close (durable at close) or batch
+//! batch_window_ms: 100                        # batch: longest wait before a close is durable
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -72,6 +74,32 @@ pub const DEFAULT_PASS_THROUGH: &[&str] = &[
     "*.db-shm",
 ];
 
+/// When the mount's `close()` returns (DESIGN §1.2; `rwfs mount --durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Once the version, its directory entry and its row are on stable storage.
+    #[default]
+    Close,
+    /// Once the version is judged, staged and its row written; durable within the batch
+    /// window, or at the writer's `fsync()`.
+    Batch,
+}
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Close => "close",
+            Durability::Batch => "batch",
+        }
+    }
+}
+
+/// The default of `batch_window_ms`.
+pub const DEFAULT_BATCH_WINDOW_MS: u64 = 100;
+/// The longest `batch_window_ms` a policy may set.
+pub const MAX_BATCH_WINDOW_MS: u64 = 10_000;
+
 /// The reference's default retry budget.
 pub const DEFAULT_RETRY_BUDGET: u32 = 3;
 
@@ -107,6 +135,10 @@ struct PolicyFile {
     blocked_errno: Option<String>,
     #[serde(default)]
     read_cap_bytes: Option<i64>,
+    #[serde(default)]
+    durability: Option<Durability>,
+    #[serde(default)]
+    batch_window_ms: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,6 +219,8 @@ pub struct Policy {
     pass_through_patterns: Vec<String>,
     blocked_errno: i32,
     read_cap_bytes: u64,
+    durability: Durability,
+    batch_window_ms: u64,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -299,10 +333,18 @@ impl Policy {
                 semantic(text, "read_cap_bytes", "read_cap_bytes must be a whole number from 1 to 2097152 (2 MiB)")
             })?,
         };
+        let batch_window_ms = match file.batch_window_ms {
+            None => DEFAULT_BATCH_WINDOW_MS,
+            Some(n) => u64::try_from(n).ok().filter(|n| (1..=MAX_BATCH_WINDOW_MS).contains(n)).ok_or_else(|| {
+                semantic(text, "batch_window_ms", "batch_window_ms must be a whole number from 1 to 10000 (10 s)")
+            })?,
+        };
         Ok(Policy {
             scan,
             retry_budget,
             read_cap_bytes,
+            durability: file.durability.unwrap_or_default(),
+            batch_window_ms,
             rules,
             allow_paths: globs(&file.allow_paths, text)?,
             pass_through: globs(&pass_through_patterns, text)?,
@@ -332,6 +374,16 @@ impl Policy {
     /// The most bytes one `rr_read_bytes` or `rr_read_next` returns (`read_cap_bytes`).
     pub fn read_cap_bytes(&self) -> u64 {
         self.read_cap_bytes
+    }
+
+    /// The mount's durability mode (`durability`), unless the command line says otherwise.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// How long a close acknowledged in `batch` mode may wait to be durable.
+    pub fn batch_window(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.batch_window_ms)
     }
 
     /// Is `path` written in place by the mount, without a draft or a scan?

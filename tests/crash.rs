@@ -21,7 +21,7 @@ use rwfs::journal::Problem;
 use rwfs::sha::Sha256;
 
 use crate::support::hooked::Hooked;
-use crate::support::recorder::{CrashState, Entry, Event, Image, Recorder, crash_states};
+use crate::support::recorder::{CrashState, Entry, Event, Image, Recorder, crash_states, process_crash_states};
 use crate::support::{Ws, actor};
 
 /// The effect a commit has on its path: new content, or absent.
@@ -412,6 +412,165 @@ fn every_crash_state_keeps_the_guarantees() {
     let images: usize = outcomes.iter().map(|o| o.images).sum();
     println!("crash enumeration total: {events} events, {states} crash states, {images} distinct images checked");
     assert!(images > 0 && states >= images);
+}
+
+/// `batch` durability (DESIGN §1.2): the mount's closes are acknowledged once the draft is
+/// judged, staged and its row written; a group commit makes them durable later, or at once at
+/// an fsync. A crash at every prefix of the recorded disk changes — data syncs, journal,
+/// renames across directories, directory syncs — must leave, after recovery, the tree of a
+/// prefix of the acknowledged versions (some of the last window may be missing; none torn,
+/// none out of order), every version made durable by an fsync present, and the journal and
+/// the tree in agreement.
+#[test]
+fn batch_mode_crash_states_keep_a_prefix_of_the_acknowledged_versions() {
+    use rwfs::engine::DraftBase;
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
+    // A long window: the batches are cut by the scenario's own fsyncs and by close.
+    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "durability: batch\nbatch_window_ms: 10000\n")
+        .unwrap();
+    std::fs::create_dir_all(ws.path().join("dir")).unwrap();
+    let engine = ws.open();
+    crate::support::write(&engine, "a.txt", b"a v1\n", WriteMode::Create).unwrap();
+    crate::support::write(&engine, "dir/b.txt", b"b v1\n", WriteMode::Create).unwrap();
+    engine.close().unwrap();
+    let (base, inos) = Image::snapshot(ws.path());
+    let initial: Vec<(String, Vec<u8>)> = files_of(&base);
+
+    let rec = Recorder::new(inos);
+    let engine = ws.open_with(rec.clone()).unwrap();
+    assert_eq!(engine.durability(), rwfs::policy::Durability::Batch);
+    // Drafts are the mount's: its rows say so (`via: fuse`), which is what recovery rolls forward.
+    let who = rwfs::journal::Actor::this_process(rwfs::journal::Via::Fuse, "rwfs-tests");
+    let acked: std::cell::RefCell<Vec<(String, Vec<u8>)>> = Default::default();
+    let stage = |path: &str, bytes: &[u8]| {
+        let exists = engine.stat(path).unwrap().is_some();
+        let base = if exists { DraftBase::Truncated } else { DraftBase::New { perm: 0o644, uid: 0, gid: 0 } };
+        let mut draft = Some(engine.start_draft(path, base).unwrap());
+        engine.write_draft(&mut draft, path, 0, bytes, &who).unwrap();
+        let id = acked.borrow().len();
+        rec.mark(Event::Intent { id });
+        engine.commit_draft(draft.unwrap(), path, &who).unwrap();
+        rec.mark(Event::Ack { id });
+        acked.borrow_mut().push((path.to_string(), bytes.to_vec()));
+        // Acknowledged means visible at once, through the engine's view of the path.
+        let file = engine.open_file(path).unwrap();
+        let mut seen = vec![0u8; bytes.len() + 16];
+        let n = engine.read_at(&file, &mut seen, 0).unwrap();
+        assert_eq!(&seen[..n], bytes, "{path} right after its close");
+    };
+    stage("a.txt", b"a v2, staged\n");
+    stage("dir/c.txt", b"c v1, new in dir\n");
+    stage("dir/b.txt", b"b v2\n");
+    engine.make_durable("dir/b.txt");
+    let durable_upto = acked.borrow().len();
+    rec.mark(Event::Durable { upto: durable_upto });
+    stage("new.txt", b"new at the root\n");
+    stage("dir/b.txt", b"b v3 (its previous version was still staged? no: durable)\n");
+    stage("a.txt", b"a v3\n");
+    stage("a.txt", b"a v4, staged over a staged version\n");
+    engine.close().unwrap();
+    let events = rec.events();
+    let acked = acked.into_inner();
+
+    let (states, enumerated) = crash_states(&base, &events);
+    let scratch = scratch_dir();
+    for state in &states {
+        let dir = tempfile::Builder::new().prefix("crash-batch-").tempdir_in(&scratch).unwrap();
+        state.image.materialize(dir.path());
+        if let Err(failure) = check_prefix(dir.path(), &state.prefix, &events, &initial, &acked) {
+            panic!(
+                "batch mode: crash after {} of {} events violates a guarantee: {failure}\nevents up to the crash:\n{}",
+                state.prefix,
+                events.len(),
+                events[..state.prefix].iter().map(describe).collect::<Vec<_>>().join("\n")
+            );
+        }
+    }
+    println!(
+        "crash scenario batch mode: {} events, {enumerated} crash states, {} distinct images checked",
+        events.len(),
+        states.len()
+    );
+    assert!(!states.is_empty());
+    // A crash of the daemon alone loses nothing acknowledged: recovery installs what was staged.
+    for state in process_crash_states(&base, &events) {
+        let dir = tempfile::Builder::new().prefix("crash-batch-").tempdir_in(&scratch).unwrap();
+        state.image.materialize(dir.path());
+        let acked_before = events[..state.prefix].iter().filter(|e| matches!(e, Event::Ack { .. })).count();
+        let marked =
+            events.iter().take(state.prefix).rposition(|e| matches!(e, Event::Ack { .. } | Event::Intent { .. }));
+        let survived = check_prefix(dir.path(), &state.prefix, &events, &initial, &acked)
+            .unwrap_or_else(|failure| panic!("batch mode: a process crash after {} events: {failure}", state.prefix));
+        assert!(
+            survived >= acked_before,
+            "batch mode: a process crash after {} of {} events (last marker at {marked:?}) kept {survived} of the {acked_before} acknowledged versions",
+            state.prefix,
+            events.len()
+        );
+    }
+}
+
+/// After recovery the workspace is the initial tree plus the first `k` acknowledged versions,
+/// for one `k` at least as large as what an fsync had made durable before the crash (and no
+/// larger than what was started).
+fn check_prefix(
+    root: &Path,
+    prefix: &usize,
+    events: &[Event],
+    initial: &[(String, Vec<u8>)],
+    acked: &[(String, Vec<u8>)],
+) -> Result<usize, String> {
+    let engine = Engine::open(root, &Options::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
+    engine.close().map_err(|e| format!("close failed: {e}"))?;
+    let before = &events[..*prefix];
+    let started = before.iter().filter(|e| matches!(e, Event::Intent { .. })).count();
+    let durable = before
+        .iter()
+        .filter_map(|e| if let Event::Durable { upto } = e { Some(*upto) } else { None })
+        .max()
+        .unwrap_or(0);
+    let on_disk: BTreeMap<String, Vec<u8>> =
+        files_on_disk(root).into_iter().filter(|(p, _)| !p.starts_with(".resilient_write/")).collect();
+    let mut state: BTreeMap<String, Vec<u8>> = initial.iter().cloned().collect();
+    let mut matches = Vec::new();
+    for k in 0..=started.min(acked.len()) {
+        if k > 0 {
+            let (path, bytes) = &acked[k - 1];
+            state.insert(path.clone(), bytes.clone());
+        }
+        if state == on_disk {
+            matches.push(k);
+        }
+    }
+    let Some(&k) = matches.iter().max() else {
+        return Err(format!(
+            "the tree is no prefix of the acknowledged versions: {:?}",
+            on_disk.keys().collect::<Vec<_>>()
+        ));
+    };
+    if k < durable {
+        return Err(format!("only {k} versions survived, but an fsync had made {durable} durable"));
+    }
+    let report = verify(&rwfs::engine::Workspace::open(root, &Options::default()).unwrap()).unwrap();
+    if !report.drift.is_empty() {
+        return Err(format!("after recovery the tree differs from the journal: {:?}", report.drift));
+    }
+    for problem in &report.problems {
+        if matches!(problem, Problem::ChainBroken { .. } | Problem::Unchained { .. }) {
+            return Err(format!("journal problem after recovery: {problem}"));
+        }
+    }
+    // Versions made durable and then replaced are kept.
+    let all = files_on_disk(root);
+    for (path, bytes) in &acked[..durable] {
+        let sha = Sha256::of(bytes);
+        let stored = all.keys().any(|p| p.starts_with(".resilient_write/objects/") && p.ends_with(&sha.to_hex()));
+        if on_disk.get(path) != Some(bytes) && !stored {
+            return Err(format!("a durable version of {path} is lost"));
+        }
+    }
+    Ok(k)
 }
 
 /// The changes of `Meta` that the image can hold reach the model: a crash after them may leave

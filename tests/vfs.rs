@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use nix::libc;
 use rwfs::engine::{Engine, Options as EngineOptions, RestoreTo, WriteMode};
 use rwfs::journal::{Actor, Op, Via};
+use rwfs::policy::Durability;
 use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
 use rwfs::{ErrorKind, Reason, Result};
 
@@ -756,6 +757,74 @@ impl Model {
 const NAMES: &[&str] = &["a", "b", "c"];
 const PIDS: &[u32] = &[1001, 1002, 1003];
 
+/// A workspace whose mount acknowledges closes in `batch` durability, with a window long
+/// enough that nothing is installed behind the test's back.
+fn batch_fx(ws: Ws) -> Fx {
+    std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
+    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 10000\n").unwrap();
+    Fx::with(ws, EngineOptions { durability: Some(Durability::Batch), ..EngineOptions::default() })
+}
+
+fn names_in(fx: &Fx, dir: u64, who: &Caller) -> Vec<String> {
+    let fh = fx.vfs.opendir(dir).unwrap();
+    let mut names = Vec::new();
+    fx.vfs
+        .readdir(fh, 0, |e, _| {
+            names.push(e.name.to_string_lossy().into_owned());
+            false
+        })
+        .unwrap();
+    fx.vfs.release(fh, who);
+    names
+}
+
+#[test]
+fn batch_mode_a_close_is_seen_at_once_and_durable_at_fsync_at_a_rename_or_at_close() {
+    let fx = batch_fx(Ws::new());
+    let p = process(300);
+    fx.put("a.txt", b"one\n", &p).unwrap();
+    // Acknowledged: the mount shows it, its row is written, the tree does not have it yet.
+    let fh = fx.open("a.txt", RDONLY, &p).unwrap();
+    assert_eq!(fx.read(fh), b"one\n");
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.vfs.getattr(fx.node("a.txt").unwrap()).unwrap().stat.size, 4);
+    assert!(names_in(&fx, ROOT, &p).contains(&"a.txt".to_string()), "listed before its install");
+    assert_eq!(fx.backing("a.txt"), None, "not installed before the window or an fsync");
+    let rows = fx.ws.rows();
+    assert!(rows.iter().any(|r| r.path == "a.txt" && r.op() == Op::Create), "the row is written at close");
+    // A mode change reaches the staged version itself.
+    let set = SetAttr { mode: Some(0o600), ..SetAttr::default() };
+    fx.vfs.setattr(fx.node("a.txt").unwrap(), set, &p).unwrap();
+    // fsync returns once the file is durable in the tree.
+    let fh = fx.open("a.txt", WRONLY, &p).unwrap();
+    fx.write(fh, 0, b"two\n", &p).unwrap();
+    fx.vfs.flush(fh, true, &p).unwrap();
+    assert_eq!(fx.backing("a.txt").unwrap(), b"two\n", "durable at fsync");
+    fx.close(fh, &p).unwrap();
+    let mode = std::fs::metadata(fx.ws.path().join("a.txt")).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+    // An editor's save: a staged temp renamed over the file, in the journal's order.
+    fx.put("a.txt.swp", b"three\n", &p).unwrap();
+    fx.vfs.rename(ROOT, OsStr::new("a.txt.swp"), ROOT, OsStr::new("a.txt"), 0, &p).unwrap();
+    assert_eq!((fx.backing("a.txt.swp"), fx.backing("a.txt").unwrap()), (None, b"three\n".to_vec()));
+    assert_eq!(fx.ws.object(&sha(b"two\n")).as_deref(), Some(&b"two\n"[..]), "the replaced version is kept");
+    // A staged version replaced by another before its install: both kept, the last one wins.
+    fx.put("b.txt", b"b1\n", &p).unwrap();
+    fx.put("b.txt", b"b2\n", &p).unwrap();
+    // A refusal is still the errno of close, and the refused bytes never reach the tree.
+    blocked(fx.put("c.txt", aws_secret_line(7).as_bytes(), &p));
+    fx.engine.make_all_durable();
+    assert_eq!(fx.backing("b.txt").unwrap(), b"b2\n");
+    assert_eq!(fx.ws.object(&sha(b"b1\n")).as_deref(), Some(&b"b1\n"[..]));
+    assert_eq!(fx.backing("c.txt"), None);
+    // Closing the engine installs what is still staged.
+    fx.put("last.txt", b"last\n", &p).unwrap();
+    let Fx { ws, engine, vfs, .. } = fx;
+    drop(vfs);
+    Arc::into_inner(engine).expect("the only engine").close().unwrap();
+    assert_eq!(ws.read("last.txt").unwrap(), b"last\n", "installed when the engine closes");
+}
+
 #[test]
 fn random_sequences_over_handles_and_processes_match_the_model() {
     let started = std::time::Instant::now();
@@ -771,6 +840,25 @@ fn random_sequences_over_handles_and_processes_match_the_model() {
     println!("vfs model: {short} sequences of 30 steps and {long} of 300 in {:.1} s", started.elapsed().as_secs_f64());
 }
 
+/// The same model in `batch` durability: every handle must see exactly what it sees in
+/// `close` mode; the tree catches up at the group commits (checked after a drain, now and then,
+/// so staged versions pile up across paths in between).
+#[test]
+fn batch_mode_random_sequences_match_the_same_model() {
+    let started = std::time::Instant::now();
+    let (short, long) = (300u64, 6u64);
+    for seed in 1..=short {
+        run_in(seed.wrapping_mul(0x2545_F491_4F6C_DD1D), 30, Some(Durability::Batch));
+    }
+    for seed in 1..=long {
+        run_in(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15), 300, Some(Durability::Batch));
+    }
+    println!(
+        "vfs model, batch mode: {short} sequences of 30 steps and {long} of 300 in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
 /// A workspace on tmpfs when the machine has one (else the default temporary directory).
 fn scratch_ws() -> Ws {
     let shm = std::path::Path::new("/dev/shm");
@@ -778,7 +866,15 @@ fn scratch_ws() -> Ws {
 }
 
 fn run(seed: u64, steps: usize) {
-    let fx = Fx::with(scratch_ws(), EngineOptions::default());
+    run_in(seed, steps, None);
+}
+
+fn run_in(seed: u64, steps: usize, durability: Option<Durability>) {
+    let fx = match durability {
+        Some(Durability::Batch) => batch_fx(scratch_ws()),
+        _ => Fx::with(scratch_ws(), EngineOptions::default()),
+    };
+    let batch = durability == Some(Durability::Batch);
     let mut rng = Rng(seed);
     let mut m = Model::default();
     for step in 0..steps {
@@ -937,7 +1033,12 @@ fn run(seed: u64, steps: usize) {
                 }
             }
         }
-        check(&fx, &m, &ctx);
+        // In batch mode the tree is compared after a drain, every fourth step.
+        let tree = !batch || step % 4 == 0;
+        if batch && tree {
+            fx.engine.make_all_durable();
+        }
+        check(&fx, &m, &ctx, tree);
     }
     // Every handle closes; then the tree holds what the model says, and every row is chained.
     while !m.handles.is_empty() {
@@ -945,8 +1046,10 @@ fn run(seed: u64, steps: usize) {
         let r = fx.close(fh, &process(owner));
         let ok = m.close(0, owner);
         assert_eq!(r.is_ok(), ok, "seed {seed:#x} final close: {r:?}");
-        check(&fx, &m, &format!("seed {seed:#x} final"));
+        fx.engine.make_all_durable();
+        check(&fx, &m, &format!("seed {seed:#x} final"), true);
     }
+    fx.engine.make_all_durable();
     for name in NAMES {
         let expect = m.names.get(name).and_then(|&f| m.files[f].committed.clone());
         assert_eq!(fx.backing(name), expect, "seed {seed:#x} final {name}");
@@ -955,7 +1058,7 @@ fn run(seed: u64, steps: usize) {
 
 /// After each step: every handle reads what the model shows, and the tree holds each name's
 /// committed version (or nothing).
-fn check(fx: &Fx, m: &Model, ctx: &str) {
+fn check(fx: &Fx, m: &Model, ctx: &str, tree: bool) {
     for &(fh, f, _) in &m.handles {
         let file = &m.files[f];
         let name = m.name_of(f).unwrap_or("(unlinked)");
@@ -967,6 +1070,22 @@ fn check(fx: &Fx, m: &Model, ctx: &str) {
     }
     for name in NAMES {
         let expect = m.names.get(name).and_then(|&f| m.files[f].committed.clone());
-        assert_eq!(fx.backing(name), expect, "{ctx}: the tree at {name}");
+        // Between group commits, the engine's view (staged versions first) is the tree to be.
+        let now = if tree { fx.backing(name) } else { engine_view(fx, name) };
+        assert_eq!(now, expect, "{ctx}: the tree (or its staged view) at {name}");
+    }
+}
+
+/// The content the engine gives `path` now: its staged version in batch mode, else the tree's.
+fn engine_view(fx: &Fx, path: &str) -> Option<Vec<u8>> {
+    fx.engine.stat(path).unwrap()?;
+    let file = fx.engine.open_file(path).unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match fx.engine.read_at(&file, &mut buf, out.len() as u64).unwrap() {
+            0 => return Some(out),
+            n => out.extend_from_slice(&buf[..n]),
+        }
     }
 }

@@ -85,6 +85,10 @@ struct Args {
     /// Keep the benchmark directory instead of removing it.
     #[arg(long)]
     keep: bool,
+    /// The mount's durability mode (`rwfs mount --durability`): `close` (durable at every
+    /// close) or `batch` (acknowledged at close, durable within the batch window).
+    #[arg(long, default_value = "close", value_parser = ["close", "batch"])]
+    durability: String,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -190,6 +194,8 @@ struct Bench {
     repo: PathBuf,
     base: PathBuf,
     mnt: PathBuf,
+    /// `rwfs mount --durability`.
+    durability: String,
     /// Counter for fresh directory names.
     serial: std::cell::Cell<usize>,
 }
@@ -217,7 +223,7 @@ impl Bench {
         let ws = self.fresh("ws")?;
         fill(&ws)?;
         let mut cmd = Command::new(&self.rwfs);
-        cmd.arg("mount").arg(&ws).arg(&self.mnt).arg("--daemon");
+        cmd.arg("mount").arg(&ws).arg(&self.mnt).arg("--daemon").arg("--durability").arg(&self.durability);
         for glob in pass_through {
             cmd.arg("--pass-through").arg(glob);
         }
@@ -701,7 +707,14 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
     let spread = spread_subdirectories(base);
     let mnt = base.join("mnt");
     fs::create_dir(&mnt)?;
-    let b = Bench { rwfs, repo, base: base.to_path_buf(), mnt, serial: std::cell::Cell::new(0) };
+    let b = Bench {
+        rwfs,
+        repo,
+        base: base.to_path_buf(),
+        mnt,
+        durability: args.durability.clone(),
+        serial: std::cell::Cell::new(0),
+    };
     let rounds = |w: Workload| args.rounds.unwrap_or(w.rounds());
     let wants = |w: Workload| args.only.contains(&w);
 
@@ -725,7 +738,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         tool_version("cargo", "--version"),
     )
     .unwrap();
-    writeln!(header, "rwfs        {}", b.rwfs.display()).unwrap();
+    writeln!(header, "rwfs        {} (mounted with --durability {})", b.rwfs.display(), b.durability).unwrap();
 
     let mut rows: Vec<Row> = Vec::new();
     let mut notes: Vec<String> = Vec::new();

@@ -27,6 +27,7 @@
 #   --rounds N         rounds for every workload (default: 3 for files, cp, build; 5 for the rest)
 #   --only cp,stat     run only these workloads
 #   --keep             keep the benchmark directory
+#   --durability MODE  mount with --durability close (default) or batch
 #
 # What it does: `cargo fetch --locked` (the cp, clone and build inputs are the registry's
 # sources), builds rwfs and the benchmark with --release, runs it as root (rwfs mounts through

@@ -244,6 +244,11 @@ pub struct MountArgs {
     /// added to the policy's pass_through).
     #[arg(long = "pass-through", value_name = "GLOB")]
     pub pass_through: Vec<String>,
+    /// When close() returns: `close` once the new version, its directory entry and its row are
+    /// on stable storage; `batch` once it is judged, staged and its row written (durable within
+    /// the batch window, or at fsync) [default: the policy's durability, else close].
+    #[arg(long, value_name = "MODE", value_parser = ["close", "batch"])]
+    pub durability: Option<String>,
     /// Also serve MCP over streamable HTTP at ADDR (loopback, e.g. 127.0.0.1:8765), path /mcp,
     /// with a bearer token kept in the state directory (printed when first generated).
     #[arg(long, value_name = "ADDR")]

@@ -23,6 +23,12 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
             })?),
             None => None,
         };
+    let durability = match args.durability.as_deref() {
+        Some("batch") => Some(crate::policy::Durability::Batch),
+        Some(_) => Some(crate::policy::Durability::Close),
+        None => None,
+    };
+    let options = Options { durability, ..options };
     let workspace = args.target.unwrap_or(root);
     remove_dead_mounts(&workspace, args.mountpoint.as_deref());
     refuse_if_mounted(&workspace, args.mountpoint.as_deref())?;

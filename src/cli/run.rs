@@ -42,6 +42,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         disk: None,
         policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
         pass_through: Vec::new(),
+        durability: None,
     };
     match cli.command {
         Command::Write(args) => write(&root, &options, args),

@@ -260,6 +260,11 @@ impl Staged {
         self.sha256
     }
 
+    /// The name the staged file has in its home directory (`None`: an unnamed temp file).
+    pub fn temp_name(&self) -> Option<&str> {
+        self.temp.name.as_deref()
+    }
+
     pub fn len(&self) -> u64 {
         self.len
     }

@@ -177,6 +177,11 @@ impl File {
         self.id
     }
 
+    /// A second descriptor of the same open file.
+    pub fn try_clone(&self) -> io::Result<File> {
+        Ok(File { fd: self.fd.try_clone()?, id: self.id })
+    }
+
     /// The descriptor, for plain reads.
     pub fn into_fd(self) -> OwnedFd {
         self.fd

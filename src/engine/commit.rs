@@ -54,7 +54,7 @@ use super::settle::Token;
 
 /// Versions at least this big have their pages dropped from the cache when they leave the tree
 /// (below it the hint costs more than the memory it frees).
-const DROP_CACHE_MIN: u64 = 64 * 1024;
+pub(crate) const DROP_CACHE_MIN: u64 = 64 * 1024;
 
 /// The reference server's write modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +149,30 @@ pub struct Committed {
     pub ts: String,
     /// Attributes of the previous version that could not be carried over.
     pub attrs_skipped: Vec<String>,
+}
+
+impl Committed {
+    /// A new version (`sha`, `bytes`) of `path`, journaled as `appended`.
+    pub(crate) fn version(
+        path: &WorkspacePath,
+        op: Op,
+        (sha, bytes): (Sha256, u64),
+        prev: Option<Sha256>,
+        appended: crate::journal::Appended,
+        attrs_skipped: Vec<String>,
+    ) -> Committed {
+        Committed {
+            path: path.clone(),
+            op,
+            sha256: Some(sha),
+            prev_sha256: prev,
+            bytes,
+            seq: appended.seq,
+            journal_id: appended.journal_id,
+            ts: appended.ts,
+            attrs_skipped,
+        }
+    }
 }
 
 /// What the new version is made of.
@@ -263,6 +287,7 @@ impl Core {
 
     /// Remove a file, keeping its content in `objects/`.
     pub(crate) fn delete(&self, path: &str, expect: Option<Expect>, scope: Scope, actor: &Actor) -> Result<Committed> {
+        self.barrier();
         let disk = self.disk();
         let target = resolve(disk, &self.ws.root, path, scope, false)?;
         let at = target.path.to_string();
@@ -333,6 +358,7 @@ impl Core {
     }
 
     fn commit(&self, target: Target, plan: Plan<'_>) -> Result<Committed> {
+        self.barrier();
         let at = target.path.to_string();
         let _guard = self.locks.lock(&target.path);
         self.commit_locked(&target, plan).map_err(|e| e.at(at))
@@ -433,18 +459,7 @@ impl Core {
 
         // Round 1: the row and the staged file's data become durable together.
         let token = self.tracker.begin(self.journal.durable_seq());
-        let pending = self.journal.submit(Change {
-            op,
-            path: target.path.to_string(),
-            from: None,
-            sha256: Some(sha),
-            prev_sha256: prev,
-            bytes,
-            mode: mode.to_string(),
-            actor: actor.clone(),
-            verdict: None,
-            reason: None,
-        });
+        let pending = self.journal.submit(version_row(op, &target.path, sha, prev, bytes, mode, actor));
         let synced = staged.sync(disk);
         let appended = match pending.wait() {
             Ok(appended) => appended,
@@ -474,33 +489,37 @@ impl Core {
             return Err(Error::io("fsync directory", e));
         }
 
+        // Acknowledged. Settle the previous version.
+        self.installed(target, new_id, sha, displaced.zip(current), token);
+        tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "committed");
+        Ok(Committed::version(&target.path, op, (sha, bytes), prev, appended, attrs_skipped))
+    }
+
+    /// A new version is installed durably at `target`: remember its digest, move the version
+    /// it displaced into `objects/` and end the commit's token (then, or once that is done).
+    pub(crate) fn installed(
+        &self,
+        target: &Target,
+        new_id: crate::durable::FileId,
+        sha: Sha256,
+        displaced: Option<(Displaced, &Current)>,
+        token: Token,
+    ) {
+        let disk = self.disk();
         if let Ok(Some(stat)) = disk.stat(&target.parent, &target.name)
             && stat.id == new_id
         {
             self.cache.put(&stat, sha);
         }
-        // Acknowledged. Settle the previous version.
-        match (displaced, current) {
-            (Some(displaced), Some(cur)) => {
+        match displaced {
+            Some((displaced, cur)) => {
                 self.settle(displaced, cur.sha, token);
                 if cur.stat.size >= DROP_CACHE_MIN {
                     disk.drop_cache(&cur.file);
                 }
             }
-            _ => self.tracker.end(token),
+            None => self.tracker.end(token),
         }
-        tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "committed");
-        Ok(Committed {
-            path: target.path.clone(),
-            op,
-            sha256: Some(sha),
-            prev_sha256: prev,
-            bytes,
-            seq: appended.seq,
-            journal_id: appended.journal_id,
-            ts: appended.ts,
-            attrs_skipped,
-        })
     }
 
     /// The whole new version in memory, for the gate; `None` when it is larger than the gate
@@ -535,7 +554,7 @@ impl Core {
     /// Move a displaced version into `objects/` and end its commit's token. If that fails the
     /// version stays under its temp name (recovery would find it after a crash) and the settle
     /// thread tries again; until then the watermark stays below the commit's row.
-    fn settle(&self, displaced: Displaced, sha: Sha256, token: Token) {
+    pub(crate) fn settle(&self, displaced: Displaced, sha: Sha256, token: Token) {
         match self.objects.adopt(&displaced.dir, &displaced.name, sha) {
             Ok(()) => self.tracker.end(token),
             Err(e) => {
@@ -631,5 +650,29 @@ impl Core {
 
     pub(crate) fn disk(&self) -> &dyn Disk {
         &*self.ws.disk
+    }
+}
+
+/// The row of a new version of `path`.
+pub(crate) fn version_row(
+    op: Op,
+    path: &WorkspacePath,
+    sha: Sha256,
+    prev: Option<Sha256>,
+    bytes: u64,
+    mode: &str,
+    actor: &Actor,
+) -> Change {
+    Change {
+        op,
+        path: path.to_string(),
+        from: None,
+        sha256: Some(sha),
+        prev_sha256: prev,
+        bytes,
+        mode: mode.to_string(),
+        actor: actor.clone(),
+        verdict: None,
+        reason: None,
     }
 }

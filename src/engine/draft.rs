@@ -36,13 +36,15 @@ use crate::journal::{Actor, Change, Op};
 use crate::sha::{Hasher, Sha256};
 use crate::store::open_or_create;
 
+use super::batch::{Batch, Entry};
+use super::commit::version_row;
 use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX};
 use super::{Committed, Core, Engine};
 
 /// The drafts' directory inside the state directory.
 pub const DRAFTS_DIR: &str = crate::durable::layout::DRAFTS;
 /// Extended attribute naming the file a draft is for (for recovery's row).
-const TARGET_XATTR: &str = "user.rwfs.target";
+pub(crate) const TARGET_XATTR: &str = "user.rwfs.target";
 /// Bytes before a write that the early check sees with it (a token split across two writes).
 const EARLY_CONTEXT: usize = 1024;
 /// Read size when a draft is hashed or judged.
@@ -267,6 +269,10 @@ impl Core {
     }
 
     fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
+        if !matches!(base, DraftBase::New { .. }) {
+            // A draft starts from the tree's version: a staged one is installed first.
+            self.settle_path(path);
+        }
         let disk = self.disk();
         let (dir, file, name) = self.new_draft_file()?;
         // Named first, while the draft is still empty and 0600 (a read-only mode carried over
@@ -406,7 +412,11 @@ impl Core {
             Ok(target) => target,
             Err(e) => return Err(fail(e, draft)),
         };
-        let _guard = self.locks.lock(&target.path);
+        // A version of this path still staged in batch mode is installed first: the new one
+        // replaces it in the tree, and only the committer writes a staged name.
+        self.settle_path(target.path.as_str());
+        let locked = target.path.clone();
+        let _guard = self.locks.lock(&locked);
         let current = match self.current(&target) {
             Ok(current) => current,
             Err(e) => return Err(fail(e, draft)),
@@ -485,6 +495,17 @@ impl Core {
             }
         };
         let staged = Staged::adopt(file, home, name.clone(), sha, len, Some(TARGET_XATTR));
+        if let Some(batch) = &self.batch {
+            return match self.stage_for_batch(batch, target, staged, prev, op, mode, actor) {
+                Ok(done) => Ok(done),
+                Err(failed) => {
+                    let (error, staged) = *failed;
+                    let draft =
+                        Draft { file: staged.into_file(), name, len, digest: None, tail, dirty: true, fresh: true };
+                    Err(fail(error, draft))
+                }
+            };
+        }
         match self.land(&target, &staged, current.as_ref(), op, mode, actor) {
             Ok(committed) => Ok((committed, staged.into_file())),
             Err(error) => {
@@ -502,6 +523,40 @@ impl Core {
                 Err(Box::new(DraftError { error, draft }))
             }
         }
+    }
+
+    /// `batch` durability: the row written (not synced) and the draft handed to the group
+    /// commit (`batch.rs`); from here on the path is this version for every engine query. The
+    /// returned file is a second descriptor of the draft, which becomes the installed file.
+    #[allow(clippy::too_many_arguments)]
+    fn stage_for_batch(
+        &self,
+        batch: &Batch,
+        target: crate::durable::Target,
+        staged: Staged,
+        prev: Option<Sha256>,
+        op: Op,
+        mode: &str,
+        actor: &Actor,
+    ) -> Result<(Committed, File), Box<(Error, Staged)>> {
+        let file = match staged.file().try_clone() {
+            Ok(file) => file,
+            Err(e) => return Err(Box::new((Error::io("dup draft", e), staged))),
+        };
+        let (sha, bytes) = (staged.sha256(), staged.len());
+        let token = self.tracker.begin(self.journal.durable_seq());
+        let written = self.journal.submit_written(version_row(op, &target.path, sha, prev, bytes, mode, actor)).wait();
+        let appended = match written {
+            Ok(appended) => appended,
+            Err(e) => {
+                self.tracker.end(token);
+                return Err(Box::new((e, staged)));
+            }
+        };
+        tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "staged");
+        let committed = Committed::version(&target.path, op, (sha, bytes), prev, appended, Vec::new());
+        batch.push(Entry::new(target, staged, prev, committed.seq, token, actor.clone()));
+        Ok((committed, file))
     }
 
     /// Move drafts left by a process that died into `objects/`, with a `recover` row each.

@@ -22,6 +22,7 @@
 //!
 //! This module never imports `fuser`, `rmcp`, `tokio` or `clap`.
 
+mod batch;
 mod class;
 mod commit;
 mod draft;
@@ -49,6 +50,7 @@ use crate::durable::resolve::lookup;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Actor, Change, Journal, Op};
+use crate::policy::Durability;
 use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
 
@@ -63,6 +65,7 @@ pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
 pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
 
+use batch::Batch;
 use class::Classes;
 use events::Subscribers;
 use gate::Gate;
@@ -80,6 +83,8 @@ const SETTLE_INTERVAL: Duration = Duration::from_secs(2);
 pub struct Engine {
     core: Arc<Core>,
     settler: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
+    /// The `batch` mode's group committer.
+    committer: Mutex<Option<JoinHandle<()>>>,
     recovery: Recovery,
     subscribers: Subscribers,
 }
@@ -104,6 +109,9 @@ pub(crate) struct Core {
     recorded: AtomicU64,
     /// Temp files made ahead of small commits (see `spares.rs`).
     pub(crate) spares: Spares,
+    /// The mount's versions acknowledged in `batch` durability and not installed yet
+    /// (`batch.rs`); `None` in `close` mode.
+    pub(crate) batch: Option<Batch>,
 }
 
 /// Which version [`Engine::restore`] brings back.
@@ -157,6 +165,8 @@ impl Engine {
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
         let classes = Classes::new(gate.policy(), &options.pass_through)?;
+        let durability = options.durability.unwrap_or(gate.policy().durability());
+        let batch = (durability == Durability::Batch).then(|| Batch::new(gate.policy().batch_window()));
         let core = Arc::new(Core {
             ws,
             journal,
@@ -171,15 +181,46 @@ impl Engine {
             unsettled: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
             spares,
+            batch,
         });
         let mut recovery = core.recover(&claims)?;
         recovery.drafts_kept = core.recover_drafts(&claims, &journal::Actor::engine())?;
-        if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() || !recovery.drafts_kept.is_empty() {
+        if !recovery.corrected.is_empty()
+            || !recovery.temps_kept.is_empty()
+            || !recovery.drafts_kept.is_empty()
+            || !recovery.rolled_forward.is_empty()
+        {
             tracing::warn!(?recovery, "recovered from an interrupted session");
         }
         core.record_watermark(true)?;
         let settler = start_settler(core.clone())?;
-        Ok(Engine { core, settler: Mutex::new(Some(settler)), recovery, subscribers: Subscribers::default() })
+        let committer = match core.batch {
+            Some(_) => Some(start_committer(core.clone())?),
+            None => None,
+        };
+        Ok(Engine {
+            core,
+            settler: Mutex::new(Some(settler)),
+            committer: Mutex::new(committer),
+            recovery,
+            subscribers: Subscribers::default(),
+        })
+    }
+
+    /// When the mount's closes are acknowledged.
+    pub fn durability(&self) -> Durability {
+        if self.core.batch.is_some() { Durability::Batch } else { Durability::Close }
+    }
+
+    /// Return once the version of `path` acknowledged in `batch` mode (and every version staged
+    /// before it) is durable in the tree: the mount's `fsync`. Nothing to wait for otherwise.
+    pub fn make_durable(&self, path: &str) {
+        self.core.settle_path(path);
+    }
+
+    /// Make every version acknowledged in `batch` mode durable (`syncfs`, unmount).
+    pub fn make_all_durable(&self) {
+        self.core.barrier();
     }
 
     /// The read-only view of this workspace.
@@ -270,6 +311,12 @@ impl Engine {
     }
 
     fn shutdown(&self) -> Result<()> {
+        // Every version acknowledged in batch mode is installed before the journal closes.
+        let committer = self.committer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let (Some(batch), Some(thread)) = (&self.core.batch, committer) {
+            batch.close();
+            let _ = thread.join();
+        }
         let settler = self.settler.lock().unwrap_or_else(PoisonError::into_inner).take();
         let Some((stop, thread)) = settler else {
             return Ok(());
@@ -309,6 +356,17 @@ impl Core {
         self.recorded.store(watermark, Ordering::Relaxed);
         Ok(())
     }
+}
+
+fn start_committer(core: Arc<Core>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("rwfs-batch".into())
+        .spawn(move || {
+            if let Some(batch) = &core.batch {
+                core.run_batches(batch);
+            }
+        })
+        .step("start batch committer")
 }
 
 fn start_settler(core: Arc<Core>) -> Result<(Sender<()>, JoinHandle<()>)> {

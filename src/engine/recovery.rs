@@ -9,19 +9,25 @@
 //!    installed. Either way their bytes go into `objects/` and a `recover` row says so. A name
 //!    alone is not enough: a file the journal says holds a version (a user's file that happens
 //!    to be named like a temp, acknowledged by rwfs) is the user's and stays where it is.
-//! 2. The path's content is compared with the last row that claims it. A difference means the
+//! 2. Versions the mount staged and journaled but did not install are installed (rolled
+//!    forward), in row order: a version acknowledged in `batch` durability must survive a crash
+//!    of any process. A mount row is installed when its draft is still in drafts/ with exactly
+//!    the row's bytes and the path holds what the row replaced. The first mount row that cannot
+//!    be installed (its draft lost or torn by a power loss) stops the roll forward: no later
+//!    mount row is installed either, so the tree stays a prefix of the journal.
+//! 3. The path's content is compared with the last row that claims it. A difference means the
 //!    crash came between a durable row and a durable change (or someone edited the tree while
 //!    no engine owned it); a `recover` row records what is really there, so `verify` agrees
 //!    with the tree and `history` tells what happened.
 //!
-//! Nothing is deleted and nothing is rolled forward: an unacknowledged commit may land either
-//! way, and both outcomes keep every byte.
+//! Nothing is deleted: an unacknowledged commit may land either way, and both outcomes keep
+//! every byte (drafts that are not installed go to `objects/`, see `draft.rs`).
 
 use std::collections::{BTreeSet, HashMap};
 
 use crate::durable::{FileKind, Scope, is_temp_name};
 use crate::error::{IoContext, Result};
-use crate::journal::{Actor, Change, Ledger, Op, Row};
+use crate::journal::{Actor, Change, Ledger, Op, Row, Via};
 use crate::sha::Sha256;
 
 use super::Core;
@@ -37,19 +43,37 @@ pub(crate) struct Claims {
     /// The path of the last row above the watermark that wrote, or replaced, each content: what
     /// an orphan draft was for when its note is gone.
     written: HashMap<Sha256, String>,
+    /// The mount's new versions above the watermark, in row order (candidates to roll forward).
+    mount_writes: Vec<MountWrite>,
+}
+
+/// A version the mount journaled: its path, its digest and what it replaced.
+struct MountWrite {
+    path: String,
+    sha: Sha256,
+    prev: Option<Sha256>,
 }
 
 impl Claims {
     pub(crate) fn observe(&mut self, row: &Row, settled: Option<u64>) {
         let mut touched = self.ledger.apply(row);
+        touched.push(row.path.clone());
+        // A later row on the same path (an abort included) settles what an earlier mount row
+        // meant for it: only the last row of a path can be waiting for its install.
+        self.mount_writes.retain(|w| !touched.contains(&w.path));
         if let Some(seq) = row.seq
             && settled.is_none_or(|w| seq > w)
         {
-            touched.push(row.path.clone());
-            self.unsettled.extend(touched);
             for sha in [row.prev_sha256, row.sha256].into_iter().flatten() {
                 self.written.insert(sha, row.path.clone());
             }
+            if row.via == Some(Via::Fuse)
+                && matches!(row.op(), Op::Write | Op::Create)
+                && let Some(sha) = row.sha256
+            {
+                self.mount_writes.push(MountWrite { path: row.path.clone(), sha, prev: row.prev_sha256 });
+            }
+            self.unsettled.extend(touched);
         }
     }
 
@@ -70,6 +94,8 @@ pub struct Recovery {
     pub temps_kept: Vec<String>,
     /// Drafts of a mount that died, moved into `objects/`.
     pub drafts_kept: Vec<String>,
+    /// Paths given the version a mount row acknowledged and did not install.
+    pub rolled_forward: Vec<String>,
 }
 
 impl Core {
@@ -81,6 +107,7 @@ impl Core {
         for dir in dirs {
             self.keep_temps(&dir, &claims.ledger, &actor, &mut report)?;
         }
+        self.roll_forward(claims, &mut report)?;
         for path in &claims.unsettled {
             let expected = claims.ledger.get(path).flatten();
             report.checked += 1;
@@ -129,6 +156,86 @@ impl Core {
             tracing::warn!(path, sha = %sha.short(12), "kept an interrupted commit's file in objects/");
             self.journal.append(recover_row(&path, None, Some(sha), bytes, "temp_file_kept_in_objects", actor))?;
             report.temps_kept.push(path);
+        }
+        Ok(())
+    }
+
+    /// Install the mount's journaled versions whose drafts are intact (see the module docs).
+    fn roll_forward(&self, claims: &Claims, report: &mut Recovery) -> Result<()> {
+        if claims.mount_writes.is_empty() {
+            return Ok(());
+        }
+        let disk = &*self.ws.disk;
+        let dir = self.drafts_dir()?;
+        let mut drafts: HashMap<Sha256, String> = HashMap::new();
+        for (name, kind) in disk.list(&dir).step("list drafts")? {
+            let Some(name) = name.to_str() else { continue };
+            if kind != FileKind::File {
+                continue;
+            }
+            let file = disk.open_read(&dir, name).step("open draft")?;
+            let (sha, _) = crate::durable::hash_file(disk, &file).step("read draft")?;
+            drafts.insert(sha, name.to_string());
+        }
+        for write in &claims.mount_writes {
+            let now = match found_at(&self.ws, &write.path)? {
+                Found::Sha(sha) => Some(sha),
+                Found::Absent => None,
+                Found::Unreadable(why) => {
+                    tracing::warn!(
+                        path = write.path,
+                        why,
+                        "cannot read a path to roll forward; later versions are not installed"
+                    );
+                    break;
+                }
+            };
+            if now == Some(write.sha) {
+                continue;
+            }
+            let Some(name) = drafts.get(&write.sha).filter(|_| now == write.prev).cloned() else {
+                tracing::warn!(
+                    path = write.path,
+                    "a journaled version of the mount is lost; later ones are not installed"
+                );
+                break;
+            };
+            if let Err(e) = self.install_draft(&dir, &name, write, now) {
+                tracing::warn!(path = write.path, error = %e, "cannot roll forward; later versions are not installed");
+                break;
+            }
+            drafts.remove(&write.sha);
+            tracing::warn!(path = write.path, sha = %write.sha.short(12), "installed a version the mount had acknowledged");
+            report.rolled_forward.push(write.path.clone());
+        }
+        Ok(())
+    }
+
+    /// Install draft `dir/name` as `write` says, durably; the displaced version into objects/.
+    fn install_draft(
+        &self,
+        dir: &crate::durable::Dir,
+        name: &str,
+        write: &MountWrite,
+        now: Option<Sha256>,
+    ) -> Result<()> {
+        let disk = &*self.ws.disk;
+        let target = crate::durable::resolve::resolve(disk, &self.ws.root, &write.path, Scope::Workspace, true)?;
+        let file = disk.open_read(dir, name).step("open draft")?;
+        let len = disk.file_stat(&file).step("stat draft")?.size;
+        let home = dir.try_clone().step("dup drafts directory")?;
+        let staged = crate::durable::Staged::adopt(
+            file,
+            home,
+            name.to_string(),
+            write.sha,
+            len,
+            Some(super::draft::TARGET_XATTR),
+        );
+        let (displaced, _) = self.put_in_place(&target, &staged)?;
+        disk.sync_dir(&target.parent).step("fsync directory")?;
+        if let (Some(displaced), Some(prev)) = (displaced, now) {
+            self.objects.adopt(&displaced.dir, &displaced.name, prev)?;
         }
         Ok(())
     }

@@ -51,8 +51,15 @@ pub struct Owner {
 impl Engine {
     /// `lstat` of a path (`""` is the root); `None` when nothing is there.
     pub fn stat(&self, path: &str) -> Result<Option<Stat>> {
-        let (dir, name) = self.core.locate(Entry::Path(path), Scope::State)?;
-        self.core.disk().stat(&dir, &name).step("stat").map_err(|e| e.at(path))
+        let disk = self.core.disk();
+        let found = self.core.on(Entry::Path(path), Scope::State, |dir, name| {
+            disk.stat(dir, name)?.ok_or_else(|| std::io::Error::from_raw_os_error(nix::libc::ENOENT))
+        })?;
+        match found {
+            Ok(stat) => Ok(Some(stat)),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => Ok(None),
+            Err(e) => Err(Error::io("stat", e).at(path)),
+        }
     }
 
     /// The attributes of a draft's file.
@@ -69,7 +76,16 @@ impl Engine {
             let (parent, name) = self.core.locate(Entry::Path(path), Scope::State)?;
             disk.open_dir(&parent, &name).step("open directory").map_err(|e| e.at(path))?
         };
-        disk.list(&dir).step("list directory").map_err(|e| e.at(path))
+        let mut entries = disk.list(&dir).step("list directory").map_err(|e| e.at(path))?;
+        // New files staged in batch mode and not installed yet.
+        if let Some(batch) = &self.core.batch {
+            for name in batch.names_in(path) {
+                if !entries.iter().any(|(n, _)| n.as_encoded_bytes() == name.as_bytes()) {
+                    entries.push((name.into(), FileKind::File));
+                }
+            }
+        }
+        Ok(entries)
     }
 
     pub fn read_link(&self, path: &str) -> Result<OsString> {
@@ -79,8 +95,11 @@ impl Engine {
 
     /// Open a regular file for reading (never through a symlink).
     pub fn open_file(&self, path: &str) -> Result<File> {
-        let (dir, name) = self.core.locate(Entry::Path(path), Scope::State)?;
-        self.core.disk().open_read(&dir, &name).step("open file").map_err(|e| e.at(path))
+        let disk = self.core.disk();
+        self.core
+            .on(Entry::Path(path), Scope::State, |dir, name| disk.open_read(dir, name))?
+            .step("open file")
+            .map_err(|e| e.at(path))
     }
 
     /// Open a file written in place (a pass-through path) for reading and writing, creating it
@@ -112,6 +131,7 @@ impl Engine {
     }
 
     pub fn rmdir(&self, path: &str) -> Result<()> {
+        self.core.settle_path(path);
         let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
         self.core.disk().rmdir(&dir, &name).step("remove directory").map_err(|e| e.at(path))
     }
@@ -155,18 +175,18 @@ impl Engine {
     }
 
     pub fn set_perm(&self, entry: Entry<'_>, perm: u32) -> Result<()> {
-        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
-        self.core.disk().set_perm(&dir, &name, perm).step("chmod")
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::Workspace, |dir, name| disk.set_perm(dir, name, perm))?.step("chmod")
     }
 
     pub fn set_owner(&self, entry: Entry<'_>, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
-        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
-        self.core.disk().set_owner(&dir, &name, uid, gid).step("chown")
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::Workspace, |dir, name| disk.set_owner(dir, name, uid, gid))?.step("chown")
     }
 
     pub fn set_times(&self, entry: Entry<'_>, atime: SetTime, mtime: SetTime) -> Result<()> {
-        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
-        self.core.disk().set_times(&dir, &name, atime, mtime).step("set times")
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::Workspace, |dir, name| disk.set_times(dir, name, atime, mtime))?.step("set times")
     }
 
     pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
@@ -175,23 +195,25 @@ impl Engine {
             // before the first write to every file it has not checked yet.
             return self.core.disk().file_xattr(draft.file(), attr).step("getxattr");
         }
-        let (dir, name) = self.core.locate(entry, Scope::State)?;
-        self.core.disk().get_xattr(&dir, &name, attr).step("getxattr")
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::State, |dir, name| disk.get_xattr(dir, name, attr))?.step("getxattr")
     }
 
     pub fn list_xattrs(&self, entry: Entry<'_>) -> Result<Vec<OsString>> {
-        let (dir, name) = self.core.locate(entry, Scope::State)?;
-        self.core.disk().list_xattrs(&dir, &name).step("listxattr")
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")
     }
 
     pub fn set_xattr(&self, entry: Entry<'_>, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
-        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
-        self.core.disk().set_xattr(&dir, &name, attr, value, flags).step("setxattr")
+        let disk = self.core.disk();
+        self.core
+            .on(entry, Scope::Workspace, |dir, name| disk.set_xattr(dir, name, attr, value, flags))?
+            .step("setxattr")
     }
 
     pub fn remove_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<()> {
-        let (dir, name) = self.core.locate(entry, Scope::Workspace)?;
-        self.core.disk().remove_xattr(&dir, &name, attr).step("removexattr")
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::Workspace, |dir, name| disk.remove_xattr(dir, name, attr))?.step("removexattr")
     }
 
     /// Read from a file opened by [`Engine::open_file`] or [`Engine::open_in_place`].
@@ -229,6 +251,39 @@ impl Engine {
 
 impl Core {
     /// The directory and name of an entry.
+    /// Run `op` on the entry: a path's version staged in batch mode while it has one (see
+    /// `batch.rs`), else the tree's entry. A staged version installed meanwhile is no longer in
+    /// drafts/ (`ENOENT`): it is then found in the tree.
+    pub(crate) fn on<T>(
+        &self,
+        entry: Entry<'_>,
+        scope: Scope,
+        op: impl Fn(&Dir, &str) -> std::io::Result<T>,
+    ) -> Result<std::io::Result<T>> {
+        if let (Entry::Path(path), Some(batch)) = (entry, &self.batch)
+            && let Some(name) = batch.view(path)
+        {
+            match op(&self.drafts_dir()?, &name) {
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => {}
+                done => return Ok(done),
+            }
+        }
+        let (dir, name) = self.locate(entry, scope)?;
+        Ok(op(&dir, &name))
+    }
+
+    /// Before a namespace change: a journaled one (`keep`) drains the batch, to keep the
+    /// journal's order in the tree; any other waits only for staged versions it touches.
+    fn order(&self, keep: bool, paths: &[&str]) {
+        if keep {
+            self.barrier();
+        } else {
+            for path in paths {
+                self.settle_path(path);
+            }
+        }
+    }
+
     pub(crate) fn locate(&self, entry: Entry<'_>, scope: Scope) -> Result<(Dir, String)> {
         match entry {
             Entry::Path(path) => locate(self.disk(), &self.ws.root, path, scope),
@@ -244,6 +299,7 @@ impl Core {
         owner: Owner,
         make: impl FnOnce(&dyn crate::durable::Disk, &Dir, &str) -> std::io::Result<()>,
     ) -> Result<()> {
+        self.settle_path(path);
         let (dir, name) = self.locate(Entry::Path(path), Scope::Workspace)?;
         make(self.disk(), &dir, &name).step("create").map_err(|e| e.at(path))?;
         self.give(&dir, &name, perm, owner).step("set owner").map_err(|e| e.at(path))
@@ -327,6 +383,7 @@ impl Core {
 
     /// See [`Engine::remove`]; `keep`: through the commit protocol.
     fn remove(&self, path: &str, keep: bool, actor: &Actor) -> Result<()> {
+        self.order(keep, &[path]);
         let disk = self.disk();
         let (dir, name) = self.locate(Entry::Path(path), Scope::Workspace)?;
         match disk.stat(&dir, &name).step("stat").map_err(|e| e.at(path))? {
@@ -341,6 +398,7 @@ impl Core {
 
     /// See [`Engine::hard_link`]; `keep`: journaled, `from_gated`: `from` passed the gate.
     fn hard_link(&self, from: &str, to: &str, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+        self.order(keep, &[from, to]);
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
         let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
@@ -370,6 +428,7 @@ impl Core {
     /// See [`Engine::rename`]; `keep`: journaled, the replaced file kept; `from_gated`: `from`
     /// passed the gate.
     fn rename(&self, from: &str, to: &str, how: RenameHow, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+        self.order(keep, &[from, to]);
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
         let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;

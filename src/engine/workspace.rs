@@ -35,6 +35,9 @@ pub struct Options {
     /// Globs of paths written in place besides the policy's `pass_through` (the mount's
     /// `--pass-through`; see [`Engine::class`](super::Engine::class)).
     pub pass_through: Vec<String>,
+    /// The mount's durability mode; the policy's `durability` when `None`. Only the mount's
+    /// closes are ever acknowledged before they are durable: every other write stays `close`.
+    pub durability: Option<crate::policy::Durability>,
 }
 
 impl Options {

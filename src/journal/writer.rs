@@ -6,6 +6,11 @@
 //! then releases every caller of the batch. A caller is released with `Ok` only after its row is
 //! durable. While one batch syncs, the next one queues: that is the whole of group commit.
 //!
+//! A row may also be [`written`](Journal::submit_written) without waiting for the sync (the
+//! mount's `batch` durability: a process crash cannot lose it, the page cache holds it); the
+//! writer then skips the `fdatasync` for a batch of such rows only. [`Journal::sync`] makes
+//! everything written so far durable. `durable_seq` never passes a row that was not synced.
+//!
 //! A failed batch (ENOSPC, EIO) is cut off again (`ftruncate` to the previous end), its callers
 //! get the error, and `seq` and the chain continue as if it had never been written.
 
@@ -95,8 +100,15 @@ pub struct Appended {
     pub ts: String,
 }
 
-/// A row to write and who waits for it.
-type Request = (Change, Replier<Result<Appended>>);
+/// What the writer is asked to do. (A `Sync` is rare and small; boxing every row to shrink
+/// the enum would cost an allocation per row.)
+#[allow(clippy::large_enum_variant)]
+enum Request {
+    /// Append a row; reply once it is durable (`durable`), or once it is written.
+    Row { change: Change, durable: bool, reply: Replier<Result<Appended>> },
+    /// Make every row written so far durable.
+    Sync(Replier<Result<()>>),
+}
 
 /// A submitted row; [`wait`](Pending::wait) returns once it is durable (or failed).
 #[must_use = "a row is acknowledged only by waiting for it"]
@@ -129,6 +141,7 @@ impl Journal {
             disk,
             file,
             end: scan.len,
+            unsynced: false,
             needs_newline: scan.needs_newline,
             chain: scan.next_chain(),
             next_seq: scan.last_seq + 1,
@@ -144,10 +157,27 @@ impl Journal {
 
     /// Queue a row; it is durable when the returned [`Pending`] says so.
     pub fn submit(&self, change: Change) -> Pending {
-        let (replier, reply) = crate::wake::reply();
-        // If the writer is gone the request (and `replier`) is dropped and `wait` reports it.
-        let _ = self.queue.push((change, replier));
-        Pending(reply)
+        self.request(change, true)
+    }
+
+    /// Queue a row; the returned [`Pending`] says when it is written (in the page cache, safe
+    /// from a crash of any process but not from power loss). [`Journal::sync`] makes it durable.
+    pub fn submit_written(&self, change: Change) -> Pending {
+        self.request(change, false)
+    }
+
+    fn request(&self, change: Change, durable: bool) -> Pending {
+        let (reply, pending) = crate::wake::reply();
+        // If the writer is gone the request (and `reply`) is dropped and `wait` reports it.
+        let _ = self.queue.push(Request::Row { change, durable, reply });
+        Pending(pending)
+    }
+
+    /// Make every row written so far durable (one `fdatasync`, shared with whatever is queued).
+    pub fn sync(&self) -> Result<()> {
+        let (reply, synced) = crate::wake::reply();
+        let _ = self.queue.push(Request::Sync(reply));
+        synced.wait().unwrap_or_else(|| Err(writer_gone()))
     }
 
     /// The highest `seq` known to be durable.
@@ -180,8 +210,10 @@ struct Writer {
     durable_seq: Arc<AtomicU64>,
     disk: Arc<dyn Disk>,
     file: File,
-    /// Offset just past the last durable byte.
+    /// Offset just past the last byte written.
     end: u64,
+    /// Rows were written since the last `fdatasync`.
+    unsynced: bool,
     needs_newline: bool,
     chain: Sha256,
     next_seq: u64,
@@ -211,7 +243,13 @@ impl Writer {
             buf.push(b'\n');
         }
         let mut appended = Vec::with_capacity(batch.len());
-        for (change, _) in &batch {
+        let mut sync = false;
+        for request in &batch {
+            let Request::Row { change, durable, .. } = request else {
+                sync = true;
+                continue;
+            };
+            sync |= durable;
             let seq = self.next_seq;
             self.next_seq += 1;
             let journal_id = format!("wj_{:012x}{:08x}", millis & 0xffff_ffff_ffff, seq & 0xffff_ffff);
@@ -222,34 +260,57 @@ impl Writer {
             buf.push(b'\n');
             appended.push(Appended { seq, journal_id, ts: ts.clone() });
         }
-        match self.write(&buf) {
+        let rows = !appended.is_empty();
+        match self.write(if rows { &buf } else { &[] }, sync) {
             Ok(()) => {
-                self.end += buf.len() as u64;
-                self.needs_newline = false;
-                self.durable_seq.store(self.next_seq - 1, Ordering::Release);
-                for ((_, reply), ok) in batch.into_iter().zip(appended) {
-                    reply.send(Ok(ok));
+                if rows {
+                    self.end += buf.len() as u64;
+                    self.needs_newline = false;
+                }
+                if sync {
+                    self.durable_seq.store(self.next_seq - 1, Ordering::Release);
+                }
+                let mut appended = appended.into_iter();
+                for request in batch {
+                    match request {
+                        Request::Row { reply, .. } => reply.send(Ok(appended.next().expect("one per row"))),
+                        Request::Sync(reply) => reply.send(Ok(())),
+                    }
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, rows = batch.len(), "journal append failed");
+                tracing::error!(error = %e, rows = appended.len(), "journal append failed");
                 self.next_seq = saved_seq;
                 self.chain = saved_chain;
-                self.cut_pending = true;
-                self.cut();
-                for (_, reply) in batch {
-                    reply.send(Err(Error::io("journal append", e.duplicate())));
+                if rows {
+                    self.cut_pending = true;
+                    self.cut();
+                }
+                for request in batch {
+                    let error = Error::io("journal append", e.duplicate());
+                    match request {
+                        Request::Row { reply, .. } => reply.send(Err(error)),
+                        Request::Sync(reply) => reply.send(Err(error)),
+                    }
                 }
             }
         }
     }
 
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<()> {
+    /// Write `buf` at the end; with `sync`, make everything written durable.
+    fn write(&mut self, buf: &[u8], sync: bool) -> std::io::Result<()> {
         if self.cut_pending && !self.cut() {
             return Err(std::io::Error::other("cannot cut a failed batch from the journal"));
         }
-        self.disk.write_at(&self.file, buf, self.end)?;
-        self.disk.sync_data(&self.file)
+        if !buf.is_empty() {
+            self.disk.write_at(&self.file, buf, self.end)?;
+            self.unsynced = true;
+        }
+        if sync && self.unsynced {
+            self.disk.sync_data(&self.file)?;
+            self.unsynced = false;
+        }
+        Ok(())
     }
 
     /// Remove bytes of a failed batch; true when the file ends at `end` again.

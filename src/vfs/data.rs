@@ -425,7 +425,16 @@ impl Vfs {
         } else {
             state.commits_at_close_by((caller.pid != 0).then_some(caller.pid))
         };
-        if commit { self.commit(ino, &mut state, caller) } else { Ok(()) }
+        if commit {
+            self.commit(ino, &mut state, caller)?;
+        }
+        if sync {
+            // In batch durability the commit only staged the version: an fsync returns once it
+            // (and everything staged before it) is durable. A no-op in close mode.
+            let path = self.path(ino)?;
+            self.engine.make_durable(&path);
+        }
+        Ok(())
     }
 
     /// The release of a handle, both halves at once.

@@ -93,6 +93,10 @@ pub enum Event {
     Ack {
         id: usize,
     },
+    /// Test marker: the first `upto` acknowledged commits are durable (an fsync returned).
+    Durable {
+        upto: usize,
+    },
 }
 
 impl Event {
@@ -430,6 +434,30 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
         }
     }
     (out, enumerated)
+}
+
+/// The image a crash of the writing process alone (not of the machine) leaves after each prefix
+/// of `events`: the kernel keeps every change, synced or not.
+pub fn process_crash_states(base: &Image, events: &[Event]) -> Vec<CrashState> {
+    (0..=events.len())
+        .map(|prefix| {
+            let events = &events[..prefix];
+            let included: BTreeSet<usize> = (0..events.len()).collect();
+            let mut image = apply_names(base, events, &included);
+            let visible: BTreeSet<Ino> = image
+                .dirs
+                .values()
+                .flat_map(|m| m.values())
+                .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
+                .collect();
+            for ino in visible {
+                let all = DataChoice { ops: data_ops(events, ino).0.len(), torn: false };
+                let bytes = apply_data(base.inodes.get(&ino).cloned().unwrap_or_default(), events, ino, all);
+                image.inodes.insert(ino, bytes);
+            }
+            CrashState { prefix, image }
+        })
+        .collect()
 }
 
 /// How many of an inode's unsynced writes survive, and whether the next one is torn.

@@ -1,0 +1,323 @@
+//! `batch` durability: the mount's closes acknowledged before they are durable (DESIGN §1.2).
+//!
+//! ```text
+//!   close    the draft judged (a refusal is that close's errno), its row *written* (in the
+//!            page cache, not synced), the draft left in drafts/ and registered here: from now
+//!            on every engine query of the path sees that version (`view`), and a crash of any
+//!            process keeps it (recovery installs it: `recovery.rs`)
+//!   window   at most `window` later, or at once when someone waits (an fsync, a barrier):
+//!            1. writeback started for every staged draft, then each synced (the syncs share
+//!               the filesystem's journal commits)
+//!            2. the journal synced: every row of the batch durable
+//!            3. the drafts installed in row order (RENAME_NOREPLACE / RENAME_EXCHANGE)
+//!            4. each directory touched synced once
+//!            5. displaced versions moved into objects/, tokens ended, waiters released
+//! ```
+//!
+//! Invariants:
+//! - A staged version's bytes and row are durable before its name is (steps 1–2 before 3):
+//!   after power loss a path holds a complete version, never a torn one.
+//! - Installs follow row order, and a change that does not go through the batch (MCP and CLI
+//!   writes, deletes, renames, links: everything else that is journaled) first drains it
+//!   ([`Core::barrier`]); so after power loss and recovery the tree is the state after a prefix
+//!   of the journal: some acknowledged versions of the last window may be missing, none is
+//!   torn, none is out of order. (Recovery stops rolling forward at the first mount row it
+//!   cannot install.)
+//! - A path is in `views` from its row until its install is done; its token keeps the settle
+//!   watermark below its row until the install is durable, so recovery looks at it.
+//! - A staged path is never staged again, re-drafted, renamed, linked or deleted before its
+//!   install ([`Core::settle_path`] first): the committer is the only writer of its name.
+//! - The committer takes path locks one at a time and never holds the batch's own lock while
+//!   it does; nobody waits for the committer while holding a path lock.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::durable::{Displaced, Install, Staged, Target};
+use crate::error::{Error, Result};
+use crate::journal::Actor;
+use crate::sha::Sha256;
+
+use super::Core;
+use super::commit::Current;
+use super::settle::Token;
+
+/// A version acknowledged at close, waiting for the group commit.
+pub(crate) struct Entry {
+    pub(crate) target: Target,
+    pub(crate) staged: Staged,
+    /// The row's claim of what it replaces.
+    pub(crate) prev: Option<Sha256>,
+    pub(crate) seq: u64,
+    pub(crate) token: Token,
+    pub(crate) actor: Actor,
+    since: Instant,
+    ticket: u64,
+}
+
+impl Entry {
+    pub(crate) fn new(
+        target: Target,
+        staged: Staged,
+        prev: Option<Sha256>,
+        seq: u64,
+        token: Token,
+        actor: Actor,
+    ) -> Entry {
+        Entry { target, staged, prev, seq, token, actor, since: Instant::now(), ticket: 0 }
+    }
+}
+
+/// The staged versions of one engine and the committer's state.
+pub(crate) struct Batch {
+    window: Duration,
+    state: Mutex<State>,
+    /// The committer sleeps here.
+    work: Condvar,
+    /// Callers of [`Batch::drain`] sleep here.
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Staged and not yet taken by the committer, in row order.
+    queue: Vec<Entry>,
+    /// Path → name in drafts/ of its staged version, until the install.
+    views: HashMap<String, String>,
+    /// Tickets handed out so far.
+    issued: u64,
+    /// Every ticket below this one is installed (or failed and journaled as aborted).
+    finished: u64,
+    /// Someone waits: commit without waiting for the window.
+    hurry: bool,
+    closed: bool,
+}
+
+impl Batch {
+    pub(crate) fn new(window: Duration) -> Batch {
+        Batch { window, state: Mutex::default(), work: Condvar::new(), done: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Register an acknowledged version (its row is written).
+    pub(crate) fn push(&self, mut entry: Entry) {
+        let mut state = self.lock();
+        entry.ticket = state.issued;
+        state.issued += 1;
+        state.views.insert(entry.target.path.to_string(), entry.staged.temp_name().unwrap_or_default().to_string());
+        state.queue.push(entry);
+        drop(state);
+        self.work.notify_one();
+    }
+
+    /// The name in drafts/ of the version staged for `path`, if any.
+    pub(crate) fn view(&self, path: &str) -> Option<String> {
+        let state = self.lock();
+        if state.views.is_empty() {
+            return None;
+        }
+        state.views.get(path).cloned()
+    }
+
+    /// Staged new names directly inside directory `dir` (`""`: the root).
+    pub(crate) fn names_in(&self, dir: &str) -> Vec<String> {
+        let state = self.lock();
+        state
+            .views
+            .keys()
+            .filter_map(|path| match path.rsplit_once('/') {
+                Some((parent, name)) if parent == dir => Some(name.to_string()),
+                None if dir.is_empty() => Some(path.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether `path`, or anything beneath it, is staged.
+    pub(crate) fn holds(&self, path: &str) -> bool {
+        let state = self.lock();
+        state.views.keys().any(|p| p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/')))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        let state = self.lock();
+        state.issued == state.finished
+    }
+
+    /// Commit everything staged so far now, and return once it is installed and durable.
+    pub(crate) fn drain(&self) {
+        let mut state = self.lock();
+        let target = state.issued;
+        if state.finished >= target {
+            return;
+        }
+        state.hurry = true;
+        self.work.notify_one();
+        while state.finished < target {
+            state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Stop taking entries: the committer installs what is queued and returns.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.work.notify_one();
+    }
+
+    /// The committer's next batch, once the window of its oldest entry has passed or someone
+    /// waits; `None` once closed and empty.
+    fn next(&self) -> Option<Vec<Entry>> {
+        let mut state = self.lock();
+        loop {
+            let Some(oldest) = state.queue.first().map(|e| e.since) else {
+                if state.closed {
+                    return None;
+                }
+                state = self.work.wait(state).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            };
+            let age = oldest.elapsed();
+            if state.hurry || state.closed || age >= self.window {
+                state.hurry = false;
+                return Some(std::mem::take(&mut state.queue));
+            }
+            state = self.work.wait_timeout(state, self.window - age).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// The path's staged version is installed (or abandoned): reads go to the tree again.
+    fn unview(&self, path: &str, name: Option<&str>) {
+        let mut state = self.lock();
+        if state.views.get(path).map(String::as_str) == name {
+            state.views.remove(path);
+        }
+    }
+
+    fn finish(&self, ticket: u64) {
+        let mut state = self.lock();
+        state.finished = state.finished.max(ticket + 1);
+        drop(state);
+        self.done.notify_all();
+    }
+}
+
+impl Core {
+    /// The committer thread's loop (see the module documentation).
+    pub(crate) fn run_batches(&self, batch: &Batch) {
+        while let Some(entries) = batch.next() {
+            let Some(last) = entries.last().map(|e| e.ticket) else { continue };
+            self.commit_batch(batch, entries);
+            batch.finish(last);
+        }
+    }
+
+    fn commit_batch(&self, batch: &Batch, entries: Vec<Entry>) {
+        let disk = self.disk();
+        // 1. Data, 2. rows.
+        for entry in &entries {
+            disk.start_writeback(entry.staged.file());
+        }
+        let mut ready = Vec::with_capacity(entries.len());
+        let mut failed = Vec::new();
+        for entry in entries {
+            match entry.staged.sync(disk) {
+                Ok(()) => ready.push(entry),
+                Err(e) => failed.push((entry, e)),
+            }
+        }
+        if let Err(e) = self.journal.sync() {
+            for entry in ready.drain(..) {
+                failed.push((entry, Error::io("journal sync", std::io::Error::other(e.to_string()))));
+            }
+        }
+        // 3. Installs, in row order.
+        let mut installed: Vec<(Entry, Option<Displaced>, Option<Current>)> = Vec::with_capacity(ready.len());
+        for entry in ready {
+            let _guard = self.locks.lock(&entry.target.path);
+            match self.put_in_place(&entry.target, &entry.staged) {
+                Ok((displaced, current)) => installed.push((entry, displaced, current)),
+                Err(e) => failed.push((entry, e)),
+            }
+        }
+        // 4. One sync per directory.
+        let mut synced = HashSet::new();
+        let mut dir_failed = HashSet::new();
+        for (entry, _, _) in &installed {
+            let dir = entry.target.parent.rel().to_string();
+            if synced.insert(dir.clone())
+                && let Err(e) = disk.sync_dir(&entry.target.parent)
+            {
+                tracing::error!(dir, error = %e, "fsync directory after a batch install");
+                dir_failed.insert(dir);
+            }
+        }
+        // 5. Settle.
+        for (entry, displaced, current) in installed {
+            let Entry { target, staged, token, .. } = entry;
+            let name = staged.temp_name().map(str::to_string);
+            batch.unview(target.path.as_str(), name.as_deref());
+            if dir_failed.contains(target.parent.rel()) {
+                // Visible but maybe not durable: only the next start can tell.
+                drop(token);
+                continue;
+            }
+            self.installed(&target, staged.file().id(), staged.sha256(), displaced.zip(current.as_ref()), token);
+        }
+        for (entry, error) in failed {
+            self.abandon_staged(batch, entry, error);
+        }
+    }
+
+    /// An acknowledged version that could not be made durable or installed: an `abort` row
+    /// says so, and its bytes are kept in objects/ (the writer was told the close succeeded).
+    fn abandon_staged(&self, batch: &Batch, entry: Entry, error: Error) {
+        let Entry { target, staged, prev, token, actor, seq, .. } = entry;
+        tracing::error!(path = %target.path, seq, error = %error, "a version acknowledged in batch mode was not installed");
+        let name = staged.temp_name().map(str::to_string);
+        if let (Some(name), Ok(dir)) = (&name, self.drafts_dir())
+            && let Err(e) = self.objects.adopt(&dir, name, staged.sha256())
+        {
+            tracing::error!(draft = name, error = %e, "the draft stays in drafts/ for the next start");
+        }
+        batch.unview(target.path.as_str(), name.as_deref());
+        let _ = self.abort(token, &target.path, prev, Some(staged.sha256()), &actor, error);
+    }
+
+    /// Install a staged version at `target` over whatever is there now (the caller holds the
+    /// path's lock); the displaced previous version, and what it was.
+    pub(crate) fn put_in_place(
+        &self,
+        target: &Target,
+        staged: &Staged,
+    ) -> Result<(Option<Displaced>, Option<Current>)> {
+        let current = self.current(target)?;
+        let how = if current.is_some() { Install::Exchange } else { Install::Create };
+        let displaced =
+            staged.install(self.disk(), &target.parent, &target.name, how, current.as_ref().map(|c| &c.file))?;
+        Ok((displaced, current))
+    }
+
+    /// Drain the batch before a change that does not go through it (no-op in `close` mode),
+    /// so the tree keeps the journal's order.
+    pub(crate) fn barrier(&self) {
+        if let Some(batch) = &self.batch
+            && !batch.is_empty()
+        {
+            batch.drain();
+        }
+    }
+
+    /// Drain the batch if `path` or anything beneath it is staged (before it is drafted,
+    /// staged again or removed as a directory).
+    pub(crate) fn settle_path(&self, path: &str) {
+        if let Some(batch) = &self.batch
+            && batch.holds(path)
+        {
+            batch.drain();
+        }
+    }
+}
