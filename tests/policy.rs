@@ -152,7 +152,22 @@ fn the_example_policy_parses_and_names_every_key() {
         "pass_through:",
         "blocked_errno:",
         "read_cap_bytes:",
+        "durability:",
+        "batch_window_ms:",
     ] {
         assert!(text.lines().any(|l| l.starts_with(key)), "examples/policy.yaml documents {key}");
     }
+}
+
+#[test]
+fn durability_and_batch_window_are_checked() {
+    let batch = Policy::parse("durability: batch\nbatch_window_ms: 250\n").unwrap();
+    assert_eq!(batch.durability(), rwfs::policy::Durability::Batch);
+    assert_eq!(batch.batch_window(), std::time::Duration::from_millis(250));
+    let default = Policy::parse("").unwrap();
+    assert_eq!((default.durability(), default.batch_window().as_millis()), (rwfs::policy::Durability::Close, 100));
+    let wrong = Policy::parse("durability: fast\n").unwrap_err().to_string();
+    assert!(wrong.contains("close") && wrong.contains("batch"), "names the two modes: {wrong}");
+    let zero = Policy::parse("batch_window_ms: 0\n").unwrap_err().to_string();
+    assert!(zero.contains("batch_window_ms"), "{zero}");
 }
