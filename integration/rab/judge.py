@@ -36,7 +36,8 @@ S2  completion: 10 report.md exists; 10 its sections Introduction, Architecture,
 S3  completion: 20 the answer's total and 20 its even-id count equal data.jsonl's at the end.
       tool selection: 5 rr_stat, 10 rr_make_cursor, 10 rr_read_next (answered).  recovery: 10
       a read refused as stale_precondition after the change from outside; 15 the next cursor
-      made at the offset the stale one had reached (not from the start) and read to EOF.
+      made at the offset the stale one had reached (not from the start) and read to EOF (with
+      the paper's trigger, the change right after the first cursor is made, that offset is 0).
       efficiency: 10 if <= 8 calls, 5 if <= 16.
 S4  completion: 15 draft.tex has Results and Conclusion sections before \\end{document} and
       keeps the Methods text; 10 HANDOFF.md says status complete; 10 agent A's handoff named

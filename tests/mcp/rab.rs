@@ -2,7 +2,8 @@
 //! played by the scripted reference strategy through the harness's proxy against `rwfs mcp`
 //! and against the reference server (`resilient-write` 0.3.0), three trials each, judged from
 //! the workspaces, journals and transcripts they leave; and the driver's agent-command mode,
-//! with the scripted strategy as the command and with a command that does nothing.
+//! with the scripted strategy as the command and with a command that does nothing, and one
+//! trial judged again after its output was changed behind the server's back.
 //!
 //! The scores are the judge's (`integration/rab/judge.py`); these tests assert what must hold of
 //! them: rwfs passes every scenario in every trial, and the reference fails where the notes say
@@ -58,11 +59,14 @@ impl Scenario<'_> {
     /// Every trial's judge wrote `note` (its points and what it checked).
     #[track_caller]
     fn noted(&self, note: &str) {
-        for trial in self.trials {
-            let notes: Vec<&str> = trial["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-            assert!(notes.iter().any(|n| n.starts_with(note)), "{}: no note {note:?} in {notes:#?}", self.name);
-        }
+        self.trials.iter().for_each(|trial| noted(self.name, trial, note));
     }
+}
+
+#[track_caller]
+fn noted(name: &str, verdict: &Value, note: &str) {
+    let notes: Vec<&str> = verdict["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with(note)), "{name}: no note {note:?} in {notes:#?}");
 }
 
 #[test]
@@ -122,6 +126,17 @@ fn rab_agent_command_mode_judges_what_the_command_left() {
     }
     // S4 ran the command twice, as two agents with their own sessions.
     scenario(&results, "rwfs", "S4").noted("+10 error_recovery: B read the handoff before writing");
+
+    // The judge goes by what is on disk: the token put back into config.yaml behind the
+    // server's back, the same transcript now fails (and the file matches no journal row).
+    let trial = dir.path().join("trials/rwfs/S1/trial-1");
+    let template = std::fs::read(trial.join("ws/config.template.yaml")).unwrap();
+    std::fs::write(trial.join("ws/config.yaml"), template).unwrap();
+    let again = python_script("integration/rab/rab.py", &[OsString::from("judge"), trial.into()]);
+    let again: Value = serde_json::from_str(&again).expect("rab.py judge prints JSON");
+    assert_eq!(again["passed"], false, "{again}");
+    noted("S1 tampered", &again, "-15 completion: no trace of the token in it");
+    noted("S1 tampered", &again, "-10 tool_selection: config.yaml by rw_safe_write, journaled with its sha256");
 
     let idle = Ws::new();
     let mut args = vec!["--trials".into(), "1".into(), "--agent".into(), "cat >/dev/null".into()];
