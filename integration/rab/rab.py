@@ -1,9 +1,9 @@
-"""RAB, the Resilient-write Agent Benchmark of the paper (arXiv 2604.10842 §6): the six
+"""RAB, the Resilient-write Agent Benchmark of the paper (arXiv 2604.10842): the six
 scenarios S0–S5 (tasks.py), run by an agent against an MCP server, judged (judge.py: completion
 40, tool selection 25, error recovery 25, efficiency 10; pass >= 70), Pass@1 over N trials.
 
     python rab.py run --server rwfs=target/debug/rwfs --server reference=.../bin/resilient-write
-    python rab.py run --server rwfs=target/debug/rwfs --agent 'claude -p {prompt} --mcp-config {mcp_config}'
+    python rab.py run --server rwfs=rwfs --agent 'claude -p --allowedTools mcp__rab --mcp-config {mcp_config}'
     python rab.py judge OUT/rwfs/S1/trial-1
 
 Servers: `rwfs=BINARY` runs `BINARY mcp -w WORKSPACE`; `reference=BINARY` runs the reference
@@ -56,7 +56,10 @@ class Server:
         name, _, binary = spec.partition("=")
         if name not in ("rwfs", "reference") or not binary:
             raise SystemExit(f"--server {spec!r}: expected rwfs=BINARY or reference=BINARY")
-        self.name, self.binary = name, str(Path(binary).resolve())
+        found = binary if os.sep in binary else shutil.which(binary)  # a bare name: from PATH
+        if not found:
+            raise SystemExit(f"--server {spec!r}: {binary} is not on PATH")
+        self.name, self.binary = name, str(Path(found).resolve())
         self.dotted = name == "reference"  # its tool names are rw.safe_write
 
     def params(self, workspace: Path) -> StdioServerParameters:
@@ -208,8 +211,8 @@ def cmd_judge(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    head, _, rest = __doc__.partition("\n\n")
+    p = argparse.ArgumentParser(description=head, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run scenarios against servers and judge them")
     run.add_argument("--server", action="append", required=True, help="rwfs=BINARY or reference=BINARY (repeatable)")

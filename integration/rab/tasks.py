@@ -1,4 +1,4 @@
-"""The six RAB scenarios as the paper defines them (Resilient Write, arXiv 2604.10842, §6; its
+"""The six RAB scenarios as the paper defines them (Resilient Write, arXiv 2604.10842; its
 `bench/tasks/*`): each one's fixture (the files a trial starts with) and its spec (the prompt an
 agent gets). Tool names in the specs are written `rw_safe_write` and sent dotted
 (`rw.safe_write`) to a server that uses dots.
