@@ -3,7 +3,7 @@ line unchanged, writes each tool call and its answer to the trial's transcript, 
 two things happen that the paper's scenarios need the harness to make happen:
 
   S2  the second `chunk_append` call fails with a typed envelope (the spec warns the agent that
-      one will); the call never reaches the server
+      one will); the call never reaches the server (a `chunk_status` goes in its place)
   S3  right after the server answers the first `rr_make_cursor`, and before the agent sees the
       answer, one record is appended to `data.jsonl` directly on disk (a change made outside
       the server), so the next `rr_read_next` reads a file that changed under its cursor
@@ -62,9 +62,8 @@ class Proxy:
         self.pending: dict[Any, tuple[str, dict[str, Any]]] = {}
         self.appends = 0
         self.drifted = False
-        # Keys a tool result of this server and protocol version carries besides the answer
-        # (the 2026-07-28 revision's resultType): an injected answer has them too.
-        self.result_keys: dict[str, Any] = {}
+        # Probe id -> the agent's call the injected answer is for (see inject).
+        self.probes: dict[str, tuple[Any, str, dict[str, Any]]] = {}
         self.child = subprocess.Popen(args.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def record(self, entry: dict[str, Any]) -> None:
@@ -89,41 +88,56 @@ class Proxy:
                 params = message.get("params") or {}
                 wire, arguments = params.get("name", ""), params.get("arguments") or {}
                 self.record({"role": "tool_call", "name": normal(wire), "wire": wire, "arguments": arguments})
-                if self.inject(message.get("id"), wire, arguments):
+                if self.inject(message, wire, arguments):
                     continue
                 self.pending[message.get("id")] = (wire, arguments)
             self.child.stdin.write(line)
             self.child.stdin.flush()
         self.child.stdin.close()
 
-    def inject(self, id: Any, wire: str, arguments: dict[str, Any]) -> bool:
-        """S2: answer the second chunk_append here, as a failed write."""
+    def inject(self, message: dict[str, Any], wire: str, arguments: dict[str, Any]) -> bool:
+        """S2: the second chunk_append fails here, as a failed write. So that the answer has
+        every key a tool result of this server and protocol revision has (2026-07-28's
+        resultType, say), a read-only rw_chunk_status of the same session goes to the server in
+        its place, and the answer is made from that one's (see answer_probe)."""
         if self.args.scenario != "S2" or normal(wire) != "rw_chunk_append":
             return False
         self.appends += 1
         if self.appends != 2:
             return False
+        probe = f"rab-probe-{len(self.probes) + 1}"
+        self.probes[probe] = (message.get("id"), wire, arguments)
+        params = dict(message.get("params") or {})
+        params["name"] = wire.replace("chunk_append", "chunk_status")
+        params["arguments"] = {"session": arguments.get("session")}
+        request = {"jsonrpc": "2.0", "id": probe, "method": "tools/call", "params": params}
+        assert self.child.stdin is not None
+        self.child.stdin.write(json.dumps(request).encode() + b"\n")
+        self.child.stdin.flush()
+        return True
+
+    def answer_probe(self, message: dict[str, Any]) -> None:
+        id, wire, arguments = self.probes.pop(message["id"])
         envelope = injected_envelope(wire, arguments)
         text = json.dumps(envelope, separators=(",", ":"), sort_keys=True)
         if "." in wire:  # the reference's convention: a normal result whose JSON says ok:false
-            result = {"content": [{"type": "text", "text": text}], "isError": False}
+            answer = {"content": [{"type": "text", "text": text}], "isError": False}
         else:
-            result = {"content": [{"type": "text", "text": text}], "structuredContent": envelope, "isError": True}
+            answer = {"content": [{"type": "text", "text": text}], "structuredContent": envelope, "isError": True}
+        probed = message.get("result") if isinstance(message.get("result"), dict) else {}
+        result = {**{k: v for k, v in probed.items() if k not in ("content", "structuredContent", "isError")}, **answer}
         self.record({"role": "tool_result", "name": normal(wire), "is_error": True, "value": envelope, "injected": True})
-        result = {**self.result_keys, **result}
         self.send(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}).encode() + b"\n")
-        return True
 
     def from_server(self) -> None:
         assert self.child.stdout is not None
         for line in self.child.stdout:
             message = parse(line)
+            if message is not None and "method" not in message and message.get("id") in self.probes:
+                self.answer_probe(message)
+                continue
             if message is not None and "method" not in message and message.get("id") in self.pending:
                 wire, _ = self.pending.pop(message.get("id"))
-                result = message.get("result")
-                if isinstance(result, dict):
-                    keep = ("content", "structuredContent", "isError")
-                    self.result_keys = {k: v for k, v in result.items() if k not in keep}
                 value, is_error = payload(message)
                 self.record({"role": "tool_result", "name": normal(wire), "is_error": is_error, "value": value})
                 if self.args.scenario == "S3" and normal(wire) == "rr_make_cursor" and not self.drifted and value.get("ok"):

@@ -119,7 +119,7 @@ def prompts(scenario: str, dotted: bool) -> list[Prompt]:
     for part in parts:
         part.text = PREAMBLE + part.text
         if dotted:
-            part.text = re.sub(r"\b(rr|rw)_(\w+)", r"\1.\2", part.text)
+            part.text = re.sub(r"\b(rr|rw)_(\w+|\*)", r"\1.\2", part.text)
     return parts
 
 

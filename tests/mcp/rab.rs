@@ -105,7 +105,7 @@ fn rab_scripted_strategy_passes_every_scenario_on_rwfs_and_the_reference_fails_w
     let s1 = scenario(&results, "reference", "S1");
     s1.noted("-10 error_recovery: the risk report or an envelope pointed at line 5");
     assert_eq!(s1.pass_at_1, 1.0, "reference S1 passes without the warning");
-    // S2 (chunks) and S5 (scratchpad) need no reads beyond a small file: it passes them.
+    // S2, S4 and S5 need only small reads (a host read does): it passes them.
     for name in ["S2", "S4", "S5"] {
         assert_eq!(scenario(&results, "reference", name).pass_at_1, 1.0, "reference {name} passes");
     }
