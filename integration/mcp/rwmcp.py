@@ -19,6 +19,8 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
+import string
 import sys
 import traceback
 from dataclasses import dataclass
@@ -59,6 +61,28 @@ def sha256(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode()
     return hashlib.sha256(data).hexdigest()
+
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def random_text(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def put_file(ws: str, rel: str, data: bytes) -> None:
+    """A file already in the workspace (made outside rwfs, as a repository's files are)."""
+    path = os.path.join(ws, rel)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def read_file(ws: str, rel: str) -> bytes:
+    path = os.path.join(ws, rel)
+    check(os.path.isfile(path), f"{rel} is a file in the workspace")
+    with open(path, "rb") as f:
+        return f.read()
 
 
 @dataclass

@@ -23,31 +23,9 @@ Each scenario prints its outcome and exits non-zero on failure:
 from __future__ import annotations
 
 import os
-import secrets
 import string
 
-from rwmcp import check, connect, main, parser, rwfs_server, say, sha256
-
-ALNUM = string.ascii_letters + string.digits
-
-
-def random_text(n: int, alphabet: str = ALNUM) -> str:
-    return "".join(secrets.choice(alphabet) for _ in range(n))
-
-
-def put_file(ws: str, rel: str, data: bytes) -> None:
-    """A file already in the workspace (made outside rwfs, as a repository's files are)."""
-    path = os.path.join(ws, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def read_file(ws: str, rel: str) -> bytes:
-    path = os.path.join(ws, rel)
-    check(os.path.isfile(path), f"{rel} is a file in the workspace")
-    with open(path, "rb") as f:
-        return f.read()
+from rwmcp import ALNUM, check, connect, main, parser, put_file, random_text, read_file, rwfs_server, say, sha256
 
 
 # --- S0 --------------------------------------------------------------------------------------

@@ -41,11 +41,11 @@ fn client(env: &str, rel: &str) -> PathBuf {
     path
 }
 
-fn python() -> PathBuf {
+pub(super) fn python() -> PathBuf {
     client("RWFS_MCP_PY", "client/bin/python")
 }
 
-fn reference_server() -> PathBuf {
+pub(super) fn reference_server() -> PathBuf {
     client("RWFS_REF_SERVER", "reference/bin/resilient-write")
 }
 
@@ -53,7 +53,7 @@ fn inspector() -> PathBuf {
     client("RWFS_INSPECTOR", "node/node_modules/.bin/mcp-inspector")
 }
 
-fn rwfs() -> &'static str {
+pub(super) fn rwfs() -> &'static str {
     env!("CARGO_BIN_EXE_rwfs")
 }
 
@@ -61,9 +61,17 @@ fn rwfs() -> &'static str {
 /// with the script's output when it does not pass.
 #[track_caller]
 fn script<S: AsRef<OsStr>>(name: &str, args: &[S]) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("integration/mcp");
+    let stdout = python_script(&format!("integration/mcp/{name}"), args);
+    assert!(stdout.lines().any(|l| l.starts_with("PASS ")), "{name} did not report PASS:\n{stdout}");
+    stdout
+}
+
+/// Run the repository's Python script `rel` with the pinned client; its stdout (also printed).
+/// Fails the test with the script's output when it exits non-zero.
+#[track_caller]
+pub(super) fn python_script<S: AsRef<OsStr>>(rel: &str, args: &[S]) -> String {
     let out = Command::new(python())
-        .arg(dir.join(name))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel))
         .args(args)
         .env("PYTHONUNBUFFERED", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -74,11 +82,10 @@ fn script<S: AsRef<OsStr>>(name: &str, args: &[S]) -> String {
     print!("{stdout}");
     assert!(
         out.status.success(),
-        "{name} {:?} failed ({}):\n{stdout}{stderr}",
+        "{rel} {:?} failed ({}):\n{stdout}{stderr}",
         args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
         out.status
     );
-    assert!(stdout.lines().any(|l| l.starts_with("PASS ")), "{name} did not report PASS:\n{stdout}{stderr}");
     stdout
 }
 

@@ -1,6 +1,7 @@
 //! The MCP endpoint, in-process (rmcp client over `tokio::io::duplex`): every tool's success
 //! path and its documented errors, one module per tool family, plus the serving modes; and
-//! real external clients against the `rwfs` binary (`clients`).
+//! real external clients against the `rwfs` binary (`clients`), and the paper's benchmark
+//! harness run by its scripted strategy (`rab`).
 
 mod agent_rules;
 mod checkpoint;
@@ -10,6 +11,7 @@ mod handoff;
 mod http_limits;
 mod journal;
 mod malformed;
+mod rab;
 mod read;
 mod scratch;
 mod serving;
