@@ -77,6 +77,18 @@ impl Run {
         self.done(id, c.seq);
     }
 
+    /// A rename through the engine: `to` gets `from`'s content and `from` disappears, at once.
+    fn rename(&self, engine: &Engine, from: &str, to: &str) {
+        let moved = self.current(from);
+        let gone = self.begin(from, None);
+        let arrived = self.begin(to, moved);
+        engine.rename(from, to, rwfs::engine::RenameHow::Replace, &actor()).unwrap();
+        let mut seq = 0;
+        engine.workspace().read_journal(|entry| seq = seq.max(entry.row.seq.unwrap_or(0))).unwrap();
+        self.done(gone, seq);
+        self.done(arrived, seq);
+    }
+
     fn restore(&self, engine: &Engine, path: &str, bytes: &[u8]) {
         let id = self.begin(path, Some(bytes.to_vec()));
         let to = RestoreTo::Sha(Sha256::of(bytes).to_hex());
@@ -219,7 +231,8 @@ fn check(
         }
     }
     for (path, bytes) in must_keep {
-        let current = on_disk.get(&path) == Some(&bytes);
+        // Current at its path, or moved by a rename to another.
+        let current = on_disk.get(&path) == Some(&bytes) || on_disk.values().any(|b| *b == bytes);
         if !current && !objects.contains_key(&Sha256::of(&bytes)) {
             return Err(format!("a version of {path} ({}) is lost", show(&Some(bytes))));
         }
@@ -393,6 +406,20 @@ fn every_crash_state_keeps_the_guarantees() {
                         });
                     }
                 });
+            },
+        ),
+        scenario(
+            "rename over a file",
+            |e| {
+                crate::support::write(e, "target.txt", b"the version replaced\n", WriteMode::Create).unwrap();
+                crate::support::write(e, "d/moved.txt", b"the version moved\n", WriteMode::Create).unwrap();
+                crate::support::write(e, "d/other.txt", b"same directory\n", WriteMode::Create).unwrap();
+            },
+            |e, run| {
+                run.rename(e, "d/moved.txt", "target.txt");
+                run.rename(e, "d/other.txt", "d/renamed.txt");
+                run.write(e, "d/renamed.txt", b"replaced next\n", WriteMode::Overwrite);
+                run.rename(e, "target.txt", "d/renamed.txt");
             },
         ),
         scenario(

@@ -449,8 +449,13 @@ impl Core {
             };
             return disk.rename(&from_dir, &from_name, &to_dir, &to_name, flags).step("rename");
         }
-        // A regular file at `to` is kept: swap the names, then move what is now at `from` into
-        // objects/. At every instant `to` holds the old or the new content.
+        // A regular file at `to` is kept: it gets a second name (a temp name in `to`'s own
+        // directory) before the rename replaces it, and that name is then moved into objects/.
+        // At every instant `to` holds the old or the new content and `from` the new one or
+        // nothing; the replaced version is under `to` or the temp name (a directory's changes
+        // reach the disk in order, so the link is durable when the rename is), where recovery
+        // finds it. Where no second name can be made, the names are swapped (RENAME_EXCHANGE)
+        // and what is then at `from` is moved into objects/.
         let kept = match (how, replaced) {
             (RenameHow::NoReplace, Some(_)) => {
                 return Err(Error::io("rename", std::io::Error::from_raw_os_error(nix::libc::EEXIST)));
@@ -481,19 +486,33 @@ impl Core {
             self.tracker.end(token);
             return Err(e);
         }
-        let flags = match (how, kept.is_some(), replaced.is_some()) {
-            (RenameHow::Exchange, _, _) | (_, true, _) => Rename::Exchange,
-            (_, false, true) => Rename::Replace,
-            (_, false, false) => Rename::NoReplace,
+        let aside = match kept {
+            Some(_) if how != RenameHow::Exchange => {
+                let tmp = crate::durable::temp_name();
+                disk.hard_link(&to_dir, &to_name, &to_dir, &tmp).ok().map(|()| tmp)
+            }
+            _ => None,
+        };
+        let flags = match (how, kept.is_some(), replaced.is_some(), aside.is_some()) {
+            (RenameHow::Exchange, ..) | (_, true, _, false) => Rename::Exchange,
+            (_, _, true, _) => Rename::Replace,
+            (_, _, false, _) => Rename::NoReplace,
         };
         if let Err(e) = disk.rename(&from_dir, &from_name, &to_dir, &to_name, flags) {
+            if let Some(tmp) = &aside {
+                let _ = disk.unlink(&to_dir, tmp);
+            }
             let e = Error::io("rename", e);
             return Err(self.abort(token, &to_path, kept.map(|k| k.0), content.map(|c| c.0), actor, e));
         }
-        if let Some((sha, _)) = kept
-            && let Err(e) = self.objects.adopt(&from_dir, &from_name, sha)
-        {
-            tracing::error!(path = %from_path, error = %e, "replaced version left under the old name");
+        if let Some((sha, _)) = kept {
+            let (dir, name) = match &aside {
+                Some(tmp) => (&to_dir, tmp.as_str()),
+                None => (&from_dir, from_name.as_str()),
+            };
+            if let Err(e) = self.objects.adopt(dir, name, sha) {
+                tracing::error!(path = %dir.join(name), error = %e, "replaced version left under a temp name");
+            }
         }
         let synced = disk.sync_dir(&to_dir).and_then(|()| disk.sync_dir(&from_dir));
         if let Err(e) = synced {
