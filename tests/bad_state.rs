@@ -670,38 +670,33 @@ fn enospc_while_staging_keeps_the_old_version_and_leaves_nothing_behind() {
     }
 }
 
+/// A full disk (issue: a user could not free space through the mount, since `unlink` and
+/// `rename` failed with ENOSPC): the journal keeps space allocated past its end and `objects/`
+/// has its subdirectories from the start, so deletes and renames still work when nothing is
+/// left, and a write that needs new data fails cleanly at staging. (A journal append that fails
+/// anyway writes no half row: `tests/faults.rs` fails every step of a commit with ENOSPC.)
 #[test]
-fn enospc_on_the_journal_append_keeps_the_old_version_and_writes_no_half_row() {
-    const PAGE: u64 = 4096;
+fn on_a_full_disk_deletes_and_renames_still_work_and_a_write_fails_cleanly() {
     for (label, disk) in disks() {
         let fs = Tmpfs::new("1m");
         let ws = Ws::new_in(fs.path());
         let engine = ws.open_with(disk).unwrap();
         write(&engine, "f.txt", b"old version", WriteMode::Create).unwrap();
+        write(&engine, "g.txt", b"delete me", WriteMode::Create).unwrap();
+        write(&engine, "h.txt", b"rename me", WriteMode::Create).unwrap();
+        write(&engine, "i.txt", b"replaced by the rename", WriteMode::Create).unwrap();
+        // Rows of empty files until the journal's last page has no room for the delete's row:
+        // without a reserve, its append must allocate a page the full disk does not have.
+        const PAGE: u64 = 4096;
         let journal_len = || std::fs::metadata(ws.abs(JOURNAL)).unwrap().len();
-        // Rows of empty files (no data pages) until the journal's last page has less room
-        // than the row of the overwrite below (rows are ~400 bytes): its append must allocate.
         let mut pads = 0;
-        let mut base = None::<u64>;
-        loop {
-            let room = (PAGE - journal_len() % PAGE) % PAGE;
-            if room < 200 {
-                break;
-            }
-            // Aim to leave ~100 bytes of room; the name's length adjusts the row's length.
-            let name_len = base.map_or(10, |b| room.saturating_sub(1 + b + 100).clamp(10, 200));
-            let name = format!("{pads:03}{}", "p".repeat(name_len as usize - 3));
-            let before = journal_len();
-            write(&engine, &name, b"", WriteMode::Create).unwrap();
-            base.get_or_insert(journal_len() - before - 1 - name_len);
+        while (PAGE - journal_len() % PAGE) % PAGE >= 250 {
+            write(&engine, &format!("pad{pads:03}"), b"", WriteMode::Create).unwrap();
             pads += 1;
-            assert!(pads < 50, "cannot line the journal up with a page boundary");
         }
-        // Fill the disk from outside the workspace, then free exactly the new version's pages.
-        let new = vec![b'n'; 4 * PAGE as usize];
         let filler_path = fs.path().join("filler");
         let mut filler = std::fs::File::create(&filler_path).unwrap();
-        let chunk = vec![0u8; PAGE as usize];
+        let chunk = vec![0u8; 4096];
         loop {
             match filler.write(&chunk) {
                 Ok(_) => {}
@@ -709,37 +704,28 @@ fn enospc_on_the_journal_append_keeps_the_old_version_and_writes_no_half_row() {
                 Err(e) => panic!("fill: {e}"),
             }
         }
-        let filled = filler.metadata().unwrap().len() / PAGE * PAGE;
-        filler.set_len(filled - new.len() as u64).unwrap();
-        assert_eq!(fs.free(), new.len() as u64, "free space is exactly the new version");
-        let journal = std::fs::read(ws.abs(JOURNAL)).unwrap();
+        assert_eq!(fs.free(), 0, "{label}: the disk is full");
 
-        let err = assert_reason(write(&engine, "f.txt", &new, WriteMode::Overwrite), "no_space");
-        let context = format!("{label}: journal append");
-        assert_eq!(err.kind().as_str(), "quota_exceeded", "{context}");
-        assert_eq!(err.step(), Some("journal append"), "{context}: the journal must be what ran out: {err}");
-        println!(
-            "ENOSPC on the journal ({label}, {pads} padding rows, {} bytes of room in the last page): {}/{} at {:?}: {err}",
-            (PAGE - journal.len() as u64 % PAGE) % PAGE,
-            err.kind(),
-            err.reason().code(),
-            err.step()
-        );
-        assert_nothing_changed(&ws, &context, &[("f.txt", Some(b"old version"))], &journal);
+        let err = assert_reason(write(&engine, "f.txt", &vec![b'n'; 16 << 10], WriteMode::Overwrite), "no_space");
+        assert_eq!(err.kind().as_str(), "quota_exceeded", "{label}");
+        assert_eq!(ws.read("f.txt").unwrap(), b"old version", "{label}: the old version stays");
+        assert_eq!(temp_files(ws.path()), Vec::<PathBuf>::new(), "{label}: temp files left");
 
-        // Space again: the next write goes through on a clean line, and the chain holds.
-        drop(filler);
-        std::fs::remove_file(&filler_path).unwrap();
-        let committed = write(&engine, "f.txt", &new, WriteMode::Overwrite).unwrap();
-        assert_eq!(committed.prev_sha256, Some(sha(b"old version")));
-        assert_eq!(ws.read("f.txt").unwrap(), new);
+        engine.delete("g.txt", None, &actor()).unwrap_or_else(|e| panic!("{label}: delete on a full disk: {e}"));
+        engine
+            .rename("h.txt", "i.txt", rwfs::engine::RenameHow::Replace, &actor())
+            .unwrap_or_else(|e| panic!("{label}: rename over a file on a full disk: {e}"));
+        assert_eq!((ws.read("g.txt"), ws.read("h.txt")), (None, None), "{label}");
+        assert_eq!(ws.read("i.txt").unwrap(), b"rename me", "{label}");
+        for kept in [&b"delete me"[..], b"replaced by the rename"] {
+            assert_eq!(ws.object(&sha(kept)).as_deref(), Some(kept), "{label}: kept in objects/");
+        }
         engine.close().unwrap();
         let report = report(&ws);
         assert!(report.is_clean(), "{label}: {report:?}");
-        assert_eq!(report.rows, pads + 2);
-        let engine = ws.open();
-        assert!(engine.recovery().corrected.is_empty());
-        engine.close().unwrap();
+        assert_eq!(report.rows, 6 + pads, "{label}: four writes, the padding, the delete and the rename");
+        drop(filler);
+        std::fs::remove_file(&filler_path).unwrap();
     }
 }
 

@@ -825,6 +825,54 @@ fn batch_mode_a_close_is_seen_at_once_and_durable_at_fsync_at_a_rename_or_at_clo
     assert_eq!(ws.read("last.txt").unwrap(), b"last\n", "installed when the engine closes");
 }
 
+/// Fails the next sync once armed (ENOSPC: a full disk found at writeback, as ext4's delayed
+/// allocation reports it at fsync).
+#[derive(Default)]
+struct FailNextSync(std::sync::atomic::AtomicBool);
+
+impl crate::support::hooked::Intercept for FailNextSync {
+    fn before(&self, call: &crate::support::hooked::Call<'_>) -> std::io::Result<()> {
+        let sync = matches!(call, crate::support::hooked::Call::Sync { .. });
+        if sync && self.0.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
+    let disk = Arc::new(crate::support::hooked::Hooked(FailNextSync::default()));
+    let fx = Fx::with(Ws::new(), EngineOptions { disk: Some(disk.clone()), ..EngineOptions::default() });
+    let p = process(310);
+    fx.put("old.txt", b"v1\n", &p).unwrap();
+    for (path, before) in [("old.txt", Some(&b"v1\n"[..])), ("new.txt", None)] {
+        let bytes = format!("{path}: the draft whose close failed\n").into_bytes();
+        disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        let e = fx.put(path, &bytes, &p).expect_err("the close reports the full disk");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        // The last close came after it: nothing was committed behind the writer's back.
+        assert_eq!(fx.backing(path).as_deref(), before, "{path}: the tree keeps its version");
+        assert_eq!(fx.ws.object(&sha(&bytes)), Some(bytes.clone()), "{path}: the bytes are kept");
+        let row = fx.ws.rows().into_iter().rfind(|r| r.op() == Op::Recover).expect("a recover row");
+        assert_eq!(row.from.as_deref(), Some(path));
+        assert_eq!(row.reason.as_deref(), Some("failed_close_draft_kept_in_objects"));
+        let report = rwfs::engine::verify(&fx.ws.workspace()).unwrap();
+        assert!(report.drift.is_empty(), "{path}: the journal says the tree holds what it holds: {report:?}");
+    }
+    // Space again: the next save commits as usual.
+    fx.put("new.txt", b"saved\n", &p).unwrap();
+    assert_eq!(fx.backing("new.txt").unwrap(), b"saved\n");
+    // A writer that writes again after the failure is committing a new state: its close commits.
+    let fh = fx.open("old.txt", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"v2\n", &p).unwrap();
+    disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(fx.vfs.flush(fh, false, &p).is_err());
+    fx.write(fh, 0, b"v3\n", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("old.txt").unwrap(), b"v3\n");
+}
+
 #[test]
 fn random_sequences_over_handles_and_processes_match_the_model() {
     let started = std::time::Instant::now();

@@ -91,6 +91,9 @@ pub trait Disk: Meta + Send + Sync {
     /// `file` will rarely be read again (a version that left the tree): drop its clean pages
     /// from the cache, so new versions reuse warm memory instead of growing the cache.
     fn drop_cache(&self, file: &File);
+    /// Allocate `len` bytes of `file` from `offset` without changing its size, so writes there
+    /// succeed on a full disk (the journal's reserve). Unsupported filesystems succeed.
+    fn reserve(&self, file: &File, offset: u64, len: u64) -> io::Result<()>;
 }
 
 /// Namespace and metadata operations made through the mount, and the two the mount's drafts

@@ -296,4 +296,8 @@ impl Disk for OsDisk {
     fn drop_cache(&self, file: &File) {
         sys::drop_cache(file.as_fd());
     }
+
+    fn reserve(&self, file: &File, offset: u64, len: u64) -> io::Result<()> {
+        sys::reserve(file.as_fd(), offset, len)
+    }
 }

@@ -108,6 +108,19 @@ pub fn start_writeback(fd: BorrowedFd<'_>) {
     }
 }
 
+/// Allocate `len` bytes of `fd` from `offset` without changing its size
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`; macOS: `fcntl(F_PREALLOCATE)`), so later writes there
+/// cannot fail for lack of space. A filesystem that cannot preallocate is not an error.
+pub fn reserve(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    match nix::fcntl::fallocate(fd, nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE, offset, len) {
+        Ok(()) | Err(nix::errno::Errno::EOPNOTSUPP) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Drop `fd`'s clean pages from the page cache (a hint; dirty pages are unaffected).
 pub fn drop_cache(fd: BorrowedFd<'_>) {
     // Failure only loses the hint.

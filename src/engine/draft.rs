@@ -209,6 +209,24 @@ impl Engine {
         })
     }
 
+    /// Keep the bytes of a draft that will not be committed (its commit failed at a close that
+    /// told the writer so) in `objects/`, with a `recover` row naming `path`. On failure the
+    /// draft stays in `drafts/`, where the next start keeps it.
+    pub fn keep_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<()> {
+        let dir = self.core.drafts_dir()?;
+        let (sha, _) = self.core.read_draft_whole(&draft)?;
+        self.core.keep_in_objects(
+            &dir,
+            &draft.name,
+            sha,
+            draft.len,
+            Some(path.to_string()),
+            "failed_close_draft_kept_in_objects",
+            actor,
+        )?;
+        self.core.objects.sync()
+    }
+
     /// Drop a draft nobody needs (the file it was for is gone).
     pub fn discard_draft(&self, draft: Draft) {
         if let Ok(dir) = self.core.drafts_dir()
@@ -559,6 +577,37 @@ impl Core {
         Ok((committed, file))
     }
 
+    /// Move the draft `dir/name` (bytes `sha`) into `objects/` with a `recover` row naming the
+    /// file it was for.
+    #[allow(clippy::too_many_arguments)]
+    fn keep_in_objects(
+        &self,
+        dir: &Dir,
+        name: &str,
+        sha: Sha256,
+        bytes: u64,
+        target: Option<String>,
+        reason: &str,
+        actor: &Actor,
+    ) -> Result<()> {
+        self.objects.adopt(dir, name, sha)?;
+        let path = dir.join(name);
+        tracing::warn!(path, target, sha = %sha.short(12), reason, "kept a draft in objects/");
+        self.journal.append(Change {
+            op: Op::Recover,
+            path,
+            from: target,
+            sha256: None,
+            prev_sha256: Some(sha),
+            bytes,
+            mode: String::new(),
+            actor: actor.clone(),
+            verdict: None,
+            reason: Some(reason.into()),
+        })?;
+        Ok(())
+    }
+
     /// Move drafts left by a process that died into `objects/`, with a `recover` row each.
     pub(crate) fn recover_drafts(&self, claims: &super::recovery::Claims, actor: &Actor) -> Result<Vec<String>> {
         let disk = self.disk();
@@ -578,22 +627,8 @@ impl Core {
                 .ok()
                 .and_then(|t| String::from_utf8(t).ok())
                 .or_else(|| claims.path_of(&sha).map(str::to_string));
-            self.objects.adopt(&dir, name, sha)?;
-            let path = dir.join(name);
-            tracing::warn!(path, target, sha = %sha.short(12), "kept an orphan draft in objects/");
-            self.journal.append(Change {
-                op: Op::Recover,
-                path: path.clone(),
-                from: target,
-                sha256: None,
-                prev_sha256: Some(sha),
-                bytes,
-                mode: String::new(),
-                actor: actor.clone(),
-                verdict: None,
-                reason: Some("orphan_draft_kept_in_objects".into()),
-            })?;
-            kept.push(path);
+            self.keep_in_objects(&dir, name, sha, bytes, target, "orphan_draft_kept_in_objects", actor)?;
+            kept.push(dir.join(name));
         }
         if !kept.is_empty() {
             self.objects.sync()?;

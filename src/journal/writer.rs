@@ -29,6 +29,10 @@ use super::scan::Scan;
 
 /// Largest number of rows written in one batch.
 const MAX_BATCH: usize = 1024;
+/// Space kept allocated past the journal's end (`fallocate`, size unchanged), so the rows of a
+/// delete or a rename still fit when the disk is full and a user can free space through the
+/// mount. Topped up whenever less than half of it is left.
+const RESERVE: u64 = 256 << 10;
 
 /// Who made a change, as recorded in its row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +146,7 @@ impl Journal {
             file,
             end: scan.len,
             unsynced: false,
+            reserved_to: 0,
             needs_newline: scan.needs_newline,
             chain: scan.next_chain(),
             next_seq: scan.last_seq + 1,
@@ -214,6 +219,8 @@ struct Writer {
     end: u64,
     /// Rows were written since the last `fdatasync`.
     unsynced: bool,
+    /// The journal's blocks are allocated up to here (see [`RESERVE`]).
+    reserved_to: u64,
     needs_newline: bool,
     chain: Sha256,
     next_seq: u64,
@@ -224,6 +231,7 @@ struct Writer {
 impl Writer {
     /// Write batches of what is queued until the queue is closed and drained.
     fn run(&mut self, queue: &Queue<Request>) {
+        self.top_up();
         loop {
             let batch = queue.take(MAX_BATCH);
             if batch.is_empty() {
@@ -266,6 +274,7 @@ impl Writer {
                 if rows {
                     self.end += buf.len() as u64;
                     self.needs_newline = false;
+                    self.top_up();
                 }
                 if sync {
                     self.durable_seq.store(self.next_seq - 1, Ordering::Release);
@@ -311,6 +320,18 @@ impl Writer {
             self.unsynced = false;
         }
         Ok(())
+    }
+
+    /// Keep [`RESERVE`] bytes allocated past the end (best effort: a full disk keeps what is
+    /// left of the reserve, which is what it is for).
+    fn top_up(&mut self) {
+        if self.reserved_to >= self.end + RESERVE / 2 {
+            return;
+        }
+        match self.disk.reserve(&self.file, self.end, RESERVE) {
+            Ok(()) => self.reserved_to = self.end + RESERVE,
+            Err(e) => tracing::debug!(error = %e, "journal reserve not topped up"),
+        }
     }
 
     /// Remove bytes of a failed batch; true when the file ends at `end` again.

@@ -47,7 +47,25 @@ impl Objects {
     /// Open (creating durably) `objects/` inside `state`.
     pub fn open(disk: Arc<dyn Disk>, state: &Dir) -> Result<Objects> {
         let dir = open_or_create(&*disk, state, OBJECTS_DIR)?;
-        Ok(Objects { disk, dir, subdirs: Mutex::default(), dirty: Mutex::default() })
+        let objects = Objects { disk, dir, subdirs: Mutex::default(), dirty: Mutex::default() };
+        objects.make_subdirs()?;
+        Ok(objects)
+    }
+
+    /// Make the 256 subdirectories up front (once per workspace), so that keeping a deleted
+    /// file needs no new directory block: a delete frees space even on a full disk.
+    fn make_subdirs(&self) -> Result<()> {
+        if self.disk.stat(&self.dir, "ff").step("stat objects/ff")?.is_some() {
+            return Ok(());
+        }
+        for byte in 0..=255u8 {
+            match self.disk.mkdir(&self.dir, &format!("{byte:02x}"), 0o755) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                Err(e) => return Err(Error::io("create objects/ subdirectories", e)),
+            }
+        }
+        self.disk.sync_dir(&self.dir).step("fsync objects/")
     }
 
     /// Path of an object relative to the workspace root.

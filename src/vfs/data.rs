@@ -425,8 +425,9 @@ impl Vfs {
         } else {
             state.commits_at_close_by((caller.pid != 0).then_some(caller.pid))
         };
-        if commit {
-            self.commit(ino, &mut state, caller)?;
+        if commit && let Err(e) = self.commit(ino, &mut state, caller) {
+            state.failure_reported();
+            return Err(e);
         }
         if sync {
             // In batch durability the commit only staged the version: an fsync returns once it
@@ -493,6 +494,11 @@ impl Vfs {
     fn last_close(&self, ino: u64, state: &mut FileState, caller: &Caller) {
         let (linked, pending) = self.table().get(ino).map_or((false, false), |n| (n.linked, n.pending));
         let mut drop_it = state.is_refused() || !linked;
+        if !drop_it && state.has_reported_failure() {
+            self.keep_reported_failure(ino, state, caller);
+            // A new file that was never committed loses its name, as a refused one does.
+            drop_it = pending;
+        }
         let keep = if !drop_it && (state.needs_commit() || (pending && state.draft().is_some())) {
             match self.commit(ino, state, caller) {
                 Ok(()) => false,
@@ -582,6 +588,17 @@ impl Vfs {
         }
     }
 
+    /// A draft whose commit failed at a close that reported it is not committed later behind
+    /// the writer's back: its bytes are kept in `objects/` with a row (or, if even that fails,
+    /// left in `drafts/` for the next start to keep). The file keeps its committed version.
+    fn keep_reported_failure(&self, ino: u64, state: &mut FileState, caller: &Caller) {
+        let Some(draft) = state.discard() else { return };
+        let path = self.path(ino).unwrap_or_default();
+        if let Err(e) = self.engine.keep_draft(draft, &path, &self.actor(caller)) {
+            tracing::warn!(path, error = %e, "a draft whose close failed stays in drafts/ for the next start");
+        }
+    }
+
     /// Commit (or, if refused, quarantine) every open draft (shutdown); how many were settled.
     pub fn settle_drafts(&self) -> usize {
         let files = self.table().files();
@@ -589,6 +606,10 @@ impl Vfs {
         let daemon = Caller::kernel();
         for (ino, file_node) in files {
             let mut state = file_node.lock();
+            if state.has_reported_failure() {
+                self.keep_reported_failure(ino, &mut state, &daemon);
+                continue;
+            }
             if !(state.needs_commit() || (self.is_pending(ino) && !state.is_refused() && state.draft().is_some())) {
                 continue;
             }

@@ -62,6 +62,10 @@ pub enum Phase {
 pub struct Drafting {
     pub draft: Draft,
     pub authors: Authors,
+    /// Its commit failed at a close or fsync that returned the error, and nothing was written
+    /// since: the writer was told it is not a version, so a later commit point (the last close,
+    /// shutdown) keeps its bytes in `objects/` instead of committing it behind the writer's back.
+    pub reported_failure: bool,
 }
 
 /// Who changed a draft.
@@ -161,7 +165,7 @@ impl FileState {
         let old = std::mem::replace(&mut self.phase, Phase::Clean);
         self.pages = None;
         let writers = writer.as_ref().and_then(|w| w.pid).into_iter().collect();
-        self.phase = Phase::Drafting(Drafting { draft, authors: Authors { writer, writers } });
+        self.phase = Phase::Drafting(Drafting { draft, authors: Authors { writer, writers }, reported_failure: false });
         match old {
             Phase::Refused { placeholder } => placeholder,
             Phase::Drafting(d) => Some(d.draft),
@@ -218,7 +222,19 @@ impl FileState {
 
     /// A commit failed and left the draft: Drafting again, as before.
     pub fn resume(&mut self, draft: Draft, authors: Authors) {
-        self.phase = Phase::Drafting(Drafting { draft, authors });
+        self.phase = Phase::Drafting(Drafting { draft, authors, reported_failure: false });
+    }
+
+    /// The failed commit's error reached the closer (see [`Drafting::reported_failure`]).
+    pub fn failure_reported(&mut self) {
+        if let Phase::Drafting(d) = &mut self.phase {
+            d.reported_failure = true;
+        }
+    }
+
+    /// Is the draft one whose failure a close reported, unchanged since?
+    pub fn has_reported_failure(&self) -> bool {
+        matches!(&self.phase, Phase::Drafting(d) if d.reported_failure)
     }
 
     /// Write into the draft through `write`, which may consume it (the engine quarantines a
@@ -231,8 +247,9 @@ impl FileState {
         };
         let mut slot = Some(draft);
         let written = write(&mut slot);
+        // Written again: the writer knows of the failure and goes on; a close commits it.
         self.phase = match slot {
-            Some(draft) => Phase::Drafting(Drafting { draft, authors }),
+            Some(draft) => Phase::Drafting(Drafting { draft, authors, reported_failure: false }),
             None => Phase::Clean,
         };
         written
