@@ -57,8 +57,9 @@ pub const GITIGNORE_CONTENT: &[u8] = b"# rwfs state: journal, kept versions, soc
 pub enum Visibility {
     /// Listed and readable.
     ReadOnly,
-    /// Listed (names and attributes: digests and sizes), never opened: refused or quarantined
-    /// content, secrets kept out of band, keys and tokens.
+    /// Neither listed nor found (`ENOENT`), never opened: refused or quarantined content, kept
+    /// versions, secrets kept out of band, keys and tokens. Their names are digests and their
+    /// sizes tell what was written, so not even those are shown.
     Hidden,
 }
 
