@@ -312,6 +312,7 @@ fn comparable(out: &[u8]) -> String {
         "journal_id",
         "pid",
         "chain",
+        "mac",
         "workspace",
         "owner",
         "mounts",

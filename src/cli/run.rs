@@ -370,9 +370,14 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
             .map(|d| json!({"path": d.path, "expected": d.expected, "found": found_str(&d.found)}))
             .collect();
         let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+        let bad_objects: Vec<_> =
+            report.bad_objects.iter().map(|b| json!({"path": b.path, "name": b.name, "actual": b.actual})).collect();
         outln!(
             "{}",
-            json!({"ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems, "drift": drift})
+            json!({
+                "ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems,
+                "drift": drift, "objects": report.objects, "bad_objects": bad_objects,
+            })
         );
         return Ok(exit);
     }
@@ -383,6 +388,11 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
     outln!("files: {} paths checked, {} differ from their last row", report.paths, report.drift.len());
     for drift in &report.drift {
         outln!("  {}: journal {} , disk {}", Escaped(&drift.path), short(drift.expected), found_str(&drift.found));
+    }
+    outln!("objects: {} checked, {} do not hash to their names", report.objects, report.bad_objects.len());
+    for bad in &report.bad_objects {
+        let actual = bad.actual.map_or_else(|| "unreadable".to_string(), |a| a.short(12));
+        outln!("  {}: holds {actual}", bad.path);
     }
     Ok(exit)
 }

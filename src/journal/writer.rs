@@ -21,6 +21,7 @@ use crate::wake::{Queue, Replier, Reply};
 
 use super::row::{Op, Row, Via};
 use super::scan::Scan;
+use super::seal::{Seal, write_head};
 
 /// Largest number of rows written in one batch.
 const MAX_BATCH: usize = 1024;
@@ -120,8 +121,10 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Start the writer on an open journal file whose contents `scan` describes.
-    pub fn start(disk: Arc<dyn Disk>, file: File, scan: &Scan) -> Result<Journal> {
+    /// Start the writer on an open journal file whose contents `scan` describes; with a key,
+    /// rows are keyed and `head` is rewritten after every durable batch (see `seal.rs`).
+    /// `seal` is the key, the head file and the next head generation.
+    pub fn start(disk: Arc<dyn Disk>, file: File, scan: &Scan, seal: Option<(Seal, File, u64)>) -> Result<Journal> {
         let queue = Arc::new(Queue::default());
         let durable_seq = Arc::new(AtomicU64::new(scan.last_seq));
         let mut writer = Writer {
@@ -133,6 +136,7 @@ impl Journal {
             chain: scan.next_chain(),
             next_seq: scan.last_seq + 1,
             cut_pending: false,
+            seal,
         };
         let rx = queue.clone();
         let worker = std::thread::Builder::new()
@@ -187,6 +191,8 @@ struct Writer {
     next_seq: u64,
     /// A failed batch left bytes past `end` that could not be cut yet.
     cut_pending: bool,
+    /// The journal key, the head file and the next head generation.
+    seal: Option<(Seal, File, u64)>,
 }
 
 impl Writer {
@@ -195,6 +201,7 @@ impl Writer {
         loop {
             let batch = queue.take(MAX_BATCH);
             if batch.is_empty() {
+                self.sync_head();
                 return;
             }
             self.commit(batch);
@@ -215,7 +222,8 @@ impl Writer {
             let seq = self.next_seq;
             self.next_seq += 1;
             let journal_id = format!("wj_{:012x}{:08x}", millis & 0xffff_ffff_ffff, seq & 0xffff_ffff);
-            let row = to_row(change, seq, &journal_id, &ts, self.chain);
+            let mut row = to_row(change, seq, &journal_id, &ts, self.chain);
+            row.mac = self.seal.as_ref().map(|(seal, _, _)| seal.row_mac(&self.chain));
             let line = row.to_line();
             self.chain = Sha256::of(line.as_bytes());
             buf.extend_from_slice(line.as_bytes());
@@ -227,6 +235,7 @@ impl Writer {
                 self.end += buf.len() as u64;
                 self.needs_newline = false;
                 self.durable_seq.store(self.next_seq - 1, Ordering::Release);
+                self.record_head();
                 for ((_, reply), ok) in batch.into_iter().zip(appended) {
                     reply.send(Ok(ok));
                 }
@@ -250,6 +259,28 @@ impl Writer {
         }
         self.disk.write_at(&self.file, buf, self.end)?;
         self.disk.sync_data(&self.file)
+    }
+
+    /// Rewrite the head to vouch for the journal as it is durable now: right after a batch's
+    /// sync (never before), when the file ends with that batch's newline. A failure only leaves
+    /// the head behind, which the keyed chain covers.
+    fn record_head(&mut self) {
+        if let Some((seal, head, generation)) = &mut self.seal {
+            let line = seal.head(*generation, self.next_seq - 1, self.end, self.chain);
+            *generation += 1;
+            if let Err(e) = write_head(&*self.disk, head, &line, false) {
+                tracing::warn!(error = %e, "cannot record the journal head");
+            }
+        }
+    }
+
+    /// Make the last head written durable (at close).
+    fn sync_head(&self) {
+        if let Some((_, head, _)) = &self.seal
+            && let Err(e) = self.disk.sync_data(head)
+        {
+            tracing::warn!(error = %e, "cannot sync the journal head");
+        }
     }
 
     /// Remove bytes of a failed batch; true when the file ends at `end` again.
@@ -290,6 +321,7 @@ fn to_row(change: &Change, seq: u64, journal_id: &str, ts: &str, chain: Sha256) 
         comm: actor.comm.clone(),
         from: change.from.clone(),
         journal_id: journal_id.to_string(),
+        mac: None,
         mode: if change.mode.is_empty() { change.op.as_str().to_string() } else { change.mode.clone() },
         op_field: Some(change.op),
         path: change.path.clone(),

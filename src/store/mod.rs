@@ -217,6 +217,52 @@ impl Objects {
     }
 }
 
+/// An object whose bytes do not hash to its name (damaged, or tampered with), or that cannot be
+/// read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadObject {
+    /// Relative to the state directory: `objects/ab/<sha256>`.
+    pub path: String,
+    pub name: Sha256,
+    /// What its bytes hash to; `None` when it could not be read.
+    pub actual: Option<Sha256>,
+}
+
+/// Hash every object of the store in `state` (read-only: a missing store is an empty one), and
+/// return those whose bytes do not match their names, with the number checked. This is what
+/// `rwfs verify` adds to the journal's checks: `restore` refuses a damaged object, this finds
+/// it before anyone needs it.
+pub fn check_objects(disk: &dyn Disk, state: &Dir) -> Result<(u64, Vec<BadObject>)> {
+    let dir = match disk.open_dir(state, OBJECTS_DIR) {
+        Ok(dir) => dir,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok((0, Vec::new())),
+        Err(e) => return Err(Error::io("open objects directory", e)),
+    };
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for (sub_name, kind) in disk.list(&dir).step("list objects")? {
+        let Some(sub_name) = sub_name.to_str().filter(|n| n.len() == 2 && kind == FileKind::Dir) else {
+            continue;
+        };
+        let sub = disk.open_dir(&dir, sub_name).step("open objects directory")?;
+        for (name, kind) in disk.list(&sub).step("list objects")? {
+            let Some((text, sha)) = name.to_str().and_then(|n| Some((n, n.parse::<Sha256>().ok()?))) else {
+                continue;
+            };
+            if kind != FileKind::File {
+                continue;
+            }
+            checked += 1;
+            let actual = disk.open_read(&sub, text).and_then(|file| crate::durable::hash_file(disk, &file)).ok();
+            if actual.map(|(a, _)| a) != Some(sha) {
+                let path = format!("{OBJECTS_DIR}/{sub_name}/{text}");
+                bad.push(BadObject { path, name: sha, actual: actual.map(|(a, _)| a) });
+            }
+        }
+    }
+    Ok((checked, bad))
+}
+
 /// Open directory `name` inside `parent`, creating it (durably) if missing.
 pub fn open_or_create(disk: &dyn Disk, parent: &Dir, name: &str) -> Result<Dir> {
     match disk.stat(parent, name).step("stat directory")? {
