@@ -152,6 +152,8 @@ fn the_example_policy_parses_and_names_every_key() {
         "pass_through:",
         "blocked_errno:",
         "read_cap_bytes:",
+        "max_gated_bytes:",
+        "retention:",
     ] {
         assert!(text.lines().any(|l| l.starts_with(key)), "examples/policy.yaml documents {key}");
     }

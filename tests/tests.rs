@@ -23,5 +23,6 @@ mod mount_helper;
 mod policy;
 mod posix;
 mod programs;
+mod retention;
 mod scan;
 mod state_layout;

@@ -29,6 +29,7 @@ mod events;
 mod gate;
 mod locks;
 mod recovery;
+mod retention;
 mod settle;
 mod spares;
 mod state;
@@ -48,7 +49,7 @@ use crossbeam_channel::Sender;
 use crate::durable::resolve::lookup;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::journal::{self, Actor, Change, Journal, Op};
+use crate::journal::{self, Actor, Journal};
 use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
 
@@ -57,6 +58,7 @@ pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
 pub use recovery::Recovery;
+pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
 pub use tree::{Entry, Owner, RenameHow};
@@ -124,14 +126,6 @@ pub enum Restored {
         path: WorkspacePath,
         sha256: Sha256,
     },
-}
-
-/// What retention removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gc {
-    pub objects: u64,
-    pub bytes: u64,
-    pub seq: u64,
 }
 
 impl Engine {
@@ -239,24 +233,6 @@ impl Engine {
         let committed = self.core.restore_version(&history.path, &file, sha, actor)?;
         self.publish(&committed, actor);
         Ok(Restored::Committed(committed))
-    }
-
-    /// Remove versions that left the tree more than `keep` ago.
-    pub fn gc(&self, keep: Duration, actor: &Actor) -> Result<Gc> {
-        let removed = self.core.objects.remove_older_than(keep, &BTreeSet::new())?;
-        let appended = self.core.journal.append(Change {
-            op: Op::Gc,
-            path: format!("{STATE_DIR}/{}", crate::store::OBJECTS_DIR),
-            from: None,
-            sha256: None,
-            prev_sha256: None,
-            bytes: removed.bytes,
-            mode: String::new(),
-            actor: actor.clone(),
-            verdict: None,
-            reason: Some(format!("keep_seconds={} removed={}", keep.as_secs(), removed.objects)),
-        })?;
-        Ok(Gc { objects: removed.objects, bytes: removed.bytes, seq: appended.seq })
     }
 
     /// Commits started and not yet settled.
