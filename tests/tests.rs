@@ -25,4 +25,5 @@ mod posix;
 mod programs;
 mod retention;
 mod scan;
+mod sparse;
 mod state_layout;

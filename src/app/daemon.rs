@@ -119,6 +119,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     }
     control::start(&workspace, &state, shared.clone())?;
     let retention = start_retention(&engine)?;
+    recover_deferred_drafts(&engine);
     std::thread::Builder::new()
         .name("rwfs-signals".into())
         .spawn(move || {
@@ -353,6 +354,23 @@ fn default_log(workspace: &Path) -> Option<PathBuf> {
         let _ = std::fs::rename(&log, state.join(DAEMON_LOG_OLD));
     }
     Some(log)
+}
+
+/// Orphan drafts too big to hash before the mount was ready (see `Recovery::drafts_deferred`)
+/// are kept in `objects/` now, in the background, while the mount serves.
+fn recover_deferred_drafts(engine: &Arc<Engine>) {
+    if engine.recovery().drafts_deferred.is_empty() {
+        return;
+    }
+    let engine = engine.clone();
+    let spawned =
+        std::thread::Builder::new().name("rwfs-recover".into()).spawn(move || match engine.recover_deferred_drafts() {
+            Ok(kept) => tracing::info!(drafts = kept.len(), "deferred orphan drafts kept in objects/"),
+            Err(e) => tracing::error!(error = %e, "deferred orphan drafts (they stay in drafts/ for the next mount)"),
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the deferred recovery");
+    }
 }
 
 /// The retention thread's stop sender (dropping it stops the thread) and handle.

@@ -57,7 +57,7 @@ pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
-pub use recovery::Recovery;
+pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
 pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
@@ -167,7 +167,9 @@ impl Engine {
             spares,
         });
         let mut recovery = core.recover(&claims)?;
-        recovery.drafts_kept = core.recover_drafts(&claims, &journal::Actor::engine())?;
+        let budget = Some(recovery::RECOVERY_HASH_BUDGET);
+        (recovery.drafts_kept, recovery.drafts_deferred) =
+            core.recover_drafts(&claims, &journal::Actor::engine(), budget, None)?;
         if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() || !recovery.drafts_kept.is_empty() {
             tracing::warn!(?recovery, "recovered from an interrupted session");
         }
@@ -192,6 +194,24 @@ impl Engine {
     /// What recovery did when this engine opened.
     pub fn recovery(&self) -> &Recovery {
         &self.recovery
+    }
+
+    /// Keep the orphan drafts recovery deferred at open (see [`Recovery::drafts_deferred`]) in
+    /// `objects/`, with their `recover` rows; the daemon calls it once the mount is ready. Only
+    /// those names are touched: the drafts of the live mount are not.
+    pub fn recover_deferred_drafts(&self) -> Result<Vec<String>> {
+        if self.recovery.drafts_deferred.is_empty() {
+            return Ok(Vec::new());
+        }
+        let names: BTreeSet<String> = self
+            .recovery
+            .drafts_deferred
+            .iter()
+            .filter_map(|p| p.rsplit_once('/').map(|(_, name)| name.to_string()))
+            .collect();
+        let claims = recovery::Claims::default();
+        let (kept, _) = self.core.recover_drafts(&claims, &journal::Actor::engine(), None, Some(&names))?;
+        Ok(kept)
     }
 
     /// Be told of every path the engine changes through its own API (see `events.rs`).
