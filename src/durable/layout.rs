@@ -35,7 +35,8 @@ pub const SCRATCH: &str = "scratch";
 pub const CHECKPOINTS: &str = "checkpoints";
 /// Archived handoff envelopes.
 pub const HANDOFFS: &str = "handoffs";
-/// Keys of the workspace (`cursor.key`, which signs read cursors).
+/// Keys of the workspace: `cursor.key` (signs read cursors), `journal.key` (keys the journal's
+/// chain) and `journal.head` (the journal's anchored head; see `journal/seal.rs`).
 pub const KEYS: &str = "keys";
 /// The bearer token of the MCP HTTP endpoint (0600).
 pub const HTTP_TOKEN: &str = "mcp-http.token";
