@@ -131,6 +131,12 @@ pub enum Reason {
 
     // The operating system.
     NoSpace,
+    /// A gated version larger than the policy's `max_gated_bytes` (its bytes are kept in
+    /// `objects/`, named by a `block` row with reason `too_big`).
+    TooBig {
+        bytes: u64,
+        max: u64,
+    },
     PermissionDenied,
     ReadOnlyFilesystem,
     /// Any other errno; the `io::Error` is the source.
@@ -229,7 +235,7 @@ impl Reason {
             | AlreadyMounted { .. }
             | DeadMount { .. } => ErrorKind::StalePrecondition,
             ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
-            NoSpace => ErrorKind::QuotaExceeded,
+            NoSpace | TooBig { .. } => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
             Blocked(_) | RetryBudgetSpent { .. } | StillBlocked => ErrorKind::Blocked,
             Remote { kind, .. } => *kind,
@@ -262,6 +268,7 @@ impl Reason {
             ReadBackMismatch { .. } => "read_back_mismatch",
             ObjectCorrupt { .. } => "object_corrupt",
             NoSpace => "no_space",
+            TooBig { .. } => "too_big",
             PermissionDenied => "permission_denied",
             ReadOnlyFilesystem => "read_only_filesystem",
             Io => "io_error",
@@ -359,6 +366,10 @@ impl fmt::Display for Reason {
                 write!(f, "objects/{} holds bytes that hash to {}", sha.short(12), actual.short(12))
             }
             NoSpace => f.write_str("no space left on the device (or quota exceeded)"),
+            TooBig { bytes, max } => write!(
+                f,
+                "{bytes} bytes is over the policy's max_gated_bytes ({max}): refused, its bytes kept in objects/; write such files on a pass_through path"
+            ),
             PermissionDenied => f.write_str("permission denied"),
             ReadOnlyFilesystem => f.write_str("the backing filesystem is read-only"),
             Io => f.write_str("I/O error"),

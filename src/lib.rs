@@ -15,8 +15,9 @@
 //!
 //! - [`durable`]: the I/O seam ([`durable::Disk`] and [`durable::Meta`]), path resolution
 //!   beneath the root (`openat2(RESOLVE_BENEATH)`), the state directory's layout table, and the
-//!   steps of a commit (stage, sync, install).
-//! - [`journal`]: `journal.jsonl` — rows, the group-commit writer thread, the tolerant reader.
+//!   steps of a commit (stage, sync, install), digests that read only a sparse file's data.
+//! - [`journal`]: `journal.jsonl` — rows, the group-commit writer thread, the tolerant reader,
+//!   the keyed chain and its anchored head (`seal.rs`).
 //! - [`store`]: `objects/`, content-addressed versions that left the tree.
 //! - [`engine`]: the owner of a workspace: open (lock, recovery), the commit protocol
 //!   (`engine/commit.rs`), delete, history, restore, retention, verify; which class a path is in

@@ -19,6 +19,12 @@
 //! read_cap_bytes: 65536                      # most bytes one rr_read_bytes / rr_read_next returns
 //! durability: close                          # the mount: close (durable at close) or batch
 //! batch_window_ms: 100                        # batch: longest wait before a close is durable
+//! max_gated_bytes: 4294967296                # a gated version above this is refused (EFBIG)
+//! retention:                                 # what `objects/` may keep (see `Retention`)
+//!   max_bytes: 10737418240                   #   at most this many bytes
+//!   max_free_fraction: 0.2                   #   and this share of the space it could use
+//!   max_age_days: 30                         #   versions older than this go
+//!   interval_seconds: 600                    #   how often the daemon enforces it
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -110,6 +116,46 @@ pub const DEFAULT_READ_CAP_BYTES: u64 = 64 << 10;
 /// The largest `read_cap_bytes` a policy may set.
 pub const MAX_READ_CAP_BYTES: u64 = 2 << 20;
 
+/// The default of `max_gated_bytes`: the largest version the gate takes (4 GiB). Bigger files
+/// belong on pass-through paths: their scan and digest would hold a commit for minutes.
+pub const DEFAULT_MAX_GATED_BYTES: u64 = 4 << 30;
+
+/// What `objects/` may keep: the retention that keeps the disk safe while keeping versions is
+/// the point (DESIGN §1.3).
+///
+/// Invariants of enforcement (`Engine::gc`): versions older than `max_age` go; then, while the
+/// store is over its limit — the smaller of `max_bytes` and `max_free_fraction` of the space
+/// the store could use (its own bytes plus the filesystem's available bytes) — the oldest
+/// version of the path with the most kept versions goes, one at a time; the newest version of a
+/// file that is deleted now is never removed for size, only by age.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retention {
+    pub max_bytes: u64,
+    pub max_free_fraction: f64,
+    pub max_age: std::time::Duration,
+    /// How often the daemon enforces it; zero: never in the background (`rwfs gc` only).
+    pub interval: std::time::Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            max_bytes: 10 << 30,
+            max_free_fraction: 0.2,
+            max_age: std::time::Duration::from_secs(30 * 86_400),
+            interval: std::time::Duration::from_secs(600),
+        }
+    }
+}
+
+impl Retention {
+    /// The store's limit given its own size and the bytes still available on its filesystem.
+    pub fn limit(&self, store_bytes: u64, available: u64) -> u64 {
+        let could_use = store_bytes.saturating_add(available) as f64;
+        self.max_bytes.min((could_use * self.max_free_fraction) as u64)
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
@@ -139,6 +185,18 @@ struct PolicyFile {
     durability: Option<Durability>,
     #[serde(default)]
     batch_window_ms: Option<i64>,
+    max_gated_bytes: Option<i64>,
+    #[serde(default)]
+    retention: Option<RetentionSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetentionSpec {
+    max_bytes: Option<i64>,
+    max_free_fraction: Option<f64>,
+    max_age_days: Option<f64>,
+    interval_seconds: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -221,6 +279,8 @@ pub struct Policy {
     read_cap_bytes: u64,
     durability: Durability,
     batch_window_ms: u64,
+    max_gated_bytes: u64,
+    retention: Retention,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -339,12 +399,22 @@ impl Policy {
                 semantic(text, "batch_window_ms", "batch_window_ms must be a whole number from 1 to 10000 (10 s)")
             })?,
         };
+        let max_gated_bytes = match file.max_gated_bytes {
+            None => DEFAULT_MAX_GATED_BYTES,
+            Some(n) => u64::try_from(n)
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| semantic(text, "max_gated_bytes", "max_gated_bytes must be a whole number ≥ 1"))?,
+        };
+        let retention = retention(file.retention.as_ref(), text)?;
         Ok(Policy {
             scan,
             retry_budget,
             read_cap_bytes,
             durability: file.durability.unwrap_or_default(),
             batch_window_ms,
+            max_gated_bytes,
+            retention,
             rules,
             allow_paths: globs(&file.allow_paths, text)?,
             pass_through: globs(&pass_through_patterns, text)?,
@@ -384,6 +454,16 @@ impl Policy {
     /// How long a close acknowledged in `batch` mode may wait to be durable.
     pub fn batch_window(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.batch_window_ms)
+    }
+
+    /// The largest version the gate takes (`max_gated_bytes`); a bigger one is refused (`EFBIG`).
+    pub fn max_gated_bytes(&self) -> u64 {
+        self.max_gated_bytes
+    }
+
+    /// What `objects/` may keep (`retention`).
+    pub fn retention(&self) -> Retention {
+        self.retention
     }
 
     /// Is `path` written in place by the mount, without a draft or a scan?
@@ -435,6 +515,33 @@ impl Policy {
 }
 
 /// Without a policy rule: block a real-looking credential, warn about everything else.
+fn retention(spec: Option<&RetentionSpec>, text: &str) -> Result<Retention> {
+    let mut out = Retention::default();
+    let Some(spec) = spec else { return Ok(out) };
+    if let Some(n) = spec.max_bytes {
+        out.max_bytes = u64::try_from(n)
+            .map_err(|_| semantic(text, "max_bytes", "retention.max_bytes must be a whole number ≥ 0"))?;
+    }
+    if let Some(f) = spec.max_free_fraction {
+        if !(0.0..=1.0).contains(&f) {
+            return Err(semantic(text, "max_free_fraction", "retention.max_free_fraction must lie in [0, 1]"));
+        }
+        out.max_free_fraction = f;
+    }
+    if let Some(days) = spec.max_age_days {
+        if !(0.0..1e6).contains(&days) {
+            return Err(semantic(text, "max_age_days", "retention.max_age_days must be a number of days ≥ 0"));
+        }
+        out.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
+    }
+    if let Some(n) = spec.interval_seconds {
+        let n = u64::try_from(n)
+            .map_err(|_| semantic(text, "interval_seconds", "retention.interval_seconds must be a whole number ≥ 0"))?;
+        out.interval = std::time::Duration::from_secs(n);
+    }
+    Ok(out)
+}
+
 fn default_action(f: &crate::score::Finding) -> Action {
     if f.kind == Kind::Leak && f.severity == "credential" { Action::Block } else { Action::Warn }
 }

@@ -27,6 +27,11 @@ impl Sha256 {
         Sha256([0; 32])
     }
 
+    /// A digest computed elsewhere (an HMAC).
+    pub fn from_bytes(bytes: [u8; 32]) -> Sha256 {
+        Sha256(bytes)
+    }
+
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -54,6 +59,25 @@ impl fmt::Debug for Sha256 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Sha256({})", self.short(12))
     }
+}
+
+/// HMAC-SHA256 (RFC 2104 with SHA-256's 64-byte block): the journal's keyed chain and the read
+/// cursors' signatures. Callers domain-separate their messages.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&sha2::Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let mut inner = sha2::Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    inner.update(message);
+    let inner = inner.finalize();
+    let mut outer = sha2::Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner);
+    outer.finalize().into()
 }
 
 /// The text was not 64 lowercase hex digits.
@@ -115,6 +139,16 @@ impl Hasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        let case1 = hmac_sha256(&[0x0b; 20], b"Hi There");
+        assert_eq!(hex::encode(case1), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+        let case2 = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(hex::encode(case2), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        let case6 = hmac_sha256(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First");
+        assert_eq!(hex::encode(case6), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    }
 
     #[test]
     fn known_digest_round_trips() {

@@ -228,15 +228,19 @@ fn garbage_lines_in_the_middle_are_reported_by_line_and_skipped() {
         .iter()
         .map(|&(line, j)| (line, junk[j].len() as u64))
         .collect();
+    // Lines inserted before the head's row move it: the head says so (first as a mismatch, after
+    // the next open as the `tamper` row that recorded it).
     let check = |problems: &[Problem]| {
         let got: Vec<(u64, u64)> = problems
             .iter()
-            .map(|p| match p {
-                Problem::Unreadable { line, bytes, .. } => (*line, *bytes),
+            .filter_map(|p| match p {
+                Problem::Unreadable { line, bytes, .. } => Some((*line, *bytes)),
+                Problem::HeadMismatch { head_seq: 3, .. } | Problem::Tampered { line: 11, .. } => None,
                 other => panic!("unexpected problem {other:?}"),
             })
             .collect();
         assert_eq!(got, expected_lines);
+        assert_eq!(problems.len(), expected_lines.len() + 1, "{problems:?}");
     };
     check(&problems(&ws));
     let rows: Vec<String> = ws.rows().into_iter().map(|r| r.path).collect();
@@ -249,7 +253,7 @@ fn garbage_lines_in_the_middle_are_reported_by_line_and_skipped() {
     engine.close().unwrap();
     let report = report(&ws);
     check(&report.problems);
-    assert_eq!((report.rows, report.drift.len()), (5, 0));
+    assert_eq!((report.rows, report.drift.len()), (6, 0), "three rows, the tamper row, two more");
     assert_eq!(ws.workspace().history("f1").unwrap().versions.len(), 2);
     let log = rwfs(ws.path(), &["log", "-n", "0"]);
     assert!(log.status.success(), "{}", text(&log.stderr));
@@ -273,7 +277,7 @@ fn editing_a_byte_of_an_earlier_row_is_reported_as_a_broken_chain() {
     lines[0][at] = b'9';
     set_journal(&ws, &lines);
     assert_eq!(ws.rows()[0].bytes, 9, "the edited row still parses");
-    assert_eq!(problems(&ws), vec![Problem::ChainBroken { line: 2 }]);
+    assert_eq!(problems(&ws), vec![Problem::ChainBroken { line: 2 }, Problem::MacBroken { line: 2 }]);
     let out = rwfs(ws.path(), &["verify", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -283,12 +287,22 @@ fn editing_a_byte_of_an_earlier_row_is_reported_as_a_broken_chain() {
     let engine = ws.open();
     write(&engine, "i", b"i", WriteMode::Create).unwrap();
     engine.close().unwrap();
-    assert_eq!(problems(&ws), vec![Problem::ChainBroken { line: 2 }]);
-    // Removing a row is caught the same way.
+    assert_eq!(problems(&ws), vec![Problem::ChainBroken { line: 2 }, Problem::MacBroken { line: 2 }]);
+    // Removing a row is caught the same way (and the head no longer ends where it did).
     let mut lines = journal_lines(&ws);
     lines.remove(2);
     set_journal(&ws, &lines);
-    assert_eq!(problems(&ws), vec![Problem::ChainBroken { line: 2 }, Problem::ChainBroken { line: 3 }]);
+    let found = problems(&ws);
+    assert_eq!(
+        found[..4],
+        [
+            Problem::ChainBroken { line: 2 },
+            Problem::MacBroken { line: 2 },
+            Problem::ChainBroken { line: 3 },
+            Problem::MacBroken { line: 3 }
+        ]
+    );
+    assert!(matches!(found[4..], [Problem::Truncated { .. }]), "{found:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -259,11 +259,11 @@ fn gc_removes_versions_past_retention_and_journals_it() {
     let engine = ws.open();
     write(&engine, "f", b"old", WriteMode::Create).unwrap();
     write(&engine, "f", b"new", WriteMode::Overwrite).unwrap();
-    let kept = engine.gc(Duration::from_secs(86_400), &actor()).unwrap();
+    let kept = engine.gc(Some(Duration::from_secs(86_400)), &actor()).unwrap();
     assert_eq!(kept.objects, 0);
     assert!(ws.object(&sha(b"old")).is_some());
     std::thread::sleep(Duration::from_millis(20));
-    let gc = engine.gc(Duration::ZERO, &actor()).unwrap();
+    let gc = engine.gc(Some(Duration::ZERO), &actor()).unwrap();
     assert_eq!((gc.objects, gc.bytes), (1, 3));
     assert!(ws.object(&sha(b"old")).is_none());
     assert_eq!(ws.read("f").unwrap(), b"new", "the current version is never touched");

@@ -260,7 +260,7 @@ fn check(
         }
     }
     for problem in &report.problems {
-        if matches!(problem, Problem::ChainBroken { .. } | Problem::Unchained { .. }) {
+        if !matches!(problem, Problem::Torn { .. } | Problem::Unreadable { .. }) {
             return Err(format!("journal problem after recovery: {problem}"));
         }
     }

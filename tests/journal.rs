@@ -177,3 +177,151 @@ fn rows_carry_the_reference_keys_in_sorted_order() {
     let ts = object["ts"].as_str().unwrap();
     assert!(humantime::parse_rfc3339(ts).is_ok() && ts.ends_with('Z') && ts.len() == 20, "{ts}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tampering (issue 14, item 9): the keyed chain, the head, and the store.
+
+const JOURNAL: &str = ".resilient_write/journal.jsonl";
+
+/// A workspace with three rows and one kept version (`f`'s first), closed.
+fn three_rows() -> Ws {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write(&engine, "f", b"one", WriteMode::Create).unwrap();
+    write(&engine, "f", b"two", WriteMode::Overwrite).unwrap();
+    write(&engine, "g", b"12345", WriteMode::Create).unwrap();
+    engine.close().unwrap();
+    assert!(verify(&ws.workspace()).unwrap().is_clean(), "{:?}", verify(&ws.workspace()).unwrap());
+    ws
+}
+
+fn rows_of(ws: &Ws) -> Vec<rwfs::journal::Row> {
+    let text = std::fs::read_to_string(ws.abs(JOURNAL)).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Write `rows` as the journal, each `chain` recomputed as an attacker without the key can.
+fn rewrite_rechained(ws: &Ws, rows: &mut [rwfs::journal::Row]) {
+    let mut chain = rwfs::sha::Sha256::zero();
+    let mut text = String::new();
+    for row in rows.iter_mut() {
+        row.chain = Some(chain);
+        let line = row.to_line();
+        chain = rwfs::sha::Sha256::of(line.as_bytes());
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(ws.abs(JOURNAL), text).unwrap();
+}
+
+/// Open the workspace, append a row, and verify.
+fn problems_after_one_more_row(ws: &Ws) -> Vec<Problem> {
+    let engine = ws.open();
+    write(&engine, "h", b"h", WriteMode::Create).unwrap();
+    engine.close().unwrap();
+    problems_of(ws)
+}
+
+fn problems_of(ws: &Ws) -> Vec<Problem> {
+    verify(&ws.workspace()).unwrap().problems
+}
+
+#[test]
+fn verify_catches_an_edit_of_the_last_row_even_after_the_next_append() {
+    let ws = three_rows();
+    let text = std::fs::read_to_string(ws.abs(JOURNAL)).unwrap();
+    std::fs::write(ws.abs(JOURNAL), text.replacen(r#""bytes":5"#, r#""bytes":9"#, 1)).unwrap();
+    assert_eq!(ws.rows()[2].bytes, 9);
+    let problems = problems_of(&ws);
+    assert!(matches!(problems.as_slice(), [Problem::HeadMismatch { head_seq: 3, .. }]), "{problems:?}");
+    // The next append would hide it for good, were it not recorded first.
+    let problems = problems_after_one_more_row(&ws);
+    assert!(
+        matches!(problems.as_slice(), [Problem::Tampered { line: 4, reason }] if reason.contains("last rows were changed")),
+        "{problems:?}"
+    );
+    assert_eq!(ws.rows()[3].op(), rwfs::journal::Op::Tamper);
+}
+
+#[test]
+fn verify_catches_a_forged_row_appended_with_a_correct_chain() {
+    for keep_mac in [true, false] {
+        let ws = three_rows();
+        let mut rows = rows_of(&ws);
+        let mut forged = rows[2].clone();
+        forged.seq = Some(4);
+        forged.path = "forged".into();
+        if !keep_mac {
+            forged.mac = None;
+        }
+        rows.push(forged);
+        rewrite_rechained(&ws, &mut rows);
+        let problems = problems_of(&ws);
+        let expect = if keep_mac { Problem::MacBroken { line: 4 } } else { Problem::Unkeyed { line: 4 } };
+        assert_eq!(problems, vec![expect], "the plain chain is right, so only the keyed one tells");
+    }
+}
+
+#[test]
+fn verify_catches_a_middle_row_edited_or_removed_with_the_chain_recomputed() {
+    let ws = three_rows();
+    let mut rows = rows_of(&ws);
+    rows[1].bytes = 7;
+    rewrite_rechained(&ws, &mut rows);
+    let problems = problems_of(&ws);
+    // The row after the edited one no longer follows it under the key.
+    assert!(problems.contains(&Problem::MacBroken { line: 3 }), "{problems:?}");
+    assert!(problems.iter().all(|p| !matches!(p, Problem::ChainBroken { .. })), "{problems:?}");
+    let ws = three_rows();
+    let mut rows = rows_of(&ws);
+    rows.remove(1);
+    rewrite_rechained(&ws, &mut rows);
+    let problems = problems_of(&ws);
+    assert!(problems.contains(&Problem::MacBroken { line: 2 }), "{problems:?}");
+    assert!(problems.iter().any(|p| matches!(p, Problem::Truncated { .. })), "{problems:?}");
+}
+
+#[test]
+fn verify_catches_a_journal_truncated_to_nothing_and_remembers_it() {
+    let ws = three_rows();
+    let len = std::fs::metadata(ws.abs(JOURNAL)).unwrap().len();
+    std::fs::write(ws.abs(JOURNAL), b"").unwrap();
+    assert_eq!(problems_of(&ws), vec![Problem::Truncated { len: 0, head_len: len }]);
+    let problems = problems_after_one_more_row(&ws);
+    assert!(
+        matches!(problems.as_slice(), [Problem::Tampered { line: 1, reason }] if reason.contains("truncated")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn verify_hashes_every_kept_version() {
+    let ws = three_rows();
+    let hex = crate::support::sha(b"one").to_hex();
+    let object = ws.abs(&format!(".resilient_write/objects/{}/{hex}", &hex[..2]));
+    assert_eq!(std::fs::read(&object).unwrap(), b"one");
+    std::fs::write(&object, b"eno").unwrap();
+    let report = verify(&ws.workspace()).unwrap();
+    assert!(!report.is_clean());
+    assert_eq!(report.objects, 1);
+    assert_eq!(report.bad_objects.len(), 1, "{:?}", report.bad_objects);
+    assert_eq!(report.bad_objects[0].actual, Some(crate::support::sha(b"eno")));
+    assert!(report.problems.is_empty() && report.drift.is_empty());
+}
+
+#[test]
+fn a_journal_from_before_the_key_still_verifies_and_continues_keyed() {
+    let ws = three_rows();
+    // What an rwfs without the keyed chain left: plain chains, no keys/.
+    let mut rows = rows_of(&ws);
+    for row in &mut rows {
+        row.mac = None;
+    }
+    rewrite_rechained(&ws, &mut rows);
+    std::fs::remove_dir_all(ws.abs(".resilient_write/keys")).unwrap();
+    assert_eq!(problems_of(&ws), vec![]);
+    assert_eq!(problems_after_one_more_row(&ws), vec![]);
+    let rows = rows_of(&ws);
+    assert!(rows[..3].iter().all(|r| r.mac.is_none()) && rows[3].mac.is_some(), "{rows:?}");
+    assert_eq!(std::fs::read(ws.abs(".resilient_write/keys/journal.key")).unwrap().len(), 32);
+}

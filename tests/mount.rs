@@ -424,19 +424,40 @@ fn the_state_directory_is_read_only_and_its_secrets_unreadable() {
     let err = std::fs::write(m.path(".resilient_write/new"), b"x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EROFS));
     assert!(m.read(".resilient_write/journal.jsonl").unwrap().starts_with(b"{"));
-    // Objects are listed (digests and sizes), never read.
+    // Hidden entries are neither listed nor found (issue 14, item 10): kept versions, drafts,
+    // out-of-band blobs, keys, the token, and names the state directory's table does not know.
     m.write("x.txt", b"y").unwrap();
     let hex = sha(b"x").to_hex();
-    assert!(std::fs::metadata(m.path(&format!(".resilient_write/objects/{}/{hex}", &hex[..2]))).is_ok());
-    let err = std::fs::read(m.path(&format!(".resilient_write/objects/{}/{hex}", &hex[..2]))).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
-    // Nor the token, nor a name the state directory's table does not know.
-    assert!(std::fs::metadata(m.path(".resilient_write/mcp-http.token")).is_ok());
-    let err = std::fs::read(m.path(".resilient_write/mcp-http.token")).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+    assert!(m.ws.abs(&format!(".resilient_write/objects/{}/{hex}", &hex[..2])).exists(), "kept in the backing tree");
     m.ws.put(".resilient_write/unknown", b"x");
-    let err = std::fs::read(m.path(".resilient_write/unknown")).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+    m.ws.put(".resilient_write/keys/cursor.key", &[7u8; 32]);
+    m.ws.put(".resilient_write/scratch/index.jsonl", b"{}\n");
+    for hidden in [
+        format!(".resilient_write/objects/{}/{hex}", &hex[..2]),
+        format!(".resilient_write/objects/{}", &hex[..2]),
+        ".resilient_write/objects".to_string(),
+        ".resilient_write/drafts".to_string(),
+        ".resilient_write/scratch/index.jsonl".to_string(),
+        ".resilient_write/keys/cursor.key".to_string(),
+        ".resilient_write/keys".to_string(),
+        ".resilient_write/mcp-http.token".to_string(),
+        ".resilient_write/unknown".to_string(),
+    ] {
+        let err = std::fs::symlink_metadata(m.path(&hidden)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::libc::ENOENT), "stat {hidden}");
+        let err = std::fs::read(m.path(&hidden)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::libc::ENOENT), "read {hidden}");
+    }
+    let mut listed: Vec<String> = std::fs::read_dir(m.path(".resilient_write"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    listed.sort();
+    for name in &listed {
+        let entry = rwfs::durable::layout::state_entry(name).unwrap_or_else(|| panic!("{name} listed"));
+        assert_eq!(entry.visibility, rwfs::durable::layout::Visibility::ReadOnly, "{name} listed");
+    }
+    assert!(listed.contains(&"journal.jsonl".to_string()), "{listed:?}");
 }
 
 #[test]

@@ -154,6 +154,8 @@ fn the_example_policy_parses_and_names_every_key() {
         "read_cap_bytes:",
         "durability:",
         "batch_window_ms:",
+        "max_gated_bytes:",
+        "retention:",
     ] {
         assert!(text.lines().any(|l| l.starts_with(key)), "examples/policy.yaml documents {key}");
     }

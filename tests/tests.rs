@@ -23,5 +23,7 @@ mod mount_helper;
 mod policy;
 mod posix;
 mod programs;
+mod retention;
 mod scan;
+mod sparse;
 mod state_layout;

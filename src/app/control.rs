@@ -55,7 +55,8 @@ pub enum Request {
         at_unix_ns: Option<i64>,
     },
     Gc {
-        keep_seconds: u64,
+        /// Instead of the policy's `retention.max_age_days`.
+        keep_seconds: Option<u64>,
     },
     Status,
     /// Settle drafts, unmount and exit.
@@ -77,6 +78,14 @@ pub trait Daemon: Send + Sync {
     fn shutdown(&self);
     /// Serve an MCP session on `stream`; `first` holds the bytes already read from it.
     fn serve_mcp(&self, stream: UnixStream, first: Vec<u8>, peer: crate::mcp::Peer);
+}
+
+/// What `rwfs gc` answers, in this process or through the daemon.
+pub fn gc_json(gc: &crate::engine::Gc) -> Value {
+    json!({
+        "ok": true, "removed": gc.objects, "bytes": gc.bytes, "by_age": gc.by_age, "by_size": gc.by_size,
+        "store_bytes": gc.store_bytes, "limit": gc.limit, "seq": gc.seq,
+    })
 }
 
 /// The runtime directory of sockets for this user.
@@ -253,8 +262,8 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             }
         }
         Request::Gc { keep_seconds } => {
-            let gc = engine.gc(Duration::from_secs(keep_seconds), actor)?;
-            Ok(json!({"ok": true, "removed": gc.objects, "bytes": gc.bytes, "seq": gc.seq}))
+            let gc = engine.gc(keep_seconds.map(Duration::from_secs), actor)?;
+            Ok(gc_json(&gc))
         }
         Request::Status => {
             let mut status = daemon.status();

@@ -118,6 +118,8 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
             .step("start MCP HTTP thread")?;
     }
     control::start(&workspace, &state, shared.clone())?;
+    let retention = start_retention(&engine)?;
+    recover_deferred_drafts(&engine);
     std::thread::Builder::new()
         .name("rwfs-signals".into())
         .spawn(move || {
@@ -141,6 +143,10 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let unmounted = mount.map_or(Ok(()), |m| m.unmount(UNMOUNT_WAIT));
     control::unlisten(&workspace, &state);
     drop(shared);
+    if let Some((stop, thread)) = retention {
+        drop(stop);
+        let _ = thread.join();
+    }
     let engine = Arc::try_unwrap(engine).ok();
     let closed = engine.map_or(Ok(()), Engine::close);
     if foreground && unmounted.is_ok() {
@@ -348,6 +354,53 @@ fn default_log(workspace: &Path) -> Option<PathBuf> {
         let _ = std::fs::rename(&log, state.join(DAEMON_LOG_OLD));
     }
     Some(log)
+}
+
+/// Orphan drafts too big to hash before the mount was ready (see `Recovery::drafts_deferred`)
+/// are kept in `objects/` now, in the background, while the mount serves.
+fn recover_deferred_drafts(engine: &Arc<Engine>) {
+    if engine.recovery().drafts_deferred.is_empty() {
+        return;
+    }
+    let engine = engine.clone();
+    let spawned =
+        std::thread::Builder::new().name("rwfs-recover".into()).spawn(move || match engine.recover_deferred_drafts() {
+            Ok(kept) => tracing::info!(drafts = kept.len(), "deferred orphan drafts kept in objects/"),
+            Err(e) => tracing::error!(error = %e, "deferred orphan drafts (they stay in drafts/ for the next mount)"),
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the deferred recovery");
+    }
+}
+
+/// The retention thread's stop sender (dropping it stops the thread) and handle.
+type Retainer = (crossbeam_channel::Sender<()>, std::thread::JoinHandle<()>);
+
+/// Enforce the policy's retention every `interval` (never when it is zero) until the returned
+/// sender is dropped. The thread holds the engine weakly between runs.
+fn start_retention(engine: &Arc<Engine>) -> Result<Option<Retainer>> {
+    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+    let interval = engine.policy().retention().interval;
+    if interval.is_zero() {
+        return Ok(None);
+    }
+    let engine = Arc::downgrade(engine);
+    let thread = std::thread::Builder::new()
+        .name("rwfs-retention".into())
+        .spawn(move || {
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                let Some(engine) = engine.upgrade() else { return };
+                match engine.retain() {
+                    Ok(gc) if gc.objects > 0 => {
+                        tracing::info!(removed = gc.objects, bytes = gc.bytes, limit = gc.limit, "retention");
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "retention"),
+                }
+            }
+        })
+        .step("start retention thread")?;
+    Ok(Some((stop, thread)))
 }
 
 /// The daemon of the workspace at `root`, if one answers.

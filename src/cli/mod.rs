@@ -126,7 +126,8 @@ pub enum Command {
     Show(ShowArgs),
     /// Check the journal's hash chain and that files hold what their last row says.
     Verify(JsonArg),
-    /// Remove kept versions older than the retention period.
+    /// Apply retention to kept versions: past the age limit, then the oldest versions of the
+    /// busiest paths while the store is over its size limit (policy `retention`).
     Gc(GcArgs),
     /// Show who owns the workspace and what the journal and store hold.
     Status(JsonArg),
@@ -400,9 +401,10 @@ pub struct ScanArgs {
 
 #[derive(Debug, Args)]
 pub struct GcArgs {
-    /// Keep versions that left the tree less than N days ago.
+    /// Keep versions that left the tree less than N days ago (default: the policy's
+    /// `retention.max_age_days`, 30); the store's size limit applies either way.
     #[arg(long, value_name = "N")]
-    pub keep_days: u64,
+    pub keep_days: Option<u64>,
     #[command(flatten)]
     pub json: JsonArg,
 }

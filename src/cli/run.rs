@@ -233,22 +233,26 @@ fn restore(root: &Path, options: &Options, args: RestoreArgs) -> Result<Exit> {
 }
 
 fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
-    let keep = Duration::from_secs(args.keep_days.saturating_mul(86_400));
+    let keep = args.keep_days.map(|days| Duration::from_secs(days.saturating_mul(86_400)));
     let actor = actor();
     let gc = with_engine(
         root,
         options,
-        |engine| {
-            engine
-                .gc(keep, &actor)
-                .map(|gc| json!({"ok": true, "removed": gc.objects, "bytes": gc.bytes, "seq": gc.seq}))
-        },
-        || (Request::Gc { keep_seconds: keep.as_secs() }, Vec::new()),
+        |engine| engine.gc(keep, &actor).map(|gc| crate::app::control::gc_json(&gc)),
+        || (Request::Gc { keep_seconds: keep.map(|k| k.as_secs()) }, Vec::new()),
     )?;
     if args.json.json {
         outln!("{gc}");
     } else {
-        outln!("removed {} versions ({} bytes) older than {} days", gc["removed"], gc["bytes"], args.keep_days);
+        outln!(
+            "removed {} versions ({} bytes): {} by age, {} over the limit (the store held {} bytes, its limit is {})",
+            gc["removed"],
+            gc["bytes"],
+            gc["by_age"],
+            gc["by_size"],
+            gc["store_bytes"],
+            gc["limit"]
+        );
     }
     Ok(Exit::Ok)
 }
@@ -371,9 +375,14 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
             .map(|d| json!({"path": d.path, "expected": d.expected, "found": found_str(&d.found)}))
             .collect();
         let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+        let bad_objects: Vec<_> =
+            report.bad_objects.iter().map(|b| json!({"path": b.path, "name": b.name, "actual": b.actual})).collect();
         outln!(
             "{}",
-            json!({"ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems, "drift": drift})
+            json!({
+                "ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems,
+                "drift": drift, "objects": report.objects, "bad_objects": bad_objects,
+            })
         );
         return Ok(exit);
     }
@@ -384,6 +393,11 @@ fn verify_cmd(ws: &Workspace, as_json: bool) -> Result<Exit> {
     outln!("files: {} paths checked, {} differ from their last row", report.paths, report.drift.len());
     for drift in &report.drift {
         outln!("  {}: journal {} , disk {}", Escaped(&drift.path), short(drift.expected), found_str(&drift.found));
+    }
+    outln!("objects: {} checked, {} do not hash to their names", report.objects, report.bad_objects.len());
+    for bad in &report.bad_objects {
+        let actual = bad.actual.map_or_else(|| "unreadable".to_string(), |a| a.short(12));
+        outln!("  {}: holds {actual}", bad.path);
     }
     Ok(exit)
 }
@@ -419,6 +433,12 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
                 "rows": status.rows, "journal_problems": status.journal_problems,
                 "last": last.map(|r| json!({"seq": r.seq, "ts": r.ts, "op": r.op().as_str(), "path": r.path})),
                 "objects": status.objects, "object_bytes": status.object_bytes,
+                "retention": status.retention.map(|r| json!({
+                    "max_bytes": r.max_bytes, "max_free_fraction": r.max_free_fraction,
+                    "max_age_days": r.max_age.as_secs_f64() / 86_400.0, "interval_seconds": r.interval.as_secs(),
+                    "limit": status.object_limit,
+                })),
+                "last_gc": status.last_gc.as_ref().map(|r| json!({"seq": r.seq, "ts": r.ts, "bytes": r.bytes, "reason": r.reason})),
                 "mounts": mounts,
             })
         );
@@ -442,6 +462,19 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
         None => outln!("journal    empty"),
     }
     outln!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
+    if let Some(r) = status.retention {
+        let limit = status.object_limit.map_or_else(|| "unknown".to_string(), |l| format!("{l} bytes"));
+        outln!(
+            "retention  limit {limit} (max {} bytes, {}% of the space the store could use), versions kept {} days, enforced every {} s",
+            r.max_bytes,
+            r.max_free_fraction * 100.0,
+            r.max_age.as_secs_f64() / 86_400.0,
+            r.interval.as_secs()
+        );
+    }
+    if let Some(row) = &status.last_gc {
+        outln!("last gc    {} ({} bytes removed; {})", row.ts, row.bytes, row.reason.as_deref().unwrap_or(""));
+    }
     if mounts.is_empty() {
         outln!("mounts     none (this workspace is not mounted)");
     }

@@ -136,6 +136,14 @@ pub trait Meta {
 
     // ---- Data: a draft's first bytes.
 
-    /// Copy the first `len` bytes of `from` to the start of `to` (in the kernel where it can).
+    /// Copy the first `len` bytes of `from` to the start of `to` (in the kernel where it can);
+    /// holes stay holes: only the data extents are copied.
     fn copy_range(&self, from: &File, to: &File, len: u64) -> io::Result<()>;
+
+    /// Where `file`'s data is in its first `len` bytes: sorted, disjoint `(start, end)` ranges;
+    /// the rest are holes, which read as zeros (`SEEK_DATA`/`SEEK_HOLE`). A disk that cannot
+    /// tell reports one range over everything, which is always correct.
+    fn data_extents(&self, _file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
+        Ok(if len == 0 { Vec::new() } else { vec![(0, len)] })
+    }
 }

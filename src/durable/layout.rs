@@ -35,7 +35,8 @@ pub const SCRATCH: &str = "scratch";
 pub const CHECKPOINTS: &str = "checkpoints";
 /// Archived handoff envelopes.
 pub const HANDOFFS: &str = "handoffs";
-/// Keys of the workspace (`cursor.key`, which signs read cursors).
+/// Keys of the workspace: `cursor.key` (signs read cursors), `journal.key` (keys the journal's
+/// chain) and `journal.head` (the journal's anchored head; see `journal/seal.rs`).
 pub const KEYS: &str = "keys";
 /// The bearer token of the MCP HTTP endpoint (0600).
 pub const HTTP_TOKEN: &str = "mcp-http.token";
@@ -57,8 +58,9 @@ pub const GITIGNORE_CONTENT: &[u8] = b"# rwfs state: journal, kept versions, soc
 pub enum Visibility {
     /// Listed and readable.
     ReadOnly,
-    /// Listed (names and attributes: digests and sizes), never opened: refused or quarantined
-    /// content, secrets kept out of band, keys and tokens.
+    /// Neither listed nor found (`ENOENT`), never opened: refused or quarantined content, kept
+    /// versions, secrets kept out of band, keys and tokens. Their names are digests and their
+    /// sizes tell what was written, so not even those are shown.
     Hidden,
 }
 

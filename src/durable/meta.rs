@@ -159,24 +159,63 @@ impl Meta for OsDisk {
     }
 
     fn copy_range(&self, from: &File, to: &File, len: u64) -> io::Result<()> {
-        let mut done = 0u64;
-        while done < len {
-            let mut off_in = done as i64;
-            let mut off_out = done as i64;
-            let want = (len - done).min(1 << 30) as usize;
-            match nix::fcntl::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), want) {
-                Ok(0) => return Err(io::Error::from(Errno::EIO)),
-                Ok(n) => done += n as u64,
-                Err(Errno::EINTR) => {}
-                // Across filesystems on old kernels, or a filesystem without it: copy by hand.
-                Err(Errno::EXDEV | Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL) => {
-                    return copy_by_hand(from, to, done, len);
-                }
-                Err(e) => return Err(e.into()),
-            }
+        // Holes stay holes: a 1 TiB sparse file with a few bytes is a few bytes to copy.
+        for (start, end) in self.data_extents(from, len)? {
+            copy_extent(from, to, start, end)?;
         }
-        Ok(())
+        Ok(nix::unistd::ftruncate(to, len as libc::off_t)?)
     }
+
+    fn data_extents(&self, file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
+        use nix::unistd::{Whence, lseek};
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        while at < len {
+            let start = match lseek(file, at as libc::off_t, Whence::SeekData) {
+                Ok(start) => start as u64,
+                // No data after `at`.
+                Err(Errno::ENXIO) => break,
+                // A filesystem without SEEK_DATA: everything is data.
+                Err(Errno::EINVAL | Errno::EOPNOTSUPP) if out.is_empty() => return Ok(vec![(0, len)]),
+                Err(e) => return Err(e.into()),
+            };
+            if start >= len {
+                break;
+            }
+            let end = match lseek(file, start as libc::off_t, Whence::SeekHole) {
+                Ok(end) => (end as u64).min(len),
+                Err(Errno::ENXIO) => len,
+                Err(e) => return Err(e.into()),
+            };
+            if end <= start {
+                break;
+            }
+            out.push((start, end));
+            at = end;
+        }
+        Ok(out)
+    }
+}
+
+/// Copy bytes `start..end` of `from` to the same offsets of `to` (in the kernel where it can).
+fn copy_extent(from: &File, to: &File, start: u64, end: u64) -> io::Result<()> {
+    let mut done = start;
+    while done < end {
+        let mut off_in = done as i64;
+        let mut off_out = done as i64;
+        let want = (end - done).min(1 << 30) as usize;
+        match nix::fcntl::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), want) {
+            Ok(0) => return Err(io::Error::from(Errno::EIO)),
+            Ok(n) => done += n as u64,
+            Err(Errno::EINTR) => {}
+            // Across filesystems on old kernels, or a filesystem without it: copy by hand.
+            Err(Errno::EXDEV | Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL) => {
+                return copy_by_hand(from, to, done, end);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The entry itself, not what a symlink there points to.

@@ -29,6 +29,7 @@ pub mod layout;
 mod meta;
 mod os;
 pub mod resolve;
+mod sparse;
 mod stage;
 mod sys;
 mod types;
@@ -37,6 +38,7 @@ pub use disk::{Disk, Meta};
 pub use layout::STATE_DIR;
 pub use os::OsDisk;
 pub use resolve::{Scope, Target, WorkspacePath};
+pub use sparse::{SPARSE_DIGEST_MIN, content_digest};
 pub use stage::{Displaced, Install, Source, Staged, hash_file, stage, stage_into};
 pub use types::{
     Attrs, Dir, File, FileId, FileKind, FsStats, Rename, SetTime, Stat, TEMP_PREFIX, TEMP_SUFFIX, Temp, is_temp_name,

@@ -211,19 +211,10 @@ impl Segment<'_> {
     }
 }
 
-/// SHA-256 and length of a whole file, read through `disk`.
+/// The digest naming a whole file's content and its length, read through `disk`: holes are not
+/// read, and above 4 GiB the digest is the sparse one (`sparse.rs`).
 pub fn hash_file(disk: &dyn Disk, file: &File) -> io::Result<(Sha256, u64)> {
-    let mut hasher = Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
-    let mut offset = 0u64;
-    loop {
-        let n = disk.read_at(file, &mut buf, offset)?;
-        if n == 0 {
-            return Ok((hasher.finish(), offset));
-        }
-        hasher.update(&buf[..n]);
-        offset += n as u64;
-    }
+    super::sparse::content_digest(disk, file)
 }
 
 fn discard(disk: &dyn Disk, dir: &Dir, temp: &Temp) {

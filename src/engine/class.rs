@@ -34,7 +34,7 @@ pub enum PathClass {
     PassThrough,
     /// Inside `.resilient_write/`, readable through the mount, never changed through it.
     StateReadOnly,
-    /// Inside `.resilient_write/`, never opened through the mount (listed: names and sizes).
+    /// Inside `.resilient_write/`, never shown by the mount (not listed, not found, not opened).
     StateHidden,
 }
 

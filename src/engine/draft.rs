@@ -30,7 +30,10 @@
 
 use std::ffi::OsStr;
 
-use crate::durable::{Attrs, Dir, File, FileKind, Scope, Source, Staged, WorkspacePath, resolve::resolve, stage};
+use crate::durable::{
+    Attrs, Dir, File, FileKind, SPARSE_DIGEST_MIN, Scope, Source, Staged, WorkspacePath, content_digest,
+    resolve::resolve, stage,
+};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
 use crate::sha::{Hasher, Sha256};
@@ -384,10 +387,14 @@ impl Core {
         })
     }
 
-    /// The draft's digest, and its bytes when it is small enough to judge.
+    /// The draft's digest, and its bytes when it is small enough to judge (a bigger one is
+    /// hashed by the digest rule of `durable::sparse`: its holes are not read).
     fn read_draft_whole(&self, draft: &Draft) -> Result<(Sha256, Option<Vec<u8>>)> {
         let disk = self.disk();
         let keep = draft.len <= SCAN_MAX as u64;
+        if !keep {
+            return Ok((content_digest(disk, &draft.file).step("hash draft")?.0, None));
+        }
         // A draft kept whole is read straight into its buffer; a bigger one through a chunk.
         // Either way the buffer is no bigger than the draft (most are a few KiB).
         let mut buf = vec![0u8; if keep { draft.len as usize } else { CHUNK.min(draft.len as usize) }];
@@ -406,21 +413,32 @@ impl Core {
         Ok((hasher.finish(), keep.then_some(buf)))
     }
 
-    /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window.
+    /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window, holes
+    /// skipped (they read as zeros: nothing to find there).
     fn judge_draft_windows(&self, path: &str, draft: &Draft) -> Result<Option<Judgement>> {
         let disk = self.disk();
-        self.gate.judge_windows_with(path, draft.len as usize, |start, end| {
-            let mut buf = vec![0u8; end - start];
-            let mut got = 0;
-            while got < buf.len() {
-                match disk.read_at(&draft.file, &mut buf[got..], (start + got) as u64).step("read draft")? {
-                    0 => break,
-                    n => got += n,
+        let extents = disk.data_extents(&draft.file, draft.len).step("find the draft's data")?;
+        let next_data = |offset: usize| {
+            let offset = offset as u64;
+            extents.iter().find(|(_, end)| *end > offset).map(|(start, _)| (*start).max(offset) as usize)
+        };
+        self.gate.judge_windows_with(
+            path,
+            draft.len as usize,
+            |start, end| {
+                let mut buf = vec![0u8; end - start];
+                let mut got = 0;
+                while got < buf.len() {
+                    match disk.read_at(&draft.file, &mut buf[got..], (start + got) as u64).step("read draft")? {
+                        0 => break,
+                        n => got += n,
+                    }
                 }
-            }
-            buf.truncate(got);
-            Ok(std::borrow::Cow::Owned(buf))
-        })
+                buf.truncate(got);
+                Ok(std::borrow::Cow::Owned(buf))
+            },
+            next_data,
+        )
     }
 
     fn commit_draft(&self, mut draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
@@ -440,9 +458,17 @@ impl Core {
             Err(e) => return Err(fail(e, draft)),
         };
         let prev = current.as_ref().map(|c| c.sha);
+        let max = self.gate.policy().max_gated_bytes();
+        if draft.len > max {
+            let error = self.refuse_too_big(&target.path, &draft, prev, max, actor);
+            let here = self.drafts_dir().map(|dir| matches!(disk.stat(&dir, &draft.name), Ok(Some(_))));
+            let gone = !matches!(here, Ok(true));
+            return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
+        }
         // One pass over the draft when it must be judged or hashed; none for a big file
-        // written sequentially.
-        let running = draft.complete_digest();
+        // written sequentially (up to the sparse digest's threshold, where the running SHA-256
+        // is the version's name).
+        let running = draft.complete_digest().filter(|_| draft.len <= SPARSE_DIGEST_MIN);
         let (sha, whole) = match (running, draft.len <= SCAN_MAX as u64) {
             (Some(sha), false) => (sha, None),
             _ => match self.read_draft_whole(&draft) {
@@ -608,17 +634,77 @@ impl Core {
         Ok(())
     }
 
-    /// Move drafts left by a process that died into `objects/`, with a `recover` row each.
-    pub(crate) fn recover_drafts(&self, claims: &super::recovery::Claims, actor: &Actor) -> Result<Vec<String>> {
+    /// Refuse a draft over `max_gated_bytes` (`EFBIG` through the mount) without judging it: its
+    /// bytes go to `objects/` (named by their digest, which reads only its data) and a `block`
+    /// row with reason `too_big` names them, as for any refusal. Nothing is lost; the tree keeps
+    /// the committed version.
+    fn refuse_too_big(
+        &self,
+        path: &WorkspacePath,
+        draft: &Draft,
+        prev: Option<Sha256>,
+        max: u64,
+        actor: &Actor,
+    ) -> Error {
+        let refused = Error::from(Reason::TooBig { bytes: draft.len, max }).at(path.as_str());
+        let kept = (|| -> Result<()> {
+            let dir = self.drafts_dir()?;
+            let (sha, _) = content_digest(self.disk(), &draft.file).step("hash draft")?;
+            self.objects.adopt(&dir, &draft.name, sha)?;
+            self.objects.sync()?;
+            self.journal.append(Change {
+                op: Op::Block,
+                path: path.to_string(),
+                from: None,
+                sha256: Some(sha),
+                prev_sha256: prev,
+                bytes: draft.len,
+                mode: String::new(),
+                actor: actor.clone(),
+                verdict: None,
+                reason: Some(format!("too_big: {} bytes > max_gated_bytes {max}", draft.len)),
+            })?;
+            Ok(())
+        })();
+        if let Err(e) = kept {
+            tracing::error!(path = path.as_str(), error = %e, "could not keep a draft refused as too big");
+        }
+        refused
+    }
+
+    /// Move drafts left by a process that died into `objects/`, with a `recover` row each; the
+    /// kept ones and the deferred ones. With a `budget`, once the orphans' data (holes excluded:
+    /// hashing never reads them) would exceed it, the rest are deferred — left in `drafts/` —
+    /// so that the work before the engine is ready stays bounded. `only` restricts the pass to
+    /// those names (the deferred ones, while a mount has live drafts there).
+    pub(crate) fn recover_drafts(
+        &self,
+        claims: &super::recovery::Claims,
+        actor: &Actor,
+        mut budget: Option<u64>,
+        only: Option<&std::collections::BTreeSet<String>>,
+    ) -> Result<(Vec<String>, Vec<String>)> {
         let disk = self.disk();
         let dir = self.drafts_dir()?;
         let mut kept = Vec::new();
+        let mut deferred = Vec::new();
         for (name, kind) in disk.list(&dir).step("list drafts")? {
             let Some(name) = name.to_str() else { continue };
-            if kind != FileKind::File {
+            if kind != FileKind::File || only.is_some_and(|only| !only.contains(name)) {
                 continue;
             }
             let file = disk.open_read(&dir, name).step("open orphan draft")?;
+            if let Some(left) = budget.as_mut() {
+                let len = disk.file_stat(&file).step("stat orphan draft")?.size;
+                let data: u64 =
+                    disk.data_extents(&file, len).step("find orphan draft's data")?.iter().map(|(s, e)| e - s).sum();
+                if data > *left {
+                    tracing::warn!(name, data, "orphan draft deferred until the mount is ready");
+                    deferred.push(dir.join(name));
+                    continue;
+                }
+                *left -= data;
+            }
             let (sha, bytes) = crate::durable::hash_file(disk, &file).step("read orphan draft")?;
             // The draft's note, else the unsettled row that wrote these bytes or displaced them (a
             // crash between the note's removal and the install, or after an exchange).
@@ -633,6 +719,6 @@ impl Core {
         if !kept.is_empty() {
             self.objects.sync()?;
         }
-        Ok(kept)
+        Ok((kept, deferred))
     }
 }

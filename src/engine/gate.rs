@@ -171,16 +171,19 @@ impl Gate {
             return self.judge(path, content);
         }
         let read = |start: usize, end: usize| Ok(std::borrow::Cow::Borrowed(&content[start..end]));
-        self.judge_windows_with(path, content.len(), read).unwrap_or(None)
+        self.judge_windows_with(path, content.len(), read, Some).unwrap_or(None)
     }
 
     /// [`Gate::judge_windows`] of `len` bytes that `read(start, end)` brings in one window at a
-    /// time (a draft on disk: at most one window in memory).
+    /// time (a draft on disk: at most one window in memory). `next_data(offset)` is where data
+    /// resumes at or after `offset` (`None`: only zeros from there on): holes hold nothing to
+    /// find, so windows skip them, and judging a sparse file costs its data, not its length.
     pub(crate) fn judge_windows_with<'a>(
         &self,
         path: &str,
         len: usize,
         mut read: impl FnMut(usize, usize) -> Result<std::borrow::Cow<'a, [u8]>>,
+        mut next_data: impl FnMut(usize) -> Option<usize>,
     ) -> Result<Option<Judgement>> {
         let mut start = 0;
         loop {
@@ -194,6 +197,10 @@ impl Gate {
                 return Ok(Some(judgement));
             }
             start = end - WINDOW_OVERLAP;
+            match next_data(start) {
+                Some(data) if data < len => start = start.max(data),
+                _ => return Ok(Some(judgement)),
+            }
         }
     }
 

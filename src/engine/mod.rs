@@ -30,6 +30,7 @@ mod events;
 mod gate;
 mod locks;
 mod recovery;
+mod retention;
 mod settle;
 mod spares;
 mod state;
@@ -49,7 +50,7 @@ use crossbeam_channel::Sender;
 use crate::durable::resolve::lookup;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::journal::{self, Actor, Change, Journal, Op};
+use crate::journal::{self, Actor, Journal};
 use crate::policy::Durability;
 use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
@@ -58,7 +59,8 @@ pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
-pub use recovery::Recovery;
+pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
+pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
 pub use tree::{Entry, Owner, RenameHow};
@@ -134,14 +136,6 @@ pub enum Restored {
     },
 }
 
-/// What retention removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gc {
-    pub objects: u64,
-    pub bytes: u64,
-    pub seq: u64,
-}
-
 impl Engine {
     /// Open and own the workspace at `path`.
     pub fn open(path: &Path, options: &Options) -> Result<Engine> {
@@ -184,7 +178,9 @@ impl Engine {
             batch,
         });
         let mut recovery = core.recover(&claims)?;
-        recovery.drafts_kept = core.recover_drafts(&claims, &journal::Actor::engine())?;
+        let budget = Some(recovery::RECOVERY_HASH_BUDGET);
+        (recovery.drafts_kept, recovery.drafts_deferred) =
+            core.recover_drafts(&claims, &journal::Actor::engine(), budget, None)?;
         if !recovery.corrected.is_empty()
             || !recovery.temps_kept.is_empty()
             || !recovery.drafts_kept.is_empty()
@@ -241,6 +237,24 @@ impl Engine {
         &self.recovery
     }
 
+    /// Keep the orphan drafts recovery deferred at open (see [`Recovery::drafts_deferred`]) in
+    /// `objects/`, with their `recover` rows; the daemon calls it once the mount is ready. Only
+    /// those names are touched: the drafts of the live mount are not.
+    pub fn recover_deferred_drafts(&self) -> Result<Vec<String>> {
+        if self.recovery.drafts_deferred.is_empty() {
+            return Ok(Vec::new());
+        }
+        let names: BTreeSet<String> = self
+            .recovery
+            .drafts_deferred
+            .iter()
+            .filter_map(|p| p.rsplit_once('/').map(|(_, name)| name.to_string()))
+            .collect();
+        let claims = recovery::Claims::default();
+        let (kept, _) = self.core.recover_drafts(&claims, &journal::Actor::engine(), None, Some(&names))?;
+        Ok(kept)
+    }
+
     /// Be told of every path the engine changes through its own API (see `events.rs`).
     pub fn subscribe(&self, subscriber: Subscriber) {
         self.subscribers.add(subscriber);
@@ -280,24 +294,6 @@ impl Engine {
         let committed = self.core.restore_version(&history.path, &file, sha, actor)?;
         self.publish(&committed, actor);
         Ok(Restored::Committed(committed))
-    }
-
-    /// Remove versions that left the tree more than `keep` ago.
-    pub fn gc(&self, keep: Duration, actor: &Actor) -> Result<Gc> {
-        let removed = self.core.objects.remove_older_than(keep, &BTreeSet::new())?;
-        let appended = self.core.journal.append(Change {
-            op: Op::Gc,
-            path: format!("{STATE_DIR}/{}", crate::store::OBJECTS_DIR),
-            from: None,
-            sha256: None,
-            prev_sha256: None,
-            bytes: removed.bytes,
-            mode: String::new(),
-            actor: actor.clone(),
-            verdict: None,
-            reason: Some(format!("keep_seconds={} removed={}", keep.as_secs(), removed.objects)),
-        })?;
-        Ok(Gc { objects: removed.objects, bytes: removed.bytes, seq: appended.seq })
     }
 
     /// Commits started and not yet settled.

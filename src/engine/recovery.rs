@@ -96,7 +96,15 @@ pub struct Recovery {
     pub drafts_kept: Vec<String>,
     /// Paths given the version a mount row acknowledged and did not install.
     pub rolled_forward: Vec<String>,
+    /// Orphan drafts left for after the mount is ready: holding more data than recovery hashes
+    /// before it ([`RECOVERY_HASH_BUDGET`]), they wait in `drafts/` under their names until
+    /// [`Engine::recover_deferred_drafts`](super::Engine::recover_deferred_drafts).
+    pub drafts_deferred: Vec<String>,
 }
+
+/// Bytes of orphan drafts' data (holes excluded) recovery hashes before the engine is ready; the
+/// rest is deferred, so a mount never waits on a huge orphan.
+pub const RECOVERY_HASH_BUDGET: u64 = 256 << 20;
 
 impl Core {
     pub(crate) fn recover(&self, claims: &Claims) -> Result<Recovery> {

@@ -1,14 +1,17 @@
-//! `rwfs verify`: is the journal intact, and does the tree hold what the journal says?
+//! `rwfs verify`: is the journal intact, does the tree hold what the journal says, and does the
+//! store hold what its names say?
 //!
-//! Two checks, both read-only and both usable while another process owns the workspace:
-//! the journal's own problems (torn or unreadable lines, a broken hash chain) from the scan,
-//! and, for every path, the content against the last row that sets it (`drift`: edits made
-//! outside rwfs, or damage).
+//! Three checks, all read-only and all usable while another process owns the workspace: the
+//! journal's own problems from the scan (torn or unreadable lines, a broken hash chain, a broken
+//! keyed chain, a journal that does not match its head: see `journal/seal.rs`); for every path,
+//! the content against the last row that sets it (`drift`: edits made outside rwfs, or damage);
+//! and every object in `objects/` hashed against its name (`bad_objects`).
 
 use crate::durable::{Scope, hash_file, resolve::resolve};
 use crate::error::{IoContext, Reason, Result};
 use crate::journal::{Ledger, Problem};
 use crate::sha::Sha256;
+use crate::store::{BadObject, check_objects};
 
 use super::workspace::Workspace;
 
@@ -36,11 +39,15 @@ pub struct Report {
     pub paths: u64,
     pub problems: Vec<Problem>,
     pub drift: Vec<Drift>,
+    /// Objects hashed.
+    pub objects: u64,
+    /// Objects whose bytes do not hash to their names.
+    pub bad_objects: Vec<BadObject>,
 }
 
 impl Report {
     pub fn is_clean(&self) -> bool {
-        self.problems.is_empty() && self.drift.is_empty()
+        self.problems.is_empty() && self.drift.is_empty() && self.bad_objects.is_empty()
     }
 }
 
@@ -50,7 +57,18 @@ pub fn verify(ws: &Workspace) -> Result<Report> {
     let scan = ws.read_journal(|entry| {
         ledger.apply(&entry.row);
     })?;
-    let mut report = Report { rows: scan.rows, paths: ledger.len() as u64, problems: scan.problems, drift: Vec::new() };
+    let (objects, bad_objects) = match ws.state.as_ref() {
+        Some(state) => check_objects(ws.disk(), state)?,
+        None => (0, Vec::new()),
+    };
+    let mut report = Report {
+        rows: scan.rows,
+        paths: ledger.len() as u64,
+        problems: scan.problems,
+        drift: Vec::new(),
+        objects,
+        bad_objects,
+    };
     for (path, expected) in ledger.iter() {
         let path = path.to_string();
         let found = found_at(ws, &path)?;

@@ -166,18 +166,27 @@ impl Workspace {
     /// Who owns the workspace, and what its journal and store hold.
     pub fn status(&self) -> Result<Status> {
         let mut last: Option<Row> = None;
-        let scan = self.read_journal(|entry| last = Some(entry.row))?;
+        let mut last_gc: Option<Row> = None;
+        let scan = self.read_journal(|entry| {
+            if entry.row.op() == crate::journal::Op::Gc {
+                last_gc = Some(entry.row.clone());
+            }
+            last = Some(entry.row);
+        })?;
         let owner = match &self.state {
             Some(state) => settle::current_owner(&*self.disk, state)?,
             None => None,
         };
-        let (objects, object_bytes) = match self.objects()? {
+        let (objects, object_bytes, available) = match self.objects()? {
             Some(objects) => {
                 let list = objects.list()?;
-                (list.len() as u64, list.iter().map(|(_, s)| s.size).sum())
+                (list.len() as u64, list.iter().map(|(_, s)| s.size).sum(), objects.available().ok())
             }
-            None => (0, 0),
+            None => (0, 0, None),
         };
+        // A broken policy file is `rwfs scan`'s and the mount's error to report, not status's.
+        let retention = self.policy(None).ok().map(|p| p.retention());
+        let object_limit = retention.zip(available).map(|(r, available)| r.limit(object_bytes, available));
         Ok(Status {
             root: self.path.clone(),
             initialized: self.state.is_some(),
@@ -187,6 +196,9 @@ impl Workspace {
             journal_problems: scan.problems.len(),
             objects,
             object_bytes,
+            retention,
+            object_limit,
+            last_gc,
         })
     }
 
@@ -310,6 +322,12 @@ pub struct Status {
     pub journal_problems: usize,
     pub objects: u64,
     pub object_bytes: u64,
+    /// The policy's retention (`None`: the policy file is broken).
+    pub retention: Option<crate::policy::Retention>,
+    /// The store's limit now (see [`crate::policy::Retention::limit`]).
+    pub object_limit: Option<u64>,
+    /// The last `gc` row.
+    pub last_gc: Option<Row>,
 }
 
 /// Open the root directory after the unsafe-root check.

@@ -41,6 +41,7 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         AmbiguousVersion => libc::EINVAL,
         ObjectMissing { .. } | ReadBackMismatch { .. } | ObjectCorrupt { .. } | Io => libc::EIO,
         NoSpace => libc::ENOSPC,
+        TooBig { .. } => libc::EFBIG,
         PermissionDenied | UnsafeRoot => libc::EACCES,
         Remote { .. } => libc::EIO,
     }

@@ -4,7 +4,7 @@
 //! fields are declared alphabetically, which is the order serde writes them). The reference
 //! server's keys (`bytes`, `caller`, `journal_id`, `mode`, `path`, `sha256`, `ts`) keep their
 //! meaning; rwfs adds `seq`, `op`, `prev_sha256`, `pid`, `comm`, `uid`, `verdict`, `via`,
-//! `reason` and `chain`. Reference rows, which lack the additions, parse unchanged.
+//! `reason`, `chain` and `mac`. Reference rows, which lack the additions, parse unchanged.
 //!
 //! `sha256` and `prev_sha256` hold the state of the path after and before the change: a digest,
 //! or `""` when the path is absent (after a delete, before a create). A `rename` row also names
@@ -39,6 +39,10 @@ pub enum Op {
     Abort,
     /// Retention removed versions from `objects/`.
     Gc,
+    /// rwfs found, when it opened the workspace, that the journal no longer matched its head
+    /// (rows removed from its end, its last rows rewritten): the evidence, kept in the keyed
+    /// chain once the head moves on (`reason` says what was found).
+    Tamper,
     /// An op from a newer rwfs.
     #[serde(other)]
     Other,
@@ -58,15 +62,17 @@ impl Op {
             Op::Recover => "recover",
             Op::Abort => "abort",
             Op::Gc => "gc",
+            Op::Tamper => "tamper",
             Op::Other => "other",
         }
     }
 
     /// Does this row's `sha256` state the path's content after it? True for every change, for
     /// `abort` (the content the failed commit left in place) and for `recover` (what recovery
-    /// found); false for `block` (its `sha256` names the refused draft), `gc` and unknown ops.
+    /// found); false for `block` (its `sha256` names the refused draft), `gc`, `tamper` and unknown
+    /// ops.
     pub fn states_content(self) -> bool {
-        !matches!(self, Op::Block | Op::Gc | Op::Other)
+        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Other)
     }
 }
 
@@ -100,6 +106,10 @@ pub struct Row {
     pub from: Option<String>,
     #[serde(default)]
     pub journal_id: String,
+    /// The keyed chain: HMAC-SHA256 of `chain` under the workspace's journal key (see
+    /// `seal.rs`); absent on rows written before the key existed and on reference rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<Sha256>,
     /// The reference's write mode (`create|overwrite|append|replace`), or the op for other rows.
     #[serde(default)]
     pub mode: String,
@@ -283,6 +293,7 @@ mod tests {
             comm: Some("rwfs".into()),
             from: None,
             journal_id: "wj_0123456789ab00000001".into(),
+            mac: None,
             mode: "overwrite".into(),
             op_field: Some(Op::Write),
             path: "a.txt".into(),

@@ -7,13 +7,21 @@
 //! which is how edits, deletions and insertions are detected. Rows without `chain` (written by
 //! the reference server) are accepted before the first chained row and reported as `Unchained`
 //! after it.
+//!
+//! With the workspace's journal key ([`Seal`]) the scan also checks each row's keyed `mac`
+//! (`MacBroken`; `Unkeyed` for a row without one after keyed rows) and compares the journal with
+//! its head: the journal must be at least as long as the head says, and its first `len` bytes
+//! must end with the row the head vouches for (`Truncated`, `HeadMismatch`). Rows past the head
+//! are the batches a crash kept it from recording; the keyed chain covers them. `tamper` rows
+//! (what an earlier open found) are reported again every time.
 
 use std::io;
 
 use crate::durable::{Disk, File};
 use crate::sha::Sha256;
 
-use super::row::Row;
+use super::row::{Op, Row};
+use super::seal::{Head, Keys, Seal};
 
 /// A row read back, with where it was.
 #[derive(Debug, Clone)]
@@ -34,6 +42,35 @@ pub enum Problem {
     ChainBroken { line: u64 },
     /// A row without `chain` after chained rows: it was inserted by something else.
     Unchained { line: u64 },
+    /// The row's keyed `mac` is wrong: a row before it was changed, removed or inserted and the
+    /// plain chain recomputed, or the row was not written by rwfs.
+    MacBroken { line: u64 },
+    /// A row without `mac` after keyed rows: not written by rwfs.
+    Unkeyed { line: u64 },
+    /// Keyed rows, but no key to check them with (`keys/journal.key` missing or unreadable).
+    KeyMissing,
+    /// Keyed rows, but no head file.
+    HeadMissing,
+    /// The head file does not parse or does not carry the key's tag.
+    HeadForged,
+    /// The journal is shorter than its head says: rows were removed from its end.
+    Truncated { len: u64, head_len: u64 },
+    /// The rows up to the head's length are not the ones it vouches for: the last of them was
+    /// changed, or the tail was rewritten.
+    HeadMismatch { head_seq: u64, head_len: u64 },
+    /// A `tamper` row: what rwfs found when it opened the workspace.
+    Tampered { line: u64, reason: String },
+}
+
+impl Problem {
+    /// Found by comparing the journal with its head: the evidence the next head overwrites,
+    /// which the engine turns into a `tamper` row when it opens.
+    pub fn is_head_problem(&self) -> bool {
+        matches!(
+            self,
+            Problem::HeadMissing | Problem::HeadForged | Problem::Truncated { .. } | Problem::HeadMismatch { .. }
+        )
+    }
 }
 
 impl std::fmt::Display for Problem {
@@ -51,6 +88,25 @@ impl std::fmt::Display for Problem {
             Problem::Unchained { line } => {
                 write!(f, "line {line}: row without a chain after chained rows")
             }
+            Problem::MacBroken { line } => write!(
+                f,
+                "line {line}: keyed chain broken (a row before it was changed, removed or inserted, or this row was not written by rwfs)"
+            ),
+            Problem::Unkeyed { line } => {
+                write!(f, "line {line}: row without a keyed chain after keyed rows (not written by rwfs)")
+            }
+            Problem::KeyMissing => write!(f, "keyed rows but no journal key to check them (keys/journal.key)"),
+            Problem::HeadMissing => write!(f, "keyed rows but no journal head (keys/journal.head)"),
+            Problem::HeadForged => write!(f, "the journal head is unreadable or not signed by the journal key"),
+            Problem::Truncated { len, head_len } => write!(
+                f,
+                "journal truncated: {len} bytes, its head vouches for {head_len} (rows were removed from its end)"
+            ),
+            Problem::HeadMismatch { head_seq, head_len } => write!(
+                f,
+                "the journal's first {head_len} bytes do not end with the row its head vouches for (seq {head_seq}): its last rows were changed"
+            ),
+            Problem::Tampered { line, reason } => write!(f, "line {line}: recorded at open: {reason}"),
         }
     }
 }
@@ -69,6 +125,9 @@ pub struct Scan {
     pub next_chain: Option<Sha256>,
     /// Highest `seq` seen (0 when none).
     pub last_seq: u64,
+    /// Length, highest `seq` and next `chain` of the journal's complete lines (a torn tail
+    /// left out): what a head written now vouches for.
+    pub complete: (u64, u64, Option<Sha256>),
 }
 
 impl Scan {
@@ -77,10 +136,14 @@ impl Scan {
     }
 }
 
-/// Read every line of `file`, calling `visit` for each readable row.
-pub fn scan(disk: &dyn Disk, file: &File, mut visit: impl FnMut(Entry)) -> io::Result<Scan> {
+/// Read every line of `file`, calling `visit` for each readable row; `keys` (the journal key
+/// and head, when the workspace has them) add the keyed checks.
+pub fn scan(disk: &dyn Disk, file: &File, keys: &Keys, mut visit: impl FnMut(Entry)) -> io::Result<Scan> {
     let mut scan = Scan::default();
+    let seal = keys.seal.as_ref();
     let mut chained = false;
+    let mut keyed = false;
+    let mut key_missing = false;
     let mut line_no = 0u64;
     let mut on_line = |line: &[u8], terminated: bool, scan: &mut Scan| {
         line_no += 1;
@@ -112,11 +175,46 @@ pub fn scan(disk: &dyn Disk, file: &File, mut visit: impl FnMut(Entry)) -> io::R
             None if chained => scan.problems.push(Problem::Unchained { line: line_no }),
             None => {}
         }
+        match (row.mac, seal) {
+            (Some(mac), Some(seal)) => {
+                if mac != seal.row_mac(&scan.next_chain()) {
+                    scan.problems.push(Problem::MacBroken { line: line_no });
+                }
+                keyed = true;
+            }
+            (Some(_), None) => {
+                keyed = true;
+                if !key_missing {
+                    key_missing = true;
+                    scan.problems.push(Problem::KeyMissing);
+                }
+            }
+            (None, _) if keyed => scan.problems.push(Problem::Unkeyed { line: line_no }),
+            (None, _) => {}
+        }
+        if row.op() == Op::Tamper {
+            let reason = row.reason.clone().unwrap_or_default();
+            scan.problems.push(Problem::Tampered { line: line_no, reason });
+        }
         scan.next_chain = Some(Sha256::of(line));
         scan.last_seq = scan.last_seq.max(row.seq.unwrap_or(0));
         scan.rows += 1;
         visit(Entry { line: line_no, row });
     };
+    // The state after the head's length, to compare with what the head says.
+    let head = match (&keys.head, seal) {
+        (Some(slots), Some(seal)) => seal.newest(slots),
+        _ => None,
+    };
+    let mut at_head: Option<(u64, Sha256)> = None;
+    let mut consumed = 0u64;
+    let mut check_head = |consumed: u64, scan: &mut Scan| {
+        scan.complete = (consumed, scan.last_seq, scan.next_chain);
+        if head.is_some_and(|h| h.len == consumed) {
+            at_head = Some((scan.last_seq, scan.next_chain()));
+        }
+    };
+    check_head(0, &mut scan);
 
     let mut buf = vec![0u8; 64 * 1024];
     let mut pending: Vec<u8> = Vec::new();
@@ -131,11 +229,14 @@ pub fn scan(disk: &dyn Disk, file: &File, mut visit: impl FnMut(Entry)) -> io::R
         while let Some(i) = chunk.iter().position(|&b| b == b'\n') {
             if pending.is_empty() {
                 on_line(&chunk[..i], true, &mut scan);
+                consumed += i as u64 + 1;
             } else {
                 pending.extend_from_slice(&chunk[..i]);
                 on_line(&pending, true, &mut scan);
+                consumed += pending.len() as u64 + 1;
                 pending.clear();
             }
+            check_head(consumed, &mut scan);
             chunk = &chunk[i + 1..];
         }
         pending.extend_from_slice(chunk);
@@ -145,5 +246,23 @@ pub fn scan(disk: &dyn Disk, file: &File, mut visit: impl FnMut(Entry)) -> io::R
     if !pending.is_empty() {
         on_line(&pending, false, &mut scan);
     }
+    match (&keys.head, seal) {
+        (None, Some(_)) if keyed => scan.problems.push(Problem::HeadMissing),
+        (Some(_), Some(_)) if head.is_none() => scan.problems.push(Problem::HeadForged),
+        _ => {}
+    }
+    if let Some(head) = head {
+        if scan.len < head.len {
+            scan.problems.push(Problem::Truncated { len: scan.len, head_len: head.len });
+        } else if at_head != Some((head.seq, head.chain_next)) {
+            scan.problems.push(Problem::HeadMismatch { head_seq: head.seq, head_len: head.len });
+        }
+    }
     Ok(scan)
+}
+
+/// Head generation `generation`, vouching for the complete lines `scan` read.
+pub fn head_of(seal: &Seal, generation: u64, scan: &Scan) -> Head {
+    let (len, seq, chain) = scan.complete;
+    seal.head(generation, seq, len, chain.unwrap_or_else(Sha256::zero))
 }

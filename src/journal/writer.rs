@@ -26,6 +26,7 @@ use crate::wake::{Queue, Replier, Reply};
 
 use super::row::{Op, Row, Via};
 use super::scan::Scan;
+use super::seal::{Seal, write_head};
 
 /// Largest number of rows written in one batch.
 const MAX_BATCH: usize = 1024;
@@ -136,8 +137,10 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Start the writer on an open journal file whose contents `scan` describes.
-    pub fn start(disk: Arc<dyn Disk>, file: File, scan: &Scan) -> Result<Journal> {
+    /// Start the writer on an open journal file whose contents `scan` describes; with a key,
+    /// rows are keyed and `head` is rewritten after every durable batch (see `seal.rs`).
+    /// `seal` is the key, the head file and the next head generation.
+    pub fn start(disk: Arc<dyn Disk>, file: File, scan: &Scan, seal: Option<(Seal, File, u64)>) -> Result<Journal> {
         let queue = Arc::new(Queue::default());
         let durable_seq = Arc::new(AtomicU64::new(scan.last_seq));
         let mut writer = Writer {
@@ -151,6 +154,7 @@ impl Journal {
             chain: scan.next_chain(),
             next_seq: scan.last_seq + 1,
             cut_pending: false,
+            seal,
         };
         let rx = queue.clone();
         let worker = std::thread::Builder::new()
@@ -226,6 +230,8 @@ struct Writer {
     next_seq: u64,
     /// A failed batch left bytes past `end` that could not be cut yet.
     cut_pending: bool,
+    /// The journal key, the head file and the next head generation.
+    seal: Option<(Seal, File, u64)>,
 }
 
 impl Writer {
@@ -235,6 +241,7 @@ impl Writer {
         loop {
             let batch = queue.take(MAX_BATCH);
             if batch.is_empty() {
+                self.sync_head();
                 return;
             }
             self.commit(batch);
@@ -261,7 +268,8 @@ impl Writer {
             let seq = self.next_seq;
             self.next_seq += 1;
             let journal_id = format!("wj_{:012x}{:08x}", millis & 0xffff_ffff_ffff, seq & 0xffff_ffff);
-            let row = to_row(change, seq, &journal_id, &ts, self.chain);
+            let mut row = to_row(change, seq, &journal_id, &ts, self.chain);
+            row.mac = self.seal.as_ref().map(|(seal, _, _)| seal.row_mac(&self.chain));
             let line = row.to_line();
             self.chain = Sha256::of(line.as_bytes());
             buf.extend_from_slice(line.as_bytes());
@@ -278,6 +286,7 @@ impl Writer {
                 }
                 if sync {
                     self.durable_seq.store(self.next_seq - 1, Ordering::Release);
+                    self.record_head();
                 }
                 let mut appended = appended.into_iter();
                 for request in batch {
@@ -334,6 +343,28 @@ impl Writer {
         }
     }
 
+    /// Rewrite the head to vouch for the journal as it is durable now: right after a batch's
+    /// sync (never before), when the file ends with that batch's newline. A failure only leaves
+    /// the head behind, which the keyed chain covers.
+    fn record_head(&mut self) {
+        if let Some((seal, head, generation)) = &mut self.seal {
+            let line = seal.head(*generation, self.next_seq - 1, self.end, self.chain);
+            *generation += 1;
+            if let Err(e) = write_head(&*self.disk, head, &line, false) {
+                tracing::warn!(error = %e, "cannot record the journal head");
+            }
+        }
+    }
+
+    /// Make the last head written durable (at close).
+    fn sync_head(&self) {
+        if let Some((_, head, _)) = &self.seal
+            && let Err(e) = self.disk.sync_data(head)
+        {
+            tracing::warn!(error = %e, "cannot sync the journal head");
+        }
+    }
+
     /// Remove bytes of a failed batch; true when the file ends at `end` again.
     fn cut(&mut self) -> bool {
         match self.disk.set_len(&self.file, self.end) {
@@ -372,6 +403,7 @@ fn to_row(change: &Change, seq: u64, journal_id: &str, ts: &str, chain: Sha256) 
         comm: actor.comm.clone(),
         from: change.from.clone(),
         journal_id: journal_id.to_string(),
+        mac: None,
         mode: if change.mode.is_empty() { change.op.as_str().to_string() } else { change.mode.clone() },
         op_field: Some(change.op),
         path: change.path.clone(),

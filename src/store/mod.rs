@@ -10,13 +10,12 @@
 //!   other hard links in the tree is copied instead of moved.
 //! - Storing bytes that are already present replaces the object by an identical one, which
 //!   refreshes its ctime: the ctime of an object is the last time that content left the tree,
-//!   which is what retention ([`Objects::remove_older_than`]) measures.
+//!   which is what retention (`engine/retention.rs`) measures.
 //! - [`Objects::adopt`] is lazily durable: until [`Objects::sync`] the displaced inode may still be
 //!   found under its temp name after a crash, which recovery handles. Copies are durable at once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
 
 use nix::libc;
 
@@ -36,7 +35,7 @@ pub struct Objects {
     dirty: Mutex<BTreeSet<u8>>,
 }
 
-/// What [`Objects::remove_older_than`] did.
+/// What [`Objects::remove`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Removed {
     pub objects: u64,
@@ -190,23 +189,17 @@ impl Objects {
         Ok(out)
     }
 
-    /// Remove objects that left the tree more than `age` ago, except those in `keep`.
-    pub fn remove_older_than(&self, age: Duration, keep: &BTreeSet<Sha256>) -> Result<Removed> {
-        let cutoff = SystemTime::now()
-            .checked_sub(age)
-            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-            .map_or(i64::MIN, |d| d.as_nanos() as i64);
+    /// Remove the objects `shas` (retention decides which; see `engine/retention.rs`), durably.
+    pub fn remove(&self, shas: &[Sha256]) -> Result<Removed> {
         let mut removed = Removed::default();
-        for (sha, stat) in self.list()? {
-            if stat.ctime_ns >= cutoff || keep.contains(&sha) {
-                continue;
-            }
-            let sub = self.subdir(&sha)?;
+        for sha in shas {
+            let sub = self.subdir(sha)?;
+            let size = self.disk.stat(&sub, &sha.to_hex()).step("stat object")?.map_or(0, |s| s.size);
             match self.disk.unlink(&sub, &sha.to_hex()) {
                 Ok(()) => {
-                    self.mark_dirty(&sha);
+                    self.mark_dirty(sha);
                     removed.objects += 1;
-                    removed.bytes += stat.size;
+                    removed.bytes += size;
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => return Err(Error::io("remove object", e)),
@@ -214,6 +207,13 @@ impl Objects {
         }
         self.sync()?;
         Ok(removed)
+    }
+
+    /// Bytes still available to unprivileged writers on the store's filesystem.
+    pub fn available(&self) -> Result<u64> {
+        let stats = self.disk.statfs(&self.dir).step("statfs objects directory")?;
+        let unit = if stats.fragment_size > 0 { stats.fragment_size } else { stats.block_size };
+        Ok(stats.blocks_available.saturating_mul(u64::from(unit)))
     }
 
     fn mark_dirty(&self, sha: &Sha256) {
@@ -233,6 +233,52 @@ impl Objects {
         subdirs.insert(byte, dir.clone());
         Ok(dir)
     }
+}
+
+/// An object whose bytes do not hash to its name (damaged, or tampered with), or that cannot be
+/// read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadObject {
+    /// Relative to the state directory: `objects/ab/<sha256>`.
+    pub path: String,
+    pub name: Sha256,
+    /// What its bytes hash to; `None` when it could not be read.
+    pub actual: Option<Sha256>,
+}
+
+/// Hash every object of the store in `state` (read-only: a missing store is an empty one), and
+/// return those whose bytes do not match their names, with the number checked. This is what
+/// `rwfs verify` adds to the journal's checks: `restore` refuses a damaged object, this finds
+/// it before anyone needs it.
+pub fn check_objects(disk: &dyn Disk, state: &Dir) -> Result<(u64, Vec<BadObject>)> {
+    let dir = match disk.open_dir(state, OBJECTS_DIR) {
+        Ok(dir) => dir,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok((0, Vec::new())),
+        Err(e) => return Err(Error::io("open objects directory", e)),
+    };
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for (sub_name, kind) in disk.list(&dir).step("list objects")? {
+        let Some(sub_name) = sub_name.to_str().filter(|n| n.len() == 2 && kind == FileKind::Dir) else {
+            continue;
+        };
+        let sub = disk.open_dir(&dir, sub_name).step("open objects directory")?;
+        for (name, kind) in disk.list(&sub).step("list objects")? {
+            let Some((text, sha)) = name.to_str().and_then(|n| Some((n, n.parse::<Sha256>().ok()?))) else {
+                continue;
+            };
+            if kind != FileKind::File {
+                continue;
+            }
+            checked += 1;
+            let actual = disk.open_read(&sub, text).and_then(|file| crate::durable::hash_file(disk, &file)).ok();
+            if actual.map(|(a, _)| a) != Some(sha) {
+                let path = format!("{OBJECTS_DIR}/{sub_name}/{text}");
+                bad.push(BadObject { path, name: sha, actual: actual.map(|(a, _)| a) });
+            }
+        }
+    }
+    Ok((checked, bad))
 }
 
 /// Open directory `name` inside `parent`, creating it (durably) if missing.

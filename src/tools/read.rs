@@ -46,7 +46,6 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::Digest as _;
 
 use crate::durable::WorkspacePath;
 use crate::error::{Error, ErrorKind, Reason};
@@ -592,25 +591,7 @@ fn cursor_mac(key: &[u8], payload: &str) -> [u8; 32] {
     let mut message = Vec::with_capacity(payload.len() + 10);
     message.extend_from_slice(b"rr_cursor\0");
     message.extend_from_slice(payload.as_bytes());
-    hmac_sha256(key, &message)
-}
-
-/// HMAC-SHA256 (RFC 2104 with SHA-256's 64-byte block).
-fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&sha2::Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = sha2::Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
-    inner.update(message);
-    let inner = inner.finalize();
-    let mut outer = sha2::Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    outer.update(inner);
-    outer.finalize().into()
+    crate::sha::hmac_sha256(key, &message)
 }
 
 /// Equality whose time does not depend on where the inputs differ.
@@ -1124,16 +1105,6 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(bytes).unwrap();
         f
-    }
-
-    #[test]
-    fn hmac_matches_rfc_4231() {
-        let case1 = hmac_sha256(&[0x0b; 20], b"Hi There");
-        assert_eq!(hex::encode(case1), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
-        let case2 = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
-        assert_eq!(hex::encode(case2), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
-        let case6 = hmac_sha256(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First");
-        assert_eq!(hex::encode(case6), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
     }
 
     #[test]

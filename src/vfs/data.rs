@@ -288,7 +288,7 @@ impl Vfs {
                 Ok(data.len() as u32)
             }
             Err(e) => {
-                if e.kind() == ErrorKind::Blocked {
+                if is_refusal(&e) {
                     self.refused(ino, &mut state, caller);
                 }
                 Err(e)
@@ -507,7 +507,7 @@ impl Vfs {
                     // log are where this outcome is recorded. A draft that failed for another
                     // reason stays, for the next commit point (shutdown settles it).
                     tracing::warn!(ino, error = %e, "commit at release failed");
-                    drop_it = e.kind() == ErrorKind::Blocked;
+                    drop_it = is_refusal(&e);
                     !drop_it
                 }
             }
@@ -580,7 +580,7 @@ impl Vfs {
                 if let Some(draft) = draft {
                     state.resume(draft, authors);
                 }
-                if error.kind() == ErrorKind::Blocked {
+                if is_refusal(&error) {
                     self.refused(ino, state, caller);
                 }
                 Err(error)
@@ -650,4 +650,10 @@ fn read_full(mut read: impl FnMut(&mut [u8], u64) -> Result<usize>, buf: &mut [u
         }
     }
     Ok(got)
+}
+
+/// A refusal whose draft the engine quarantined: secrets (`Blocked`), or a version over the
+/// policy's `max_gated_bytes` (`EFBIG`). The file takes no more bytes until it is truncated.
+fn is_refusal(e: &crate::error::Error) -> bool {
+    e.kind() == ErrorKind::Blocked || matches!(e.reason(), crate::error::Reason::TooBig { .. })
 }

@@ -240,10 +240,24 @@ impl Vfs {
         self.engine.class(path).in_place()
     }
 
-    /// Refuse to open what the mount never lets a process read: the state directory's hidden
-    /// entries (refused and quarantined content, out-of-band secrets, keys and tokens; see
-    /// `durable::layout`). Their names and attributes are listed, which reveals digests and
-    /// sizes only.
+    /// Does the mount show `path` at all? The state directory's hidden entries (refused and
+    /// quarantined content, kept versions, live drafts, out-of-band secrets, keys and tokens;
+    /// see `durable::layout`) are neither listed nor found: their names are digests and their
+    /// sizes tell what a process wrote, so a process under the mount learns nothing of them.
+    fn listed(&self, path: &str) -> bool {
+        self.engine.class(path).readable()
+    }
+
+    /// [`Vfs::listed`] as an error: a hidden entry does not exist (`ENOENT`).
+    fn check_listed(&self, path: &str) -> Result<()> {
+        if !self.listed(path) {
+            return Err(Reason::NotFound.into());
+        }
+        Ok(())
+    }
+
+    /// Refuse to open what the mount never lets a process read (the hidden entries above, in
+    /// case a node for one exists anyway).
     fn check_readable(&self, path: &str) -> Result<()> {
         if !self.engine.class(path).readable() {
             return Err(Reason::PermissionDenied.into());

@@ -106,6 +106,7 @@ impl Vfs {
     /// Resolve `name` in `parent`, counting a lookup.
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let path = self.child_path(parent, name)?;
+        self.check_listed(&path)?;
         let known = self.child_of(parent, name);
         if let Some(ino) = known
             && self.is_pending(ino)
@@ -503,6 +504,9 @@ impl Vfs {
         let listed = self.engine.list(&path)?;
         let table = self.table();
         for (name, kind) in &listed {
+            if table.child_path(ino, name).is_some_and(|child| !self.listed(&child)) {
+                continue;
+            }
             // A number for readdir only; `stat` gives the node's (d_ino is advisory).
             let child = table.child(ino, name).unwrap_or(u64::MAX);
             out.push(DirEntry { ino: child, kind: *kind, name: name.clone() });

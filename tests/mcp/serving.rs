@@ -110,7 +110,7 @@ fn http_needs_the_bearer_token_and_a_loopback_host_reference_bug_21() {
         assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
     }
     let err = std::fs::read(mnt.path(".resilient_write/mcp-http.token")).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES), "the token is hidden from the mount");
+    assert_eq!(err.raw_os_error(), Some(nix::libc::ENOENT), "the token is hidden from the mount");
     // The daemon's own names (its lock, socket link, token) are the layout table's.
     for dirent in std::fs::read_dir(mnt.ws.abs(".resilient_write")).unwrap() {
         let name = dirent.unwrap().file_name().into_string().unwrap();
