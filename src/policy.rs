@@ -17,6 +17,7 @@
 //! pass_through: [".git/**", "target/**"]     # the mount writes these in place, unscanned
 //! blocked_errno: EACCES                      # errno of a blocked write through the mount
 //! read_cap_bytes: 65536                      # most bytes one rr_read_bytes / rr_read_next returns
+//! session_hosts: [claude, codex, aider]      # process names that host agents (journal::session)
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -107,6 +108,8 @@ struct PolicyFile {
     blocked_errno: Option<String>,
     #[serde(default)]
     read_cap_bytes: Option<i64>,
+    #[serde(default)]
+    session_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,6 +190,7 @@ pub struct Policy {
     pass_through_patterns: Vec<String>,
     blocked_errno: i32,
     read_cap_bytes: u64,
+    session_hosts: Option<Vec<String>>,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -308,6 +312,7 @@ impl Policy {
             pass_through: globs(&pass_through_patterns, text)?,
             pass_through_patterns,
             blocked_errno,
+            session_hosts: file.session_hosts,
         })
     }
 
@@ -337,6 +342,12 @@ impl Policy {
     /// Is `path` written in place by the mount, without a draft or a scan?
     pub fn is_pass_through(&self, path: &str) -> bool {
         self.pass_through.is_match(path)
+    }
+
+    /// Process names that host agents: a writer's nearest such ancestor names its session
+    /// (`session_hosts`; see `journal::session`); `None`: the defaults.
+    pub fn session_hosts(&self) -> Option<&[String]> {
+        self.session_hosts.as_deref()
     }
 
     pub fn pass_through_patterns(&self) -> &[String] {

@@ -8,6 +8,8 @@
 //!   serialised per path (the protocol is in `commit.rs`);
 //! - [`Engine::delete`]: removes a file, keeping its bytes in `objects/`;
 //! - [`Engine::restore`]: brings back any kept version, by digest or by time, as a new commit;
+//! - [`Engine::rewind`]: many paths back to what they held before a selection of rows, as one
+//!   journaled group that recovery finishes after a crash (`rewind.rs`);
 //! - [`Engine::gc`] applies retention;
 //! - [`Engine::class`]: which class a path is in (gated, written in place, readable or hidden
 //!   state), the one decision the mount and the namespace operations ask (`class.rs`);
@@ -24,11 +26,13 @@
 
 mod class;
 mod commit;
+mod diff;
 mod draft;
 mod events;
 mod gate;
 mod locks;
 mod recovery;
+mod rewind;
 mod settle;
 mod spares;
 mod state;
@@ -54,9 +58,11 @@ use crate::store::{Objects, open_or_create};
 
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
+pub use diff::{FileDiff, FileStat, Rev, compare};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
 pub use recovery::Recovery;
+pub use rewind::{Action, Rewind, Rewound, Step, describe as describe_selection};
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
 pub use tree::{Entry, Owner, RenameHow};
@@ -81,7 +87,7 @@ pub struct Engine {
     core: Arc<Core>,
     settler: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
     recovery: Recovery,
-    subscribers: Subscribers,
+    pub(crate) subscribers: Subscribers,
 }
 
 pub(crate) struct Core {
@@ -151,11 +157,18 @@ impl Engine {
         };
         let objects = Objects::open(disk.clone(), &state)?;
         let mut claims = Claims::default();
-        let (journal, _scan) = journal::open(disk.clone(), &state, |entry| claims.observe(&entry.row, settled))?;
+        let mut rewinds = rewind::OpenRewinds::default();
+        let (journal, _scan) = journal::open(disk.clone(), &state, |entry| {
+            claims.observe(&entry.row, settled);
+            rewinds.observe(&entry.row);
+        })?;
         // Spares only on the real disk: hooked test disks see exactly a commit's calls.
         let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
+        if let Some(hosts) = gate.policy().session_hosts() {
+            journal.sessions().set_hosts(hosts.to_vec());
+        }
         let classes = Classes::new(gate.policy(), &options.pass_through)?;
         let core = Arc::new(Core {
             ws,
@@ -174,7 +187,12 @@ impl Engine {
         });
         let mut recovery = core.recover(&claims)?;
         recovery.drafts_kept = core.recover_drafts(&claims, &journal::Actor::engine())?;
-        if !recovery.corrected.is_empty() || !recovery.temps_kept.is_empty() || !recovery.drafts_kept.is_empty() {
+        recovery.rewinds_finished = core.finish_rewinds(&rewinds.0)?;
+        if !recovery.corrected.is_empty()
+            || !recovery.temps_kept.is_empty()
+            || !recovery.drafts_kept.is_empty()
+            || !recovery.rewinds_finished.is_empty()
+        {
             tracing::warn!(?recovery, "recovered from an interrupted session");
         }
         core.record_watermark(true)?;

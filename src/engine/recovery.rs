@@ -70,6 +70,8 @@ pub struct Recovery {
     pub temps_kept: Vec<String>,
     /// Drafts of a mount that died, moved into `objects/`.
     pub drafts_kept: Vec<String>,
+    /// Rewind groups a crash interrupted, finished (see `rewind.rs`).
+    pub rewinds_finished: Vec<String>,
 }
 
 impl Core {
