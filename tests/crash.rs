@@ -111,6 +111,9 @@ impl Run {
     }
 }
 
+/// Crash images in which recovery finished an interrupted rewind group.
+static FINISHED_BY_RECOVERY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// After recovery, a rewind group is whole: a `begin` row has its `end` row, and then every
 /// step's path holds the step's `to`; without a `begin` row no step was taken (the paths hold
 /// what they held, which `check` already verified).
@@ -138,6 +141,9 @@ fn rewind_groups_are_whole(root: &Path) -> Result<(), String> {
         return Err(format!("rewind group {group} begun and never ended after recovery"));
     }
     for (plan, reason) in ended {
+        if reason.starts_with("finished_by_recovery") {
+            FINISHED_BY_RECOVERY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if !reason.contains("failed=0") {
             return Err(format!("rewind {plan} ended with failures: {reason}"));
         }
@@ -502,6 +508,9 @@ fn every_crash_state_keeps_the_guarantees() {
     let states: usize = outcomes.iter().map(|o| o.enumerated).sum();
     let images: usize = outcomes.iter().map(|o| o.images).sum();
     println!("crash enumeration total: {events} events, {states} crash states, {images} distinct images checked");
+    let finished = FINISHED_BY_RECOVERY.load(std::sync::atomic::Ordering::Relaxed);
+    println!("rewind groups a crash interrupted and recovery finished: {finished}");
+    assert!(finished > 0, "the rewind scenario crashes inside a group");
     assert!(images > 0 && states >= images);
 }
 

@@ -232,6 +232,8 @@ fn rewind_through_the_daemon_is_seen_by_the_mount_at_once_and_sessions_follow_th
     assert_eq!(session_of("work.txt").as_deref(), Some("agent-1"));
     let mine = session_of("other.txt").unwrap();
     assert_ne!(mine, "agent-1");
+    let expected = rwfs::journal::session::Sessions::default().of_pid(std::process::id()).unwrap();
+    assert_eq!(mine, expected, "without RWFS_SESSION: the writer's agent host or POSIX session");
 
     let out = rwfs().arg("-w").arg(m.ws.path()).args(["sessions", "--json"]).output().unwrap();
     let sessions: Vec<Value> =

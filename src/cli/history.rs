@@ -133,7 +133,7 @@ pub fn diff(ws: &Workspace, args: DiffArgs) -> Result<Exit> {
     let selection = match (&args.since, &args.session) {
         (Some(since), _) => Selection::AfterTime(parse_time(since)?),
         (None, Some(session)) => Selection::Session(session.clone()),
-        (None, None) => unreachable!("clap requires PATH, --since or --session"),
+        (None, None) => return Err(crate::error::Reason::InvalidArgument { what: "PATH, --since or --session" }.into()),
     };
     let stats = ws.diff_stat(&selection)?;
     if args.json {

@@ -65,12 +65,7 @@ impl Tools {
         let ws = self.engine().workspace();
         if let Some(path) = &args.path {
             let rev = |name: &str, s: &Option<String>| -> Result<Option<Rev>, Failure> {
-                s.as_deref()
-                    .map(|s| match self.time_or_version(call, name, s) {
-                        Ok(rev) => Ok(rev),
-                        Err(f) => Err(f),
-                    })
-                    .transpose()
+                s.as_deref().map(|s| self.time_or_version(call, name, s)).transpose()
             };
             let (from, to) = (rev("from", &args.from)?, rev("to", &args.to)?);
             let d = ws.diff(path, from.as_ref(), to.as_ref()).map_err(|e| self.fail(call, e, None))?;
@@ -128,8 +123,10 @@ impl Tools {
         }
     }
 
+    /// A `seq:N` or a digest prefix, else a time as every tool reads it.
     fn time_or_version(&self, call: &Call, argument: &str, text: &str) -> Result<Rev, Failure> {
-        match Rev::parse(text, |_| Err(crate::error::Reason::InvalidArgument { what: "time" }.into())) {
+        let not_a_time = |_: &str| Err(crate::error::Reason::InvalidArgument { what: "time" }.into());
+        match Rev::parse(text, not_a_time) {
             Ok(rev) => Ok(rev),
             Err(_) => Ok(Rev::Version(RestoreTo::At(self.time_arg(call, argument, text)?))),
         }
