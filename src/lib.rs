@@ -17,10 +17,11 @@
 //!   beneath the root (`openat2(RESOLVE_BENEATH)`), the state directory's layout table, and the
 //!   steps of a commit (stage, sync, install), digests that read only a sparse file's data.
 //! - [`journal`]: `journal.jsonl` — rows, the group-commit writer thread, the tolerant reader,
-//!   the keyed chain and its anchored head (`seal.rs`).
+//!   the keyed chain and its anchored head (`seal.rs`), sessions, following, and the history
+//!   queries ([`journal::query`]) every caller asks through, so an index can replace their scans.
 //! - [`store`]: `objects/`, content-addressed versions that left the tree.
 //! - [`engine`]: the owner of a workspace: open (lock, recovery), the commit protocol
-//!   (`engine/commit.rs`), delete, history, restore, retention, verify; which class a path is in
+//!   (`engine/commit.rs`), delete, history, restore, rewind, diff, retention, verify; which class a path is in
 //!   ([`engine::PathClass`]); change events ([`engine::Changed`]).
 //! - [`vfs`]: the mount's filesystem without a kernel — nodes, handles, each file's draft state
 //!   machine, the commit points; [`fuse`] serves it through fuser.

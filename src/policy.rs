@@ -25,6 +25,7 @@
 //!   max_free_fraction: 0.2                   #   and this share of the space it could use
 //!   max_age_days: 30                         #   versions older than this go
 //!   interval_seconds: 600                    #   how often the daemon enforces it
+//! session_hosts: [claude, codex, aider]      # process names that host agents (journal::session)
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -187,6 +188,8 @@ struct PolicyFile {
     batch_window_ms: Option<i64>,
     max_gated_bytes: Option<i64>,
     #[serde(default)]
+    session_hosts: Option<Vec<String>>,
+    #[serde(default)]
     retention: Option<RetentionSpec>,
 }
 
@@ -281,6 +284,7 @@ pub struct Policy {
     batch_window_ms: u64,
     max_gated_bytes: u64,
     retention: Retention,
+    session_hosts: Option<Vec<String>>,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -420,6 +424,7 @@ impl Policy {
             pass_through: globs(&pass_through_patterns, text)?,
             pass_through_patterns,
             blocked_errno,
+            session_hosts: file.session_hosts,
         })
     }
 
@@ -469,6 +474,12 @@ impl Policy {
     /// Is `path` written in place by the mount, without a draft or a scan?
     pub fn is_pass_through(&self, path: &str) -> bool {
         self.pass_through.is_match(path)
+    }
+
+    /// Process names that host agents: a writer's nearest such ancestor names its session
+    /// (`session_hosts`; see `journal::session`); `None`: the defaults.
+    pub fn session_hosts(&self) -> Option<&[String]> {
+        self.session_hosts.as_deref()
     }
 
     pub fn pass_through_patterns(&self) -> &[String] {

@@ -291,6 +291,14 @@ fn every_command() -> Vec<(Vec<String>, Vec<u8>, i32)> {
         case(&["history", "--json", "f.txt"], b"", 0),
         case(&["show", &format!("f.txt@{v1}")], b"", 0),
         case(&["log", "--json", "--since", "1h"], b"", 0),
+        case(&["sessions", "--json"], b"", 0),
+        case(&["diff", "--json", "f.txt"], b"", 0),
+        case(&["diff", "--since", "1h"], b"", 0),
+        case(&["write", "--json", "g.txt"], b"later\n", 0),
+        case(&["rewind", "--json", "--seq", "1", "--dry-run"], b"", 0),
+        case(&["rewind", "--json", "--seq", "9", "g.*"], b"", 0),
+        case(&["rewind", "--session", "nobody"], b"", 0),
+        case(&["rewind", "--to", "not a time"], b"", 2),
         case(&["verify", "--json"], b"", 0),
         case(&["verify"], b"", 0),
         case(&["gc", "--json", "--keep-days", "1"], b"", 0),
@@ -321,6 +329,12 @@ fn comparable(out: &[u8]) -> String {
         "uid",
         "rejection_id",
         "hash",
+        "group",
+        "session",
+        "name",
+        "root",
+        "start",
+        "end",
     ];
     fn scrub(v: &mut serde_json::Value) {
         match v {

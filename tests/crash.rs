@@ -16,8 +16,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rwfs::durable::{Disk, Meta};
-use rwfs::engine::{Engine, Options, RestoreTo, WriteMode, WriteRequest, verify};
+use rwfs::engine::{Engine, Options, RestoreTo, Rewind, WriteMode, WriteRequest, verify};
 use rwfs::journal::Problem;
+use rwfs::journal::query::Selection;
 use rwfs::sha::Sha256;
 
 use crate::support::hooked::Hooked;
@@ -99,6 +100,77 @@ impl Run {
     }
 }
 
+impl Run {
+    /// A rewind of every row after `cut`; `expect` lists each path it changes and what it
+    /// leaves there. Every step is in flight from the start (the rewind is one call).
+    fn rewind(&self, engine: &Engine, cut: u64, expect: &[(&str, Effect)]) {
+        let ids: Vec<(usize, &str)> = expect.iter().map(|(p, e)| (self.begin(p, e.clone()), *p)).collect();
+        let rewind = Rewind { selection: Selection::AfterSeq(cut), globs: vec![], force: false, dry_run: false };
+        let done = engine.rewind(&rewind, &actor()).unwrap();
+        assert_eq!(done.applied, expect.len(), "{done:?}");
+        let group = done.group.unwrap();
+        let rows = rwfs::engine::Workspace::open(engine.workspace().path(), &Options::default()).unwrap();
+        let mut seqs = HashMap::new();
+        rows.read_journal(|e| {
+            if e.row.group.as_deref() == Some(group.as_str()) {
+                seqs.insert(e.row.path.clone(), e.row.seq.unwrap());
+            }
+        })
+        .unwrap();
+        for (id, path) in ids {
+            self.done(id, seqs[path]);
+        }
+    }
+}
+
+/// Crash images in which recovery finished an interrupted rewind group.
+static FINISHED_BY_RECOVERY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// After recovery, a rewind group is whole: a `begin` row has its `end` row, and then every
+/// step's path holds the step's `to`; without a `begin` row no step was taken (the paths hold
+/// what they held, which `check` already verified).
+fn rewind_groups_are_whole(root: &Path) -> Result<(), String> {
+    let ws = rwfs::engine::Workspace::open(root, &Options::default()).unwrap();
+    let mut open: BTreeMap<String, String> = BTreeMap::new();
+    let mut ended: Vec<(String, String)> = Vec::new();
+    ws.read_journal(|e| {
+        if e.row.op() == rwfs::journal::Op::Rewind {
+            let group = e.row.group.clone().unwrap_or_default();
+            match e.row.mode.as_str() {
+                "begin" => {
+                    open.insert(group, e.row.path.clone());
+                }
+                _ => {
+                    if let Some(plan) = open.remove(&group) {
+                        ended.push((plan, e.row.reason.clone().unwrap_or_default()));
+                    }
+                }
+            }
+        }
+    })
+    .unwrap();
+    if let Some((group, _)) = open.into_iter().next() {
+        return Err(format!("rewind group {group} begun and never ended after recovery"));
+    }
+    for (plan, reason) in ended {
+        if reason.starts_with("finished_by_recovery") {
+            FINISHED_BY_RECOVERY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if !reason.contains("failed=0") {
+            return Err(format!("rewind {plan} ended with failures: {reason}"));
+        }
+        let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(root.join(&plan)).unwrap()).unwrap();
+        for step in plan["steps"].as_array().unwrap() {
+            let path = step["path"].as_str().unwrap();
+            let now = std::fs::read(root.join(path)).ok().map(|b| Sha256::of(&b).to_hex());
+            if now.as_deref() != step["to"].as_str() {
+                return Err(format!("rewind step {path}: holds {now:?}, the plan says {}", step["to"]));
+            }
+        }
+    }
+    Ok(())
+}
+
 struct Outcome {
     events: usize,
     enumerated: usize,
@@ -126,7 +198,9 @@ fn scenario(name: &str, setup: impl Fn(&Engine), run: impl Fn(&Engine, &Run)) ->
     for state in &states {
         let dir = tempfile::Builder::new().prefix("crash-").tempdir_in(&scratch).unwrap();
         state.image.materialize(dir.path());
-        if let Err(failure) = check(dir.path(), state, &events, &intents, &initial) {
+        if let Err(failure) =
+            check(dir.path(), state, &events, &intents, &initial).and_then(|()| rewind_groups_are_whole(dir.path()))
+        {
             panic!(
                 "scenario {name}: crash after {} of {} events violates a guarantee: {failure}\n\
                  events up to the crash:\n{}",
@@ -423,6 +497,29 @@ fn every_crash_state_keeps_the_guarantees() {
             },
         ),
         scenario(
+            "rewind",
+            |e| {
+                crate::support::write(e, "kept.txt", b"kept one\n", WriteMode::Create).unwrap();
+                crate::support::write(e, "gone.txt", b"to be deleted\n", WriteMode::Create).unwrap();
+            },
+            |e, run| {
+                let mut cut = 0;
+                e.workspace().read_journal(|entry| cut = entry.row.seq.unwrap()).unwrap();
+                run.write(e, "kept.txt", b"kept two\n", WriteMode::Overwrite);
+                run.delete(e, "gone.txt");
+                run.write(e, "new/made.txt", b"made after the cut\n", WriteMode::Create);
+                run.rewind(
+                    e,
+                    cut,
+                    &[
+                        ("new/made.txt", None),
+                        ("gone.txt", Some(b"to be deleted\n".to_vec())),
+                        ("kept.txt", Some(b"kept one\n".to_vec())),
+                    ],
+                );
+            },
+        ),
+        scenario(
             "mixed session",
             |_| {},
             |e, run| {
@@ -438,6 +535,9 @@ fn every_crash_state_keeps_the_guarantees() {
     let states: usize = outcomes.iter().map(|o| o.enumerated).sum();
     let images: usize = outcomes.iter().map(|o| o.images).sum();
     println!("crash enumeration total: {events} events, {states} crash states, {images} distinct images checked");
+    let finished = FINISHED_BY_RECOVERY.load(std::sync::atomic::Ordering::Relaxed);
+    println!("rewind groups a crash interrupted and recovery finished: {finished}");
+    assert!(finished > 0, "the rewind scenario crashes inside a group");
     assert!(images > 0 && states >= images);
 }
 

@@ -34,6 +34,8 @@ fn every_name_rwfs_writes_in_the_state_directory_is_in_the_layout_table() {
     mcp.call("rw_handoff_write", json!({"envelope": envelope})).ok();
     mcp.call("rw_handoff_write", json!({"envelope": envelope, "archive": true})).ok();
     mcp.call("rr_make_cursor", json!({"path": "a.txt"})).ok();
+    // A rewind keeps its plan (rewinds/).
+    mcp.call("rw_rewind", json!({"session": "self", "confirm": true})).ok();
     // The daemon's HTTP token.
     let (_, new) = rwfs::mcp::http_token(engine).unwrap();
     assert!(new);

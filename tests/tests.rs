@@ -15,6 +15,7 @@ mod bad_state;
 mod cli;
 mod fuzz;
 mod gate;
+mod history;
 mod hostile_paths;
 mod layout;
 mod mcp;

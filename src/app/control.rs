@@ -23,8 +23,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::durable::STATE_DIR;
-use crate::engine::{Engine, Expect, RestoreTo, Restored, WriteMode, WriteRequest};
+use crate::engine::{Engine, Expect, RestoreTo, Restored, Rewind, Rewound, WriteMode, WriteRequest};
 use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::query::Selection;
 use crate::journal::{Actor, Via, process_name};
 use crate::sha::Sha256;
 
@@ -57,6 +58,21 @@ pub enum Request {
     Gc {
         /// Instead of the policy's `retention.max_age_days`.
         keep_seconds: Option<u64>,
+    },
+    /// `rwfs rewind`: one of the four points, the globs, and how.
+    Rewind {
+        after_seq: Option<u64>,
+        after_unix_ns: Option<i64>,
+        session: Option<String>,
+        group: Option<String>,
+        globs: Vec<String>,
+        dry_run: bool,
+        force: bool,
+    },
+    /// `rwfs log --follow`: the daemon streams every journal line past `offset`, one per line,
+    /// until the client hangs up (no answer line first).
+    Follow {
+        offset: u64,
     },
     Status,
     /// Settle drafts, unmount and exit.
@@ -178,6 +194,8 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
         uid: Some(creds.uid()),
         tool: None,
         session: None,
+        session_label: None,
+        group: None,
     };
     let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
     let mut line = String::new();
@@ -198,6 +216,9 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
     }
     let mut shutdown = false;
     let answer = match serde_json::from_str::<Envelope>(&line) {
+        Ok(Envelope { request: Request::Follow { offset }, .. }) => {
+            return follow(stream, offset, daemon);
+        }
         Ok(envelope) => {
             shutdown = matches!(envelope.request, Request::Shutdown);
             match execute(envelope.request, &mut reader, &actor, daemon) {
@@ -265,6 +286,12 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             let gc = engine.gc(keep_seconds.map(Duration::from_secs), actor)?;
             Ok(gc_json(&gc))
         }
+        Request::Rewind { after_seq, after_unix_ns, session, group, globs, dry_run, force } => {
+            let selection = selection(after_seq, after_unix_ns, session, group)?;
+            let rewound = engine.rewind(&Rewind { selection, globs, force, dry_run }, actor)?;
+            Ok(rewound_json(&rewound))
+        }
+        Request::Follow { .. } => Err(Reason::InvalidArgument { what: "follow: its own connection" }.into()),
         Request::Status => {
             let mut status = daemon.status();
             status["ok"] = json!(true);
@@ -273,6 +300,40 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
         // `handle` stops the daemon after answering.
         Request::Shutdown => Ok(json!({"ok": true})),
     }
+}
+
+/// Stream the journal's lines past `offset` to `stream` until the client leaves.
+fn follow(stream: UnixStream, offset: u64, daemon: &dyn Daemon) -> Result<()> {
+    stream.set_read_timeout(None).step("socket timeout")?;
+    let journal = daemon.engine().state_dir_path()?.join(crate::journal::JOURNAL_FILE);
+    let mut out = std::io::BufWriter::new(stream.try_clone().step("clone socket")?);
+    crate::journal::follow::follow(&journal, offset, Some(std::os::fd::AsFd::as_fd(&stream)), |line| {
+        out.write_all(line).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_ok()
+    })
+    .step("follow journal")
+}
+
+/// The rows a rewind takes back, from the request's fields (exactly one is given).
+pub fn selection(
+    after_seq: Option<u64>,
+    after_unix_ns: Option<i64>,
+    session: Option<String>,
+    group: Option<String>,
+) -> Result<Selection> {
+    match (after_seq, after_unix_ns, session, group) {
+        (Some(seq), None, None, None) => Ok(Selection::AfterSeq(seq)),
+        (None, Some(ns), None, None) => Ok(Selection::AfterTime(time_of(ns))),
+        (None, None, Some(s), None) => Ok(Selection::Session(s)),
+        (None, None, None, Some(g)) => Ok(Selection::Group(g)),
+        _ => Err(Reason::InvalidArgument { what: "rewind: one of --to, --seq, --session, --undo" }.into()),
+    }
+}
+
+/// The JSON of a rewind (what `rwfs rewind --json` prints).
+pub fn rewound_json(r: &Rewound) -> Value {
+    let mut value = serde_json::to_value(r).expect("a rewind serializes");
+    value["ok"] = json!(true);
+    value
 }
 
 /// The time `ns` nanoseconds after the epoch (before it when negative).

@@ -5,6 +5,7 @@
 //! negative (`verify` found problems, `scan` found something the policy blocks), 2 error (the
 //! kind and reason are printed on stderr).
 
+mod history;
 mod mount;
 mod run;
 mod scan;
@@ -38,6 +39,11 @@ fn emit_with(write: impl FnOnce(&mut std::io::StdoutLock) -> std::io::Result<()>
             tracing::warn!(error = %e, "cannot write to stdout");
         }
     }
+}
+
+/// Has stdout been closed (a reader that left)?
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 /// Print to stderr (what `eprint!` does); a closed stderr loses the text, it does not panic.
@@ -87,6 +93,13 @@ deleted version so it can be restored.",
   rwfs restore notes.txt --at '10m'              the file as it was ten minutes ago
   rwfs show notes.txt@3f2a9c                     print that version, restore nothing
   rwfs log --since 1h                            the last hour's changes
+  rwfs log --follow --json                       stream rows as they become durable
+  rwfs sessions                                  who changed what, session by session
+  rwfs diff notes.txt                            the last change to a file, as a unified diff
+  rwfs diff --session claude-4242                what that agent run changed, per file
+  rwfs rewind --session claude-4242 --dry-run    what undoing that run would do
+  rwfs rewind --to 20m                           the whole tree as it was 20 minutes ago
+  rwfs rewind --undo rw-19a...                   take a rewind back
   rwfs verify                                    journal chain intact? files as journaled?
   rwfs scan --sarif src/ > findings.sarif        secrets and personal data, as SARIF
   rwfs shell                                     a shell inside the gated view of this directory
@@ -126,6 +139,17 @@ pub enum Command {
     Show(ShowArgs),
     /// Check the journal's hash chain and that files hold what their last row says.
     Verify(JsonArg),
+    /// List sessions (who changed the workspace, from when to when, how much, how many
+    /// writes were blocked), oldest first. A row's session is `RWFS_SESSION` from the writer's
+    /// environment, else its nearest agent-host ancestor (policy `session_hosts`), else its
+    /// POSIX session; MCP writes carry their MCP session.
+    Sessions(JsonArg),
+    /// Put the workspace (or the paths matching GLOBs) back to what it was at a time, after a
+    /// seq, or before a session; one journaled group, undoable with `--undo GROUP`.
+    Rewind(RewindArgs),
+    /// A unified diff between two versions of PATH, or with --since / --session a per-file
+    /// summary (like `git diff --stat`) of what changed.
+    Diff(DiffArgs),
     /// Apply retention to kept versions: past the age limit, then the oldest versions of the
     /// busiest paths while the store is over its size limit (policy `retention`).
     Gc(GcArgs),
@@ -173,7 +197,10 @@ impl Command {
             | Command::Restore(RestoreArgs { json, .. })
             | Command::Gc(GcArgs { json, .. })
             | Command::Verify(json)
+            | Command::Sessions(json)
             | Command::Status(json) => json.json,
+            Command::Rewind(args) => args.json,
+            Command::Diff(args) => args.json,
             Command::Log(args) => args.json,
             Command::Scan(args) => args.json,
             Command::Mount(_)
@@ -354,7 +381,64 @@ pub struct LogArgs {
     /// Only rows from TIME on: RFC 3339, a UTC "YYYY-MM-DD HH:MM:SS", or a duration ago ("1h").
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
+    /// Only rows of this session (see `rwfs sessions`).
+    #[arg(long, value_name = "S")]
+    pub session: Option<String>,
+    /// After the last rows, keep printing rows as they become durable, until interrupted.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
     /// Print the rows as JSON lines, exactly as stored.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("point").required(true).args(["to", "seq", "session", "undo"]))]
+pub struct RewindArgs {
+    /// What the workspace held at TIME (RFC 3339, "YYYY-MM-DD HH:MM:SS" UTC, or "20m" ago).
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+    /// What it held right after the row with this seq.
+    #[arg(long, value_name = "N")]
+    pub seq: Option<u64>,
+    /// What the paths this session changed held before it (others' changes stay).
+    #[arg(long, value_name = "S")]
+    pub session: Option<String>,
+    /// Take back the rewind GROUP (its id is printed by the rewind and in its rows).
+    #[arg(long, value_name = "GROUP")]
+    pub undo: Option<String>,
+    /// Only paths matching these globs (`src/**`, `*.md`).
+    #[arg(value_name = "GLOB")]
+    pub globs: Vec<String>,
+    /// Print the plan, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also overwrite paths whose bytes changed outside rwfs since their last row (the plan
+    /// marks them `forced`).
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("what").required(true).args(["path", "since", "session"]))]
+pub struct DiffArgs {
+    /// The file to compare two versions of.
+    pub path: Option<String>,
+    /// The older version: a digest prefix, a time, or `seq:N` [default: the one before the
+    /// last change].
+    #[arg(long, value_name = "REV", requires = "path")]
+    pub from: Option<String>,
+    /// The newer version [default: the current one].
+    #[arg(long, value_name = "REV", requires = "path")]
+    pub to: Option<String>,
+    /// Summarise every file changed since TIME.
+    #[arg(long, value_name = "TIME", conflicts_with = "path")]
+    pub since: Option<String>,
+    /// Summarise every file this session changed.
+    #[arg(long, value_name = "S", conflicts_with = "path")]
+    pub session: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -32,7 +32,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
 fn run_command(cli: Cli) -> Result<Exit> {
     if matches!(
         cli.command,
-        Command::Write(_) | Command::Rm(_) | Command::Restore(_) | Command::Status(_) | Command::Gc(_)
+        Command::Write(_)
+            | Command::Rm(_)
+            | Command::Restore(_)
+            | Command::Status(_)
+            | Command::Gc(_)
+            | Command::Rewind(_)
     ) {
         super::session::warn_if_shadowed();
     }
@@ -47,7 +52,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Write(args) => write(&root, &options, args),
         Command::Rm(args) => rm(&root, &options, args),
-        Command::Log(args) => log(&existing(&root, &options)?, args),
+        Command::Log(args) => log(&root, &existing(&root, &options)?, args),
         Command::History(args) => history(&existing(&root, &options)?, args),
         Command::Restore(args) => restore(&root, &options, args),
         Command::Show(args) => show(&existing(&root, &options)?, &args.spec),
@@ -64,6 +69,9 @@ fn run_command(cli: Cli) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Command::Verify(args) => verify_cmd(&existing(&root, &options)?, args.json),
+        Command::Sessions(args) => super::history::sessions(&existing(&root, &options)?, args.json),
+        Command::Rewind(args) => super::history::rewind(&root, &options, args),
+        Command::Diff(args) => super::history::diff(&existing(&root, &options)?, args),
         Command::Gc(args) => gc(&root, &options, args),
         Command::Status(args) => status(&existing(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
@@ -129,14 +137,14 @@ fn agent_rules(args: &super::AgentRulesArgs, policy: &crate::policy::Policy) -> 
     out
 }
 
-fn actor() -> Actor {
+pub(super) fn actor() -> Actor {
     Actor::this_process(Via::Cli, CALLER)
 }
 
 /// Run a change on the workspace's engine: the daemon's when the workspace is mounted (its
 /// control socket answers; `relay` builds the request), else one opened here for `f` and
 /// closed after (making the watermark durable).
-fn with_engine(
+pub(super) fn with_engine(
     root: &Path,
     options: &Options,
     f: impl FnOnce(&Engine) -> Result<serde_json::Value>,
@@ -272,7 +280,7 @@ fn show(ws: &Workspace, spec: &str) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
+fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
     let filter = args.path.as_deref().map(|p| ws.lookup(p)).transpose()?;
     // Rows carry whole seconds: compare at that precision.
     let since = args.since.as_deref().map(parse_time).transpose()?.map(|t| {
@@ -280,39 +288,60 @@ fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     });
     let keep = if args.n == 0 { usize::MAX } else { args.n };
+    let matches = |row: &Row| {
+        filter.as_ref().is_none_or(|p| row.path == p.as_str())
+            && args.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
+    };
     let mut rows: VecDeque<Row> = VecDeque::new();
     let scan = ws.read_journal(|entry| {
         let recent = since.is_none_or(|since| humantime::parse_rfc3339(&entry.row.ts).is_ok_and(|ts| ts >= since));
-        if recent && filter.as_ref().is_none_or(|p| entry.row.path == p.as_str()) {
+        if recent && matches(&entry.row) {
             if rows.len() == keep {
                 rows.pop_front();
             }
             rows.push_back(entry.row);
         }
     })?;
-    if args.json {
-        for row in &rows {
-            outln!("{}", row.to_line());
-        }
-    } else {
+    if !args.json {
         outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
-        for row in &rows {
-            outln!(
-                "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  {}",
-                row.seq.map_or("-".to_string(), |s| s.to_string()),
-                row.ts,
-                row.op().as_str(),
-                short(row.sha256),
-                row.bytes,
-                Escaped(&row.path).to_string(),
-                who(row)
-            );
-        }
+    }
+    for row in &rows {
+        print_row(row, args.json);
     }
     for problem in &scan.problems {
         errln!("journal: {problem}");
     }
+    if args.follow {
+        // New rows only (no `--since` or `-n` cut): each once, in order, as they arrive.
+        super::history::follow(root, ws, scan.len, |line| match serde_json::from_slice::<Row>(line) {
+            Ok(row) if matches(&row) => {
+                match args.json {
+                    true => super::emit_bytes(&[line, b"\n"].concat()),
+                    false => print_row(&row, false),
+                }
+                !super::stdout_closed()
+            }
+            _ => !super::stdout_closed(),
+        })?;
+    }
     Ok(Exit::Ok)
+}
+
+fn print_row(row: &Row, json: bool) {
+    if json {
+        outln!("{}", row.to_line());
+        return;
+    }
+    outln!(
+        "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  {}",
+        row.seq.map_or("-".to_string(), |s| s.to_string()),
+        row.ts,
+        row.op().as_str(),
+        short(row.sha256),
+        row.bytes,
+        Escaped(&row.path).to_string(),
+        who(row)
+    );
 }
 
 fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
@@ -513,7 +542,7 @@ fn short_json(sha: &serde_json::Value) -> String {
     sha.as_str().filter(|s| !s.is_empty()).map_or_else(|| "absent".to_string(), |s| s[..12.min(s.len())].to_string())
 }
 
-fn short(sha: Option<Sha256>) -> String {
+pub(super) fn short(sha: Option<Sha256>) -> String {
     sha.map_or_else(|| "absent".to_string(), |s| s.short(12))
 }
 
@@ -525,7 +554,7 @@ fn found_str(found: &Found) -> String {
     }
 }
 
-fn who(row: &Row) -> String {
+pub(super) fn who(row: &Row) -> String {
     let via = row.via.map_or_else(|| Escaped(&row.caller).to_string(), |v| format!("{v:?}").to_lowercase());
     let mut who = via;
     if let Some(comm) = &row.comm {
@@ -542,7 +571,7 @@ fn who(row: &Row) -> String {
 }
 
 /// `--at`: an RFC 3339 time, a UTC "YYYY-MM-DD HH:MM:SS", or a duration ago.
-fn parse_time(s: &str) -> Result<SystemTime> {
+pub(super) fn parse_time(s: &str) -> Result<SystemTime> {
     if let Ok(t) = humantime::parse_rfc3339_weak(s) {
         return Ok(t);
     }

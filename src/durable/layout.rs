@@ -40,6 +40,9 @@ pub const HANDOFFS: &str = "handoffs";
 pub const KEYS: &str = "keys";
 /// The bearer token of the MCP HTTP endpoint (0600).
 pub const HTTP_TOKEN: &str = "mcp-http.token";
+/// The plan of each rewind group (`<group>.json`), written before its first change, so that
+/// recovery can finish a group a crash interrupted.
+pub const REWINDS: &str = "rewinds";
 /// Reserved for an index of the tree (not written yet).
 pub const INDEX: &str = "index";
 /// The log of a daemon started without `RWFS_LOG_FILE`, and the previous one (rotated when
@@ -97,6 +100,7 @@ pub const STATE_LAYOUT: &[StateEntry] = &[
     entry(CHUNKS, Shape::Dir, Visibility::ReadOnly),
     entry(SCRATCH, Shape::Dir, Visibility::Hidden),
     entry(CHECKPOINTS, Shape::Dir, Visibility::ReadOnly),
+    entry(REWINDS, Shape::Dir, Visibility::ReadOnly),
     entry(HANDOFFS, Shape::Dir, Visibility::ReadOnly),
     entry(KEYS, Shape::Dir, Visibility::Hidden),
     entry(HTTP_TOKEN, Shape::File, Visibility::Hidden),

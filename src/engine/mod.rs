@@ -8,6 +8,8 @@
 //!   serialised per path (the protocol is in `commit.rs`);
 //! - [`Engine::delete`]: removes a file, keeping its bytes in `objects/`;
 //! - [`Engine::restore`]: brings back any kept version, by digest or by time, as a new commit;
+//! - [`Engine::rewind`]: many paths back to what they held before a selection of rows, as one
+//!   journaled group that recovery finishes after a crash (`rewind.rs`);
 //! - [`Engine::gc`] applies retention;
 //! - [`Engine::class`]: which class a path is in (gated, written in place, readable or hidden
 //!   state), the one decision the mount and the namespace operations ask (`class.rs`);
@@ -25,12 +27,14 @@
 mod batch;
 mod class;
 mod commit;
+mod diff;
 mod draft;
 mod events;
 mod gate;
 mod locks;
 mod recovery;
 mod retention;
+mod rewind;
 mod settle;
 mod spares;
 mod state;
@@ -57,10 +61,12 @@ use crate::store::{Objects, open_or_create};
 
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
+pub use diff::{FileDiff, FileStat, Rev, compare};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
 pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
 pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
+pub use rewind::{Action, Rewind, Rewound, Step, describe as describe_selection};
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
 pub use tree::{Entry, Owner, RenameHow};
@@ -88,7 +94,7 @@ pub struct Engine {
     /// The `batch` mode's group committer.
     committer: Mutex<Option<JoinHandle<()>>>,
     recovery: Recovery,
-    subscribers: Subscribers,
+    pub(crate) subscribers: Subscribers,
 }
 
 pub(crate) struct Core {
@@ -153,11 +159,18 @@ impl Engine {
         };
         let objects = Objects::open(disk.clone(), &state)?;
         let mut claims = Claims::default();
-        let (journal, _scan) = journal::open(disk.clone(), &state, |entry| claims.observe(&entry.row, settled))?;
+        let mut rewinds = rewind::OpenRewinds::default();
+        let (journal, _scan) = journal::open(disk.clone(), &state, |entry| {
+            claims.observe(&entry.row, settled);
+            rewinds.observe(&entry.row);
+        })?;
         // Spares only on the real disk: hooked test disks see exactly a commit's calls.
         let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
+        if let Some(hosts) = gate.policy().session_hosts() {
+            journal.sessions().set_hosts(hosts.to_vec());
+        }
         let classes = Classes::new(gate.policy(), &options.pass_through)?;
         let durability = options.durability.unwrap_or(gate.policy().durability());
         let batch = (durability == Durability::Batch).then(|| Batch::new(gate.policy().batch_window()));
@@ -181,10 +194,12 @@ impl Engine {
         let budget = Some(recovery::RECOVERY_HASH_BUDGET);
         (recovery.drafts_kept, recovery.drafts_deferred) =
             core.recover_drafts(&claims, &journal::Actor::engine(), budget, None)?;
+        recovery.rewinds_finished = core.finish_rewinds(&rewinds.0)?;
         if !recovery.corrected.is_empty()
             || !recovery.temps_kept.is_empty()
             || !recovery.drafts_kept.is_empty()
             || !recovery.rolled_forward.is_empty()
+            || !recovery.rewinds_finished.is_empty()
         {
             tracing::warn!(?recovery, "recovered from an interrupted session");
         }

@@ -100,6 +100,8 @@ pub struct Recovery {
     /// before it ([`RECOVERY_HASH_BUDGET`]), they wait in `drafts/` under their names until
     /// [`Engine::recover_deferred_drafts`](super::Engine::recover_deferred_drafts).
     pub drafts_deferred: Vec<String>,
+    /// Rewind groups a crash interrupted, finished (see `rewind.rs`).
+    pub rewinds_finished: Vec<String>,
 }
 
 /// Bytes of orphan drafts' data (holes excluded) recovery hashes before the engine is ready; the

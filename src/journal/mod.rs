@@ -8,9 +8,12 @@
 //! The journal records; it does not decide. When a row is written relative to the change it
 //! describes is the commit protocol's business (`engine/commit.rs`).
 
+pub mod follow;
+pub mod query;
 mod row;
 mod scan;
 mod seal;
+pub mod session;
 mod writer;
 
 use std::sync::Arc;

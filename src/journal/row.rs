@@ -4,7 +4,8 @@
 //! fields are declared alphabetically, which is the order serde writes them). The reference
 //! server's keys (`bytes`, `caller`, `journal_id`, `mode`, `path`, `sha256`, `ts`) keep their
 //! meaning; rwfs adds `seq`, `op`, `prev_sha256`, `pid`, `comm`, `uid`, `verdict`, `via`,
-//! `reason`, `chain` and `mac`. Reference rows, which lack the additions, parse unchanged.
+//! `reason`, `session`, `group`, `chain` and `mac`. Reference rows, which lack the additions, parse
+//! unchanged.
 //!
 //! `sha256` and `prev_sha256` hold the state of the path after and before the change: a digest,
 //! or `""` when the path is absent (after a delete, before a create). A `rename` row also names
@@ -43,6 +44,9 @@ pub enum Op {
     /// (rows removed from its end, its last rows rewritten): the evidence, kept in the keyed
     /// chain once the head moves on (`reason` says what was found).
     Tamper,
+    /// A rewind group's bracket: `mode` `begin` (its `sha256` is the digest of the plan kept
+    /// in the state directory, named by `path`) or `end` (`reason` says how it ended).
+    Rewind,
     /// An op from a newer rwfs.
     #[serde(other)]
     Other,
@@ -63,16 +67,17 @@ impl Op {
             Op::Abort => "abort",
             Op::Gc => "gc",
             Op::Tamper => "tamper",
+            Op::Rewind => "rewind",
             Op::Other => "other",
         }
     }
 
     /// Does this row's `sha256` state the path's content after it? True for every change, for
     /// `abort` (the content the failed commit left in place) and for `recover` (what recovery
-    /// found); false for `block` (its `sha256` names the refused draft), `gc`, `tamper` and unknown
-    /// ops.
+    /// found); false for `block` (its `sha256` names the refused draft), `gc`, `tamper`, `rewind`
+    /// (a plan's digest) and unknown ops.
     pub fn states_content(self) -> bool {
-        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Other)
+        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Rewind | Op::Other)
     }
 }
 
@@ -104,6 +109,10 @@ pub struct Row {
     /// `rename`: the old path. `recover` of an orphan draft: the file it was being written as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// The group of rows one command made together (a rewind and the changes it made share
+    /// one id, so `rwfs rewind --undo GROUP` can take them back as one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     #[serde(default)]
     pub journal_id: String,
     /// The keyed chain: HMAC-SHA256 of `chain` under the workspace's journal key (see
@@ -127,6 +136,10 @@ pub struct Row {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// The session the change belongs to (see `journal::session` for the rule); absent on rows
+    /// older than sessions and on the engine's own rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(with = "version")]
     pub sha256: Option<Sha256>,
     #[serde(default)]
@@ -250,6 +263,16 @@ impl Ledger {
         self.paths.get(path).copied()
     }
 
+    /// The paths below the directory `root` (not `root` itself), with their content.
+    pub fn below(&self, root: &str) -> Vec<(String, Option<Sha256>)> {
+        let prefix = format!("{root}/");
+        self.paths
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .map(|(p, sha)| (p.clone(), *sha))
+            .collect()
+    }
+
     /// Every path a row has named, with the content the journal gives it.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Sha256>)> {
         self.paths.iter().map(|(p, sha)| (p.as_str(), *sha))
@@ -292,6 +315,7 @@ mod tests {
             chain: Some(Sha256::zero()),
             comm: Some("rwfs".into()),
             from: None,
+            group: None,
             journal_id: "wj_0123456789ab00000001".into(),
             mac: None,
             mode: "overwrite".into(),
@@ -301,6 +325,7 @@ mod tests {
             prev_sha256: None,
             reason: None,
             seq: Some(1),
+            session: None,
             sha256: Some(Sha256::of(b"abc")),
             ts: "2026-11-21T00:00:00Z".into(),
             uid: Some(0),

@@ -27,6 +27,7 @@ use crate::wake::{Queue, Replier, Reply};
 use super::row::{Op, Row, Via};
 use super::scan::Scan;
 use super::seal::{Seal, write_head};
+use super::session::Sessions;
 
 /// Largest number of rows written in one batch.
 const MAX_BATCH: usize = 1024;
@@ -51,6 +52,11 @@ pub struct Actor {
     /// The MCP session that asked (unique within this process); not journaled, it keys retry
     /// budgets so that one agent's retries are bounded and another agent starts fresh.
     pub session: Option<u64>,
+    /// The session name journaled in the row's `session` (see `journal::session`); when `None`
+    /// for a change by a process through the mount or the CLI, [`Journal::submit`] looks it up.
+    pub session_label: Option<String>,
+    /// The group of rows one command makes together (a rewind), journaled in `group`.
+    pub group: Option<String>,
 }
 
 impl Actor {
@@ -65,6 +71,8 @@ impl Actor {
             uid: Some(nix::unistd::getuid().as_raw()),
             tool: None,
             session: None,
+            session_label: None,
+            group: None,
         }
     }
 
@@ -132,6 +140,7 @@ fn writer_gone() -> Error {
 /// The append side of `journal.jsonl`.
 pub struct Journal {
     queue: Arc<Queue<Request>>,
+    sessions: Sessions,
     worker: Mutex<Option<JoinHandle<()>>>,
     durable_seq: Arc<AtomicU64>,
 }
@@ -161,7 +170,12 @@ impl Journal {
             .name("rwfs-journal".into())
             .spawn(move || writer.run(&rx))
             .step("start journal writer")?;
-        Ok(Journal { queue, worker: Mutex::new(Some(worker)), durable_seq })
+        Ok(Journal { queue, sessions: Sessions::default(), worker: Mutex::new(Some(worker)), durable_seq })
+    }
+
+    /// How this journal names sessions (the policy sets its agent hosts).
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
     }
 
     /// Queue a row; it is durable when the returned [`Pending`] says so.
@@ -175,7 +189,16 @@ impl Journal {
         self.request(change, false)
     }
 
-    fn request(&self, change: Change, durable: bool) -> Pending {
+    /// A change by a process through the mount or the CLI without a session name gets one here
+    /// (`journal::session`).
+    fn request(&self, mut change: Change, durable: bool) -> Pending {
+        let actor = &mut change.actor;
+        if actor.session_label.is_none()
+            && matches!(actor.via, Via::Fuse | Via::Cli)
+            && let Some(pid) = actor.pid
+        {
+            actor.session_label = self.sessions.of_pid(pid);
+        }
         let (reply, pending) = crate::wake::reply();
         // If the writer is gone the request (and `reply`) is dropped and `wait` reports it.
         let _ = self.queue.push(Request::Row { change, durable, reply });
@@ -402,6 +425,7 @@ fn to_row(change: &Change, seq: u64, journal_id: &str, ts: &str, chain: Sha256) 
         chain: Some(chain),
         comm: actor.comm.clone(),
         from: change.from.clone(),
+        group: actor.group.clone(),
         journal_id: journal_id.to_string(),
         mac: None,
         mode: if change.mode.is_empty() { change.op.as_str().to_string() } else { change.mode.clone() },
@@ -411,6 +435,7 @@ fn to_row(change: &Change, seq: u64, journal_id: &str, ts: &str, chain: Sha256) 
         prev_sha256: change.prev_sha256,
         reason: change.reason.clone(),
         seq: Some(seq),
+        session: actor.session_label.clone(),
         sha256: change.sha256,
         ts: ts.to_string(),
         uid: actor.uid,

@@ -13,6 +13,7 @@ mod checkpoint;
 mod chunks;
 mod gate;
 mod handoff;
+mod history;
 mod http;
 mod journal;
 mod read;
@@ -69,7 +70,8 @@ impl Server {
             + Self::checkpoint_router()
             + Self::validate_router()
             + Self::read_router()
-            + Self::journal_router();
+            + Self::journal_router()
+            + Self::history_router();
         let comm = peer.pid.and_then(process_name);
         let session = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Server { tools, peer, comm, session, tool_router: portable(tool_router) }
@@ -108,13 +110,19 @@ impl Server {
             .unwrap_or_else(|| "mcp".to_string());
         Actor {
             via: Via::Mcp,
-            caller,
+            caller: caller.clone(),
             pid: self.peer.pid,
             comm: self.comm.clone(),
             uid: self.peer.uid,
             tool: Some(tool),
             // Without a session, retry budgets fall back to the client's name (see the gate).
             session: (!stateless).then_some(self.session),
+            // The MCP session names the journal's session: unique per daemon process and client.
+            session_label: Some(match stateless {
+                false => format!("mcp-{}-{}", std::process::id(), self.session),
+                true => format!("mcp-{}", actor_caller_slug(&caller)),
+            }),
+            group: None,
         }
     }
 }
@@ -213,4 +221,9 @@ fn drop_null_types(schema: &mut serde_json::Map<String, serde_json::Value>) {
             _ => {}
         }
     }
+}
+
+/// A client name as part of a session name: letters, digits, `-`, `_` and `.` only.
+fn actor_caller_slug(caller: &str) -> String {
+    caller.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).take(64).collect()
 }

@@ -298,7 +298,7 @@ impl Tools {
         Ok(ok(json!({"id": id, "envelope": envelope})))
     }
 
-    fn time_arg(&self, call: &Call, argument: &str, text: &str) -> Result<SystemTime, Failure> {
+    pub(super) fn time_arg(&self, call: &Call, argument: &str, text: &str) -> Result<SystemTime, Failure> {
         parse_time(text).ok_or_else(|| {
             self.bad_argument(
                 call,

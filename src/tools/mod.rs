@@ -31,6 +31,7 @@
 pub mod checkpoint;
 pub mod chunks;
 pub mod handoff;
+pub mod history;
 pub mod journal;
 pub mod read;
 pub mod scratch;

@@ -216,6 +216,8 @@ impl Vfs {
             uid: Some(caller.uid),
             tool: None,
             session: None,
+            session_label: None,
+            group: None,
         }
     }
 

@@ -241,6 +241,8 @@ fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
         "rw_history",
         "rw_restore",
         "rw_rejections",
+        "rw_diff",
+        "rw_rewind",
     ];
     let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     expected.sort();

@@ -1,0 +1,189 @@
+//! `rwfs sessions`, `rwfs rewind`, `rwfs diff` and the following half of `rwfs log --follow`:
+//! the time-travel commands. The questions go to `journal::query` and the engine; this file
+//! parses and prints.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use serde_json::json;
+
+use super::run::{actor, parse_time, short, with_engine};
+use super::{DiffArgs, Escaped, Exit, RewindArgs, errln, outln};
+use crate::app::control::{self, Request, rewound_json, unix_ns};
+use crate::engine::{Options, Rev, Rewind, Workspace};
+use crate::error::{Error, IoContext, Result};
+use crate::journal::query::{self, Selection};
+
+/// `rwfs sessions`.
+pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {
+    let sessions = query::sessions(ws)?;
+    if as_json {
+        for s in &sessions {
+            outln!("{}", json!(s));
+        }
+        return Ok(Exit::Ok);
+    }
+    outln!("{:<28}  {:<20}  {:<20}  {:>6}  {:>6}  {:>7}  ROOT", "SESSION", "START", "END", "ROWS", "FILES", "BLOCKED");
+    for s in &sessions {
+        outln!(
+            "{:<28}  {:<20}  {:<20}  {:>6}  {:>6}  {:>7}  {}",
+            Escaped(if s.name.is_empty() { "-" } else { &s.name }).to_string(),
+            s.start,
+            s.end,
+            s.rows,
+            s.files_changed,
+            s.blocked,
+            Escaped(&s.root)
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// `rwfs rewind`: on the daemon's engine when mounted (the mount sees the result at once),
+/// else on one opened here.
+pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> {
+    let after_unix_ns = args.to.as_deref().map(parse_time).transpose()?.map(unix_ns);
+    let selection = control::selection(args.seq, after_unix_ns, args.session.clone(), args.undo.clone())?;
+    let actor = actor();
+    let rewind = Rewind { selection, globs: args.globs.clone(), force: args.force, dry_run: args.dry_run };
+    let out = with_engine(
+        root,
+        options,
+        |engine| engine.rewind(&rewind, &actor).map(|r| rewound_json(&r)),
+        || {
+            let request = Request::Rewind {
+                after_seq: args.seq,
+                after_unix_ns,
+                session: args.session.clone(),
+                group: args.undo.clone(),
+                globs: args.globs.clone(),
+                dry_run: args.dry_run,
+                force: args.force,
+            };
+            (request, Vec::new())
+        },
+    )?;
+    if args.json {
+        outln!("{out}");
+        return Ok(Exit::Ok);
+    }
+    let steps = out["steps"].as_array().cloned().unwrap_or_default();
+    let verb = if args.dry_run { "would" } else { "will" };
+    outln!("rewind to {}: {} paths", out["selection"].as_str().unwrap_or("?"), steps.len());
+    for step in &steps {
+        let path = Escaped(step["path"].as_str().unwrap_or("?")).to_string();
+        let (from, to) = (short_json(&step["from"]), short_json(&step["to"]));
+        match step["skipped"].as_str() {
+            Some(why) => outln!("  skip     {path}  ({why})"),
+            None => outln!(
+                "  {:<8} {path}  {from} -> {to}{}",
+                step["action"].as_str().unwrap_or("?"),
+                if step["forced"] == json!(true) { "  (forced: changed outside rwfs)" } else { "" }
+            ),
+        }
+    }
+    if args.dry_run {
+        errln!(
+            "dry run: nothing changed ({verb} apply {} steps)",
+            steps.iter().filter(|s| s["skipped"].is_null()).count()
+        );
+    } else {
+        match out["group"].as_str() {
+            Some(group) => {
+                errln!("applied {} steps as group {group} (undo: rwfs rewind --undo {group})", out["applied"])
+            }
+            None => errln!("nothing to do"),
+        }
+        for failed in out["failed"].as_array().into_iter().flatten() {
+            errln!(
+                "not applied: {} ({})",
+                Escaped(failed[0].as_str().unwrap_or("?")),
+                failed[1].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+fn short_json(sha: &serde_json::Value) -> String {
+    sha.as_str().map_or_else(|| "absent".to_string(), |s| s[..12.min(s.len())].to_string())
+}
+
+/// `rwfs diff PATH [--from REV] [--to REV]`, or `rwfs diff --since TIME | --session S`.
+pub fn diff(ws: &Workspace, args: DiffArgs) -> Result<Exit> {
+    if let Some(path) = &args.path {
+        let rev = |s: &Option<String>| s.as_deref().map(|s| Rev::parse(s, parse_time)).transpose();
+        let d = ws.diff(path, rev(&args.from)?.as_ref(), rev(&args.to)?.as_ref())?;
+        if args.json {
+            outln!("{}", json!(d));
+        } else if d.binary {
+            outln!(
+                "Binary versions of {} differ: {} bytes ({}) -> {} bytes ({})",
+                Escaped(&d.path),
+                d.from_bytes,
+                short(d.from),
+                d.to_bytes,
+                short(d.to)
+            );
+        } else {
+            super::emit(format_args!("{}", d.unified));
+        }
+        return Ok(Exit::Ok);
+    }
+    let selection = match (&args.since, &args.session) {
+        (Some(since), _) => Selection::AfterTime(parse_time(since)?),
+        (None, Some(session)) => Selection::Session(session.clone()),
+        (None, None) => return Err(crate::error::Reason::InvalidArgument { what: "PATH, --since or --session" }.into()),
+    };
+    let stats = ws.diff_stat(&selection)?;
+    if args.json {
+        for s in &stats {
+            outln!("{}", json!(s));
+        }
+        return Ok(Exit::Ok);
+    }
+    let width = stats.iter().map(|s| s.path.len()).max().unwrap_or(0).min(60);
+    let (mut added, mut removed) = (0, 0);
+    for s in &stats {
+        added += s.added;
+        removed += s.removed;
+        let name = match &s.from_path {
+            Some(from) => format!("{} => {}", Escaped(from), Escaped(&s.path)),
+            None => Escaped(&s.path).to_string(),
+        };
+        let what = match (s.binary, s.status) {
+            (true, status) => format!("binary ({status})"),
+            (false, "renamed") => "renamed".to_string(),
+            (false, status) => format!(
+                "{:>5} {}{} ({status})",
+                s.added + s.removed,
+                "+".repeat(s.added.min(30) as usize),
+                "-".repeat(s.removed.min(30) as usize)
+            ),
+        };
+        outln!(" {name:<width$} | {what}");
+    }
+    outln!(" {} files changed, {added} insertions(+), {removed} deletions(-)", stats.len());
+    Ok(Exit::Ok)
+}
+
+/// The journal's lines past `offset`, handed to `line` as they arrive, until it returns
+/// `false`: through the daemon's change feed when one answers (a follower on the mount
+/// would not be woken by the daemon's appends below it), else with inotify on the file.
+pub fn follow(root: &Path, ws: &Workspace, offset: u64, mut line: impl FnMut(&[u8]) -> bool) -> Result<()> {
+    if control::answers(root) {
+        let link = root.join(crate::durable::STATE_DIR).join(control::SOCKET_LINK);
+        let mut stream = std::os::unix::net::UnixStream::connect(&link)
+            .map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
+        let request = json!({"rwfs_control": 1, "op": "follow", "offset": offset});
+        writeln!(stream, "{request}").step("send request")?;
+        for got in BufReader::new(stream).split(b'\n') {
+            if !line(&got.step("read journal feed")?) {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    let path = ws.path().join(crate::durable::STATE_DIR).join(crate::journal::JOURNAL_FILE);
+    crate::journal::follow::follow(&path, offset, None, line).step("follow journal")
+}

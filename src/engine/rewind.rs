@@ -1,0 +1,380 @@
+//! Rewind: the workspace, or the paths matching some globs, made what it was before a
+//! selection of rows (everything after a time or a `seq`, one session, one rewind group).
+//!
+//! ```text
+//!   plan     journal::query::touched → per path: what it held before the selection, what the
+//!            journal says it holds now, and what the disk holds; each path is restored
+//!            (overwritten since), recreated (deleted since), removed (created since; the
+//!            content stays in objects/), or skipped with a reason
+//!   record   the plan as .resilient_write/rewinds/<group>.json (a durable, journaled state
+//!            write), then a `rewind` `begin` row carrying the plan's digest
+//!   apply    each step through the commit protocol (delete, restore_version), its row in the
+//!            group; removals first, so what they keep in objects/ can be restored elsewhere
+//!   close    a `rewind` `end` row
+//! ```
+//!
+//! Invariants:
+//! - a path is never torn: every step is one commit of the ordinary protocol;
+//! - a path whose bytes differ from the journal's last row (changed outside rwfs), one in a
+//!   pass-through path, one changed after the selection by rows outside it, and one whose old
+//!   version is no longer kept are skipped, and the plan says why; `force` overrides only the
+//!   first, and the plan still marks the step `forced`;
+//! - every row a rewind writes carries its group, so `--undo GROUP` takes back exactly it;
+//! - a `begin` row without its `end` row means a crash interrupted the group: at the next open
+//!   [`Core::finish_rewinds`] reads the plan, applies the steps whose path still holds the
+//!   planned `from` (a path holding the planned `to` is done; anything else is reported, not
+//!   touched) and writes the `end` row. A crash before the `begin` row is durable changed
+//!   nothing but the plan file.
+//! - a dry run writes nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::durable::{STATE_DIR, Scope, WorkspacePath, layout::REWINDS, resolve::lookup};
+use crate::error::{Error, IoContext, Reason, Result};
+use crate::journal::query::{self, RowSource, Selection};
+use crate::journal::{Actor, Change, Op, Row};
+use crate::sha::Sha256;
+
+use super::commit::Expect;
+use super::{Core, Engine, Workspace};
+
+/// What to rewind.
+#[derive(Debug, Clone)]
+pub struct Rewind {
+    pub selection: Selection,
+    /// Only paths matching one of these globs (all paths when empty).
+    pub globs: Vec<String>,
+    /// Overwrite paths changed outside rwfs since their last row.
+    pub force: bool,
+    /// Plan only.
+    pub dry_run: bool,
+}
+
+/// What a step does to its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Put an older version back over the current one.
+    Restore,
+    /// Bring a deleted (or renamed away) file back.
+    Recreate,
+    /// Remove a file created (or renamed here) since; its content stays in `objects/`.
+    Remove,
+}
+
+/// One path of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub path: String,
+    pub action: Action,
+    /// What the path holds now (`None`: absent).
+    pub from: Option<Sha256>,
+    /// What it will hold (`None`: absent).
+    pub to: Option<Sha256>,
+    /// Why it is left alone (a machine string), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Applied although the path changed outside rwfs (`--force`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
+}
+
+/// A rewind's plan, and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewound {
+    /// The group id of the rows it wrote (`None` for a dry run, or when nothing was to do).
+    pub group: Option<String>,
+    pub selection: String,
+    pub dry_run: bool,
+    pub steps: Vec<Step>,
+    /// Steps applied.
+    pub applied: usize,
+    /// Steps that could not be applied when their turn came (the path changed meanwhile), with
+    /// the error.
+    #[serde(default)]
+    pub failed: Vec<(String, String)>,
+}
+
+impl RowSource for Workspace {
+    fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()> {
+        self.read_journal(|entry| visit(entry.row)).map(drop)
+    }
+}
+
+/// How a selection reads in a plan and its rows.
+pub fn describe(selection: &Selection) -> String {
+    match selection {
+        Selection::AfterSeq(seq) => format!("seq {seq}"),
+        Selection::AfterTime(t) => format!("time {}", humantime::format_rfc3339_seconds(*t)),
+        Selection::Session(s) => format!("session {s}"),
+        Selection::Group(g) => format!("group {g}"),
+    }
+}
+
+impl Engine {
+    /// Plan a rewind and, unless it is a dry run, perform it as one journaled group (see the
+    /// module docs). The mount is told about every path that changed.
+    pub fn rewind(&self, rewind: &Rewind, actor: &Actor) -> Result<Rewound> {
+        let steps = self.core.plan_rewind(rewind)?;
+        let selection = describe(&rewind.selection);
+        let todo: Vec<&Step> = steps.iter().filter(|s| s.skipped.is_none()).collect();
+        if rewind.dry_run || todo.is_empty() {
+            return Ok(Rewound { group: None, selection, dry_run: rewind.dry_run, steps, applied: 0, failed: vec![] });
+        }
+        let group = new_group();
+        let actor = Actor { group: Some(group.clone()), ..actor.clone() };
+        let plan =
+            PlanFile { group: group.clone(), selection: selection.clone(), steps: todo.into_iter().cloned().collect() };
+        self.core.begin_rewind(&plan, &actor)?;
+        let (applied, failed) = self.core.apply_steps(&plan.steps, &actor, &|path| self.publish_path(path, &actor));
+        self.core.end_rewind(&plan, &actor, &format!("done applied={applied} failed={}", failed.len()))?;
+        Ok(Rewound { group: Some(group), selection, dry_run: false, steps, applied, failed })
+    }
+
+    fn publish_path(&self, path: &str, actor: &Actor) {
+        self.subscribers.publish(&super::Changed { path: path.to_string(), via: actor.via });
+    }
+}
+
+/// What is kept in `rewinds/<group>.json`: the steps to apply.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PlanFile {
+    group: String,
+    selection: String,
+    steps: Vec<Step>,
+}
+
+impl PlanFile {
+    fn path(group: &str) -> String {
+        format!("{STATE_DIR}/{REWINDS}/{group}.json")
+    }
+}
+
+/// A new group id: the time and 32 random bits.
+fn new_group() -> String {
+    let mut random = [0u8; 4];
+    let _ = getrandom::fill(&mut random);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    format!("rw-{now:x}-{}", hex::encode(random))
+}
+
+impl Core {
+    fn plan_rewind(&self, rewind: &Rewind) -> Result<Vec<Step>> {
+        let globs = {
+            let mut set = globset::GlobSetBuilder::new();
+            for g in &rewind.globs {
+                set.add(
+                    globset::GlobBuilder::new(g)
+                        .literal_separator(false)
+                        .build()
+                        .map_err(|_| Reason::InvalidArgument { what: "path glob" })?,
+                );
+            }
+            set.build().map_err(|_| Reason::InvalidArgument { what: "path glob" })?
+        };
+        let touched = query::touched(&self.ws, &rewind.selection)?;
+        let mut steps = Vec::new();
+        for t in touched {
+            if !rewind.globs.is_empty() && !globs.is_match(&t.path) {
+                continue;
+            }
+            let path = match self.ws.lookup(&t.path) {
+                Ok(path) => path,
+                Err(_) => continue,
+            };
+            let disk = match self.ws.current_sha(&path) {
+                Ok(sha) => Ok(sha),
+                Err(e) => Err(e.code().to_string()),
+            };
+            let from = disk.clone().ok().flatten();
+            if disk.as_ref().is_ok_and(|d| *d == t.before) {
+                continue;
+            }
+            let action = match (from, t.before) {
+                (_, None) => Action::Remove,
+                (None, Some(_)) => Action::Recreate,
+                (Some(_), Some(_)) => Action::Restore,
+            };
+            let mut step = Step { path: t.path.clone(), action, from, to: t.before, skipped: None, forced: false };
+            if self.classes.class(&t.path).in_place() {
+                step.skipped = Some("pass_through".into());
+            } else if let Err(code) = &disk {
+                step.skipped = Some(format!("unreadable: {code}"));
+            } else if let Some((session, seq)) = &t.later {
+                step.skipped = Some(format!("changed_later: seq {seq} by session {}", or_none(session)));
+            } else if from != t.now {
+                if rewind.force {
+                    step.forced = true;
+                } else {
+                    step.skipped = Some("changed_outside_rwfs".into());
+                }
+            }
+            steps.push(step);
+        }
+        // A version must be kept, or be the current content of a path a removal or a restore
+        // of this plan puts into objects/ first.
+        let displaced: BTreeSet<Sha256> = steps.iter().filter(|s| s.skipped.is_none()).filter_map(|s| s.from).collect();
+        for step in &mut steps {
+            if let (None, Some(to)) = (&step.skipped, step.to)
+                && !displaced.contains(&to)
+                && !self.objects.contains(&to)?
+            {
+                step.skipped = Some("version_not_kept".into());
+            }
+        }
+        // Removals first; then restores whose version is kept; then those that need one the
+        // earlier steps keep.
+        let rank = |s: &Step| match (s.action, s.to) {
+            (Action::Remove, _) => 0,
+            (_, Some(to)) if displaced.contains(&to) => 2,
+            _ => 1,
+        };
+        steps.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.path.cmp(&b.path)));
+        Ok(steps)
+    }
+
+    fn begin_rewind(&self, plan: &PlanFile, actor: &Actor) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(plan).expect("a plan serializes");
+        let path = PlanFile::path(&plan.group);
+        self.write_state(&path, &bytes, true, Some(0o644), actor)?;
+        self.journal.append(rewind_row(&path, Some(Sha256::of(&bytes)), "begin", &plan.selection, actor))?;
+        Ok(())
+    }
+
+    fn end_rewind(&self, plan: &PlanFile, actor: &Actor, how: &str) -> Result<()> {
+        self.journal.append(rewind_row(&PlanFile::path(&plan.group), None, "end", how, actor)).map(drop)
+    }
+
+    /// Apply each step whose path still holds its `from`; a path already holding its `to` counts
+    /// as applied (recovery finishing a group). Returns the count applied and the failures.
+    fn apply_steps(&self, steps: &[Step], actor: &Actor, changed: &dyn Fn(&str)) -> (usize, Vec<(String, String)>) {
+        let (mut applied, mut failed) = (0, Vec::new());
+        for step in steps {
+            match self.apply_step(step, actor) {
+                Ok(true) => {
+                    applied += 1;
+                    changed(&step.path);
+                }
+                Ok(false) => applied += 1,
+                Err(e) => failed.push((step.path.clone(), e.to_string())),
+            }
+        }
+        (applied, failed)
+    }
+
+    /// One step; `false` when the path already held the step's `to`.
+    fn apply_step(&self, step: &Step, actor: &Actor) -> Result<bool> {
+        let path: WorkspacePath = lookup(self.disk(), &self.ws.root, &step.path, Scope::Workspace)?;
+        let current = self.ws.current_sha(&path)?;
+        if current == step.to {
+            return Ok(false);
+        }
+        if current != step.from {
+            return Err(
+                Error::from(Reason::PreconditionFailed { expected: step.from, actual: current }).at(path.to_string())
+            );
+        }
+        match step.to {
+            None => {
+                self.delete(path.as_str(), step.from.map(Expect::Sha), Scope::Workspace, actor)?;
+            }
+            Some(sha) => {
+                let file = self
+                    .objects
+                    .open_object(&sha)?
+                    .ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(path.to_string()))?;
+                let perm = self.disk().file_stat(&file).step("stat version")?.perm;
+                self.restore_version(&path, &file, sha, actor)?;
+                // The kept inode has the mode the version had when it left the tree.
+                if let Ok(Some(stat)) =
+                    crate::durable::resolve::resolve(self.disk(), &self.ws.root, path.as_str(), Scope::Workspace, false)
+                        .map(|t| t.stat)
+                    && stat.perm != perm
+                {
+                    let (dir, name) = self.locate(super::Entry::Path(path.as_str()), Scope::Workspace)?;
+                    self.disk().set_perm(&dir, &name, perm).step("chmod")?;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Finish the rewind groups a crash interrupted (`begin` rows without `end`): see the
+    /// module docs. Returns the groups finished.
+    pub(crate) fn finish_rewinds(&self, open: &BTreeMap<String, (String, Option<Sha256>)>) -> Result<Vec<String>> {
+        let mut finished = Vec::new();
+        for (group, (path, digest)) in open {
+            let actor = Actor { group: Some(group.clone()), ..Actor::engine() };
+            let plan = self
+                .ws
+                .open_in(path, Scope::State)
+                .and_then(|opened| {
+                    use std::io::Read;
+                    let mut bytes = Vec::new();
+                    (&opened.file).read_to_end(&mut bytes).step("read rewind plan")?;
+                    Ok(bytes)
+                })
+                .ok()
+                .filter(|bytes| Some(Sha256::of(bytes)) == *digest)
+                .and_then(|bytes| serde_json::from_slice::<PlanFile>(&bytes).ok());
+            let how = match &plan {
+                Some(plan) => {
+                    let (applied, failed) = self.apply_steps(&plan.steps, &actor, &|_| {});
+                    for (path, why) in &failed {
+                        tracing::warn!(group, path, why, "rewind step left alone by recovery");
+                    }
+                    format!("finished_by_recovery applied={applied} failed={}", failed.len())
+                }
+                // The begin row is written after the plan is durable; an unreadable plan means
+                // someone changed it: no step is taken.
+                None => "abandoned_by_recovery: plan unreadable".to_string(),
+            };
+            let plan = plan.unwrap_or(PlanFile { group: group.clone(), selection: String::new(), steps: vec![] });
+            self.end_rewind(&plan, &actor, &how)?;
+            finished.push(group.clone());
+        }
+        Ok(finished)
+    }
+}
+
+/// Rewind groups begun and not ended, as the journal is read at open.
+#[derive(Debug, Default)]
+pub(crate) struct OpenRewinds(pub(crate) BTreeMap<String, (String, Option<Sha256>)>);
+
+impl OpenRewinds {
+    pub(crate) fn observe(&mut self, row: &Row) {
+        if row.op() != Op::Rewind {
+            return;
+        }
+        let Some(group) = &row.group else { return };
+        match row.mode.as_str() {
+            "begin" => {
+                self.0.insert(group.clone(), (row.path.clone(), row.sha256));
+            }
+            _ => {
+                self.0.remove(group);
+            }
+        }
+    }
+}
+
+fn rewind_row(path: &str, sha256: Option<Sha256>, mode: &str, reason: &str, actor: &Actor) -> Change {
+    Change {
+        op: Op::Rewind,
+        path: path.to_string(),
+        from: None,
+        sha256,
+        prev_sha256: None,
+        bytes: 0,
+        mode: mode.to_string(),
+        actor: actor.clone(),
+        verdict: None,
+        reason: Some(reason.to_string()),
+    }
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() { "(none)" } else { s }
+}

@@ -1,0 +1,277 @@
+//! The questions asked of the journal's history — which sessions there are, what a selection
+//! of rows changed and what each path held before it — behind one seam.
+//!
+//! Every caller (`rwfs sessions`, `rwfs rewind`, `rwfs diff`, the MCP tools) asks through the
+//! functions here, given a [`RowSource`]. Today each answer is one pass over `journal.jsonl`;
+//! an index rebuilt from the journal can answer the same functions without a scan, and no
+//! caller changes. The journal stays the source of truth.
+//!
+//! Invariants: a query never writes; rows it cannot read are skipped as the reader skips them
+//! (reported by the scan); rows of the state directory (`.resilient_write/...`) are never part
+//! of an answer about the workspace's files.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::Result;
+use crate::sha::Sha256;
+
+use super::row::{Ledger, Op, Row};
+
+/// Where rows come from: the journal, oldest first.
+pub trait RowSource {
+    fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()>;
+}
+
+/// One session, as `rwfs sessions` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SessionSummary {
+    /// The session's name (`""` for rows older than sessions).
+    pub name: String,
+    pub start: String,
+    pub end: String,
+    pub first_seq: Option<u64>,
+    pub last_seq: Option<u64>,
+    /// The process that started it: the first row's process name and pid (`claude[4242]`), or
+    /// for an MCP session its client.
+    pub root: String,
+    pub rows: u64,
+    /// Distinct workspace paths whose content it changed.
+    pub files_changed: u64,
+    /// Writes refused by policy.
+    pub blocked: u64,
+}
+
+/// Every session, in the order of their first row.
+pub fn sessions(source: &dyn RowSource) -> Result<Vec<SessionSummary>> {
+    let mut order: Vec<String> = Vec::new();
+    let mut found: BTreeMap<String, (SessionSummary, BTreeSet<String>)> = BTreeMap::new();
+    source.each_row(&mut |row| {
+        let name = row.session.clone().unwrap_or_default();
+        let (summary, files) = found.entry(name.clone()).or_insert_with(|| {
+            order.push(name.clone());
+            let root = match (&row.comm, row.pid) {
+                (Some(comm), Some(pid)) => format!("{comm}[{pid}]"),
+                (Some(comm), None) => comm.clone(),
+                (None, Some(pid)) => format!("[{pid}]"),
+                (None, None) => row.caller.clone(),
+            };
+            let root = if row.via == Some(super::Via::Mcp) { format!("{} (mcp)", row.caller) } else { root };
+            (
+                SessionSummary {
+                    name,
+                    start: row.ts.clone(),
+                    end: row.ts.clone(),
+                    first_seq: row.seq,
+                    last_seq: row.seq,
+                    root,
+                    rows: 0,
+                    files_changed: 0,
+                    blocked: 0,
+                },
+                BTreeSet::new(),
+            )
+        });
+        summary.rows += 1;
+        summary.end = row.ts.clone();
+        summary.last_seq = row.seq.or(summary.last_seq);
+        match row.op() {
+            Op::Block => summary.blocked += 1,
+            op if op.states_content() && op != Op::Recover && op != Op::Abort && !is_state(&row.path) => {
+                files.insert(row.path.clone());
+            }
+            _ => {}
+        }
+    })?;
+    Ok(order
+        .into_iter()
+        .filter_map(|name| found.remove(&name))
+        .map(|(mut summary, files)| {
+            summary.files_changed = files.len() as u64;
+            summary
+        })
+        .collect())
+}
+
+/// Which rows a rewind (or a diff) takes back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// Every row after this `seq`.
+    AfterSeq(u64),
+    /// Every row after this time (RFC 3339 seconds, as rows carry).
+    AfterTime(std::time::SystemTime),
+    /// The rows of one session.
+    Session(String),
+    /// The rows of one group (a rewind).
+    Group(String),
+}
+
+impl Selection {
+    fn matches(&self, row: &Row) -> bool {
+        match self {
+            Selection::AfterSeq(seq) => row.seq.is_some_and(|s| s > *seq),
+            Selection::AfterTime(t) => humantime::parse_rfc3339(&row.ts).is_ok_and(|ts| ts > *t),
+            Selection::Session(name) => row.session.as_deref() == Some(name.as_str()),
+            Selection::Group(group) => row.group.as_deref() == Some(group.as_str()),
+        }
+    }
+}
+
+/// A path the selected rows changed: what it held before them and what the journal says it
+/// holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Touched {
+    pub path: String,
+    /// Before the first selected row that changed it (`None`: absent).
+    pub before: Option<Sha256>,
+    /// After the last row of the journal (`None`: absent).
+    pub now: Option<Sha256>,
+    /// After the last selected row that changed it.
+    pub after: Option<Sha256>,
+    /// A row outside the selection changed it after the selection's last change: its session
+    /// (or `""`) and seq. Taking the selection back would undo that change too.
+    pub later: Option<(String, u64)>,
+    /// The selection renamed it (from or to).
+    pub renamed: bool,
+}
+
+/// Every workspace path the selected rows changed, in path order.
+pub fn touched(source: &dyn RowSource, selection: &Selection) -> Result<Vec<Touched>> {
+    let mut ledger = Ledger::default();
+    let mut found: BTreeMap<String, Touched> = BTreeMap::new();
+    source.each_row(&mut |row| {
+        let selected = selection.matches(&row);
+        let before = if selected { before_row(&ledger, &row) } else { BTreeMap::new() };
+        let touched = ledger.apply(&row);
+        for path in touched {
+            if is_state(&path) {
+                continue;
+            }
+            let now = ledger.get(&path).flatten();
+            match (selected, found.get_mut(&path)) {
+                (true, Some(t)) => {
+                    t.after = now;
+                    t.later = None;
+                    t.renamed |= row.op() == Op::Rename;
+                }
+                (true, None) => {
+                    let was = before.get(&path).copied().flatten();
+                    found.insert(
+                        path.clone(),
+                        Touched {
+                            path: path.clone(),
+                            before: was,
+                            now,
+                            after: now,
+                            later: None,
+                            renamed: row.op() == Op::Rename,
+                        },
+                    );
+                }
+                (false, Some(t)) => {
+                    if t.later.is_none() {
+                        t.later = Some((row.session.clone().unwrap_or_default(), row.seq.unwrap_or(0)));
+                    }
+                }
+                (false, None) => {}
+            }
+        }
+    })?;
+    // `now` as of the end of the journal.
+    for t in found.values_mut() {
+        t.now = ledger.get(&t.path).flatten();
+    }
+    Ok(found.into_values().collect())
+}
+
+/// What the paths `row` changes held just before it: the journal's state, or where no row
+/// named a path yet, what the row itself says it found (`prev_sha256`; a rename's source held
+/// what moved).
+fn before_row(ledger: &Ledger, row: &Row) -> BTreeMap<String, Option<Sha256>> {
+    let mut before = BTreeMap::new();
+    match (row.op(), &row.from) {
+        (Op::Rename, Some(from)) => {
+            before.insert(from.clone(), ledger.get(from).unwrap_or(row.sha256));
+            before.insert(row.path.clone(), ledger.get(&row.path).unwrap_or(row.prev_sha256));
+            for root in [from.as_str(), row.path.as_str()] {
+                for (path, sha) in ledger.below(root) {
+                    before.insert(path, sha);
+                }
+            }
+        }
+        (op, _) if op.states_content() => {
+            before.insert(row.path.clone(), row.prev_sha256);
+        }
+        _ => {}
+    }
+    before
+}
+
+/// Is `path` in the state directory?
+pub fn is_state(path: &str) -> bool {
+    path == crate::durable::STATE_DIR || path.starts_with(&format!("{}/", crate::durable::STATE_DIR))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Via;
+
+    struct Rows(Vec<Row>);
+
+    impl RowSource for Rows {
+        fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()> {
+            self.0.iter().cloned().for_each(visit);
+            Ok(())
+        }
+    }
+
+    fn row(seq: u64, session: &str, op: Op, path: &str, prev: Option<&[u8]>, now: Option<&[u8]>) -> Row {
+        Row {
+            bytes: 0,
+            caller: "t".into(),
+            chain: None,
+            comm: Some("sh".into()),
+            from: None,
+            group: None,
+            journal_id: String::new(),
+            mac: None,
+            mode: String::new(),
+            op_field: Some(op),
+            path: path.into(),
+            pid: Some(1),
+            prev_sha256: prev.map(Sha256::of),
+            reason: None,
+            seq: Some(seq),
+            session: Some(session.into()),
+            sha256: now.map(Sha256::of),
+            ts: "2026-11-24T10:00:00Z".into(),
+            uid: None,
+            verdict: None,
+            via: Some(Via::Fuse),
+        }
+    }
+
+    #[test]
+    fn a_session_is_taken_back_to_what_its_paths_held_before_it() {
+        let rows = Rows(vec![
+            row(1, "a", Op::Write, "x", Some(b"x0"), Some(b"x1")),
+            row(2, "b", Op::Create, "y", None, Some(b"y1")),
+            row(3, "a", Op::Delete, "y", Some(b"y1"), None),
+            row(4, "a", Op::Create, "z", None, Some(b"z1")),
+            row(5, "b", Op::Write, "z", Some(b"z1"), Some(b"z2")),
+            Row { from: Some("x".into()), ..row(6, "a", Op::Rename, "w", None, Some(b"x1")) },
+        ]);
+        let t = touched(&rows, &Selection::Session("a".into())).unwrap();
+        let by: BTreeMap<&str, &Touched> = t.iter().map(|t| (t.path.as_str(), t)).collect();
+        assert_eq!(by["x"].before, Some(Sha256::of(b"x0")));
+        assert_eq!(by["x"].now, None);
+        assert_eq!(by["w"].before, None);
+        assert_eq!(by["w"].now, Some(Sha256::of(b"x1")));
+        assert_eq!(by["y"].before, Some(Sha256::of(b"y1")));
+        assert_eq!(by["z"].later, Some(("b".to_string(), 5)), "b changed z after a");
+        let all = touched(&rows, &Selection::AfterSeq(1)).unwrap();
+        assert!(all.iter().all(|t| t.later.is_none()));
+        let s = sessions(&rows).unwrap();
+        assert_eq!(s.iter().map(|s| (s.name.as_str(), s.files_changed)).collect::<Vec<_>>(), [("a", 4), ("b", 2)]);
+    }
+}

@@ -1,0 +1,151 @@
+//! Which session a change belongs to: the name every row carries in `session`, so that a person
+//! can ask for "what that agent run did" (`rwfs sessions`, `rwfs log --session`, `rwfs rewind
+//! --session`).
+//!
+//! The rule, for a change made by process P (through the mount, or the CLI):
+//!
+//! 1. `RWFS_SESSION=name` in P's environment (`/proc/P/environ`, the environment P was started
+//!    with, which its children inherit) names the session `name`;
+//! 2. else the nearest ancestor of P (P included) whose process name is one of the policy's
+//!    `session_hosts` (default [`DEFAULT_HOSTS`]: agent hosts such as `claude`, `codex`,
+//!    `aider`) names it `<name>-<pid>`: everything an agent runs, through its shell tool too,
+//!    is that agent's session;
+//! 3. else P's POSIX session (`getsid`), named after its leader, `<leader name>-<sid>`: the
+//!    terminal's shell session a person typed the commands in.
+//!
+//! MCP changes carry the MCP session instead (set by `mcp/`), and the engine's own rows
+//! (recovery, retention) carry none. A process that is gone before it is looked at has no
+//! session. Names are cached per process, keyed by pid and start time so that a recycled pid
+//! is looked up again.
+//!
+//! `node` is not a default host: many tools run on it, and naming a session after every Node
+//! program would cut one agent run into pieces or merge unrelated ones; add it to
+//! `session_hosts` when the agent host is a bare `node`.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError, RwLock};
+
+/// The environment variable that names a session explicitly.
+pub const ENV: &str = "RWFS_SESSION";
+
+/// Process names that host agents, by default (the policy's `session_hosts` replaces them).
+pub const DEFAULT_HOSTS: &[&str] =
+    &["claude", "codex", "cursor", "cursor-agent", "aider", "gemini", "goose", "opencode", "amp", "copilot", "cline"];
+
+/// Longest session name kept (longer explicit names are cut).
+const MAX_NAME: usize = 128;
+/// Cached processes (bounded: cleared when it grows past this).
+const MAX_CACHED: usize = 4096;
+/// Ancestors looked at, at most.
+const MAX_DEPTH: usize = 64;
+
+/// Names sessions and remembers the answer per process.
+#[derive(Debug)]
+pub struct Sessions {
+    hosts: RwLock<Vec<String>>,
+    cache: Mutex<HashMap<u32, (u64, Option<String>)>>,
+}
+
+impl Default for Sessions {
+    fn default() -> Sessions {
+        Sessions { hosts: RwLock::new(DEFAULT_HOSTS.iter().map(|h| h.to_string()).collect()), cache: Mutex::default() }
+    }
+}
+
+impl Sessions {
+    /// Use these agent host names (the policy's `session_hosts`).
+    pub fn set_hosts(&self, hosts: Vec<String>) {
+        *self.hosts.write().unwrap_or_else(PoisonError::into_inner) = hosts;
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// The session of process `pid` (see the module docs), `None` when it is gone.
+    pub fn of_pid(&self, pid: u32) -> Option<String> {
+        let (start, _, _) = stat(pid)?;
+        if let Some((cached_start, name)) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&pid)
+            && *cached_start == start
+        {
+            return name.clone();
+        }
+        let name = {
+            let hosts = self.hosts.read().unwrap_or_else(PoisonError::into_inner);
+            resolve(pid, &hosts)
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() > MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(pid, (start, name.clone()));
+        name
+    }
+}
+
+fn resolve(pid: u32, hosts: &[String]) -> Option<String> {
+    if let Some(name) = explicit(pid) {
+        return Some(name);
+    }
+    let mut at = pid;
+    for _ in 0..MAX_DEPTH {
+        let Some((_, comm, ppid)) = stat(at) else { break };
+        if hosts.contains(&comm) {
+            return Some(format!("{comm}-{at}"));
+        }
+        if ppid <= 1 {
+            break;
+        }
+        at = ppid;
+    }
+    let sid = nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?))).ok()?.as_raw();
+    let leader = u32::try_from(sid).ok().and_then(|s| stat(s).map(|(_, comm, _)| comm));
+    Some(format!("{}-{sid}", leader.as_deref().unwrap_or("session")))
+}
+
+/// `RWFS_SESSION` in the environment `pid` was started with.
+fn explicit(pid: u32) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{ENV}=");
+    let value = environ.split(|&b| b == 0).find_map(|var| var.strip_prefix(prefix.as_bytes()))?;
+    let name: String =
+        String::from_utf8_lossy(value).chars().filter(|c| !c.is_control()).take(MAX_NAME).collect::<String>();
+    let name = name.trim().to_string();
+    (!name.is_empty()).then_some(name)
+}
+
+/// `(start time, name, parent)` of `pid`, from `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(u64, String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    // After the name: state (3), ppid (4), ..., starttime (22).
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((start, comm, ppid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_session_and_the_answer_is_cached() {
+        let sessions = Sessions::default();
+        let me = std::process::id();
+        let first = sessions.of_pid(me);
+        assert!(first.is_some());
+        assert_eq!(sessions.of_pid(me), first);
+        assert_eq!(sessions.of_pid(u32::MAX), None, "no such process");
+    }
+
+    #[test]
+    fn an_agent_host_among_the_ancestors_names_the_session() {
+        let me = std::process::id();
+        let (_, comm, _) = stat(me).unwrap();
+        let sessions = Sessions::default();
+        sessions.set_hosts(vec![comm.clone()]);
+        if explicit(me).is_none() {
+            assert_eq!(sessions.of_pid(me), Some(format!("{comm}-{me}")));
+        }
+    }
+}

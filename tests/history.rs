@@ -1,0 +1,333 @@
+//! Issue 17: sessions, rewind, diff, `log --follow` — on the engine, through the CLI unmounted
+//! and through a mount's daemon.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use rwfs::engine::{Action, Engine, RenameHow, Rewind, Rewound, WriteMode};
+use rwfs::journal::query::Selection;
+use rwfs::journal::{Actor, Op};
+
+use crate::support::mount::{Mounted, rwfs};
+use crate::support::{Rng, Ws, actor, tree, write};
+
+fn in_session(name: &str) -> Actor {
+    Actor { session_label: Some(name.into()), ..actor() }
+}
+
+/// The workspace's files (not the state directory), with their bytes.
+fn files(ws: &Ws) -> BTreeMap<String, Vec<u8>> {
+    tree(ws.path()).into_iter().filter(|(p, _)| !p.starts_with(".resilient_write")).collect()
+}
+
+fn rewind(engine: &Engine, selection: Selection, dry_run: bool) -> Rewound {
+    let r = Rewind { selection, globs: vec![], force: false, dry_run };
+    engine.rewind(&r, &in_session("rewinder")).unwrap()
+}
+
+/// Sessions `a` and `b` interleave overwrites, deletes and renames over many files, then `a`
+/// renames a directory and each creates a file; returns the tree before the two sessions.
+fn two_sessions(engine: &Engine, ws: &Ws) -> BTreeMap<String, Vec<u8>> {
+    let (a, b) = (in_session("a"), in_session("b"));
+    for i in 0..12 {
+        write_as(engine, &format!("src/f{i}.txt"), format!("base {i}\n").as_bytes(), &in_session("setup"));
+    }
+    engine.set_perm(rwfs::engine::Entry::Path("src/f3.txt"), 0o755).unwrap();
+    write_as(engine, "dir/inner.txt", b"inner\n", &in_session("setup"));
+    let before = files(ws);
+    let mut rng = Rng(17);
+    for step in 0..30u64 {
+        let (who, name) = if step % 3 == 0 { (&b, "b") } else { (&a, "a") };
+        let path = format!("src/f{}.txt", rng.below(12));
+        // Some of these fail (the file was deleted or moved away): that is part of the mix.
+        let _ = match rng.below(4) {
+            0 | 1 => engine
+                .safe_write(&rwfs::engine::WriteRequest {
+                    path: &path,
+                    content: format!("{name} step {step}\n").as_bytes(),
+                    mode: WriteMode::Overwrite,
+                    expect: None,
+                    actor: who,
+                })
+                .map(drop),
+            2 => engine.delete(&path, None, who).map(drop),
+            _ => engine.rename(&path, &format!("src/moved{step}.txt"), RenameHow::Replace, who),
+        };
+    }
+    engine.rename("dir", "dir2", RenameHow::NoReplace, &a).unwrap();
+    write_as(engine, "new-by-a.txt", b"a made this\n", &a);
+    write_as(engine, "new-by-b.txt", b"b made this\n", &b);
+    before
+}
+
+fn write_as(engine: &Engine, path: &str, bytes: &[u8], actor: &Actor) {
+    engine
+        .safe_write(&rwfs::engine::WriteRequest {
+            path,
+            content: bytes,
+            mode: WriteMode::Overwrite,
+            expect: None,
+            actor,
+        })
+        .unwrap();
+}
+
+#[test]
+fn rewinding_everything_after_a_seq_restores_the_tree_byte_for_byte_and_undo_takes_it_back() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "keep.txt", b"keep\n", &actor());
+    let cut = ws.rows().last().unwrap().seq.unwrap();
+    let at_cut = files(&ws);
+    engine.set_perm(rwfs::engine::Entry::Path("keep.txt"), 0o600).unwrap();
+    let _ = two_sessions(&engine, &ws);
+    let changed = files(&ws);
+    assert_ne!(changed, at_cut);
+
+    let rows_before = ws.rows().len();
+    let plan = rewind(&engine, Selection::AfterSeq(cut), true);
+    assert!(plan.group.is_none() && plan.applied == 0);
+    assert!(plan.steps.iter().all(|s| s.skipped.is_none()), "{:#?}", plan.steps);
+    assert_eq!(files(&ws), changed, "a dry run changes nothing");
+    assert_eq!(ws.rows().len(), rows_before, "a dry run writes no row");
+
+    let done = rewind(&engine, Selection::AfterSeq(cut), false);
+    assert_eq!(files(&ws), at_cut, "the tree as it was at seq {cut}");
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    let group = done.group.clone().unwrap();
+    let grouped: Vec<_> = ws.rows().into_iter().filter(|r| r.group.as_deref() == Some(group.as_str())).collect();
+    assert_eq!(grouped.first().unwrap().op(), Op::Create, "the plan file, then the begin row");
+    assert_eq!(grouped.iter().filter(|r| r.op() == Op::Rewind).count(), 2, "begin and end");
+    assert_eq!(
+        grouped.iter().filter(|r| matches!(r.op(), Op::Restore | Op::Delete)).count(),
+        done.applied,
+        "one row per step, all in the group"
+    );
+
+    let undone = rewind(&engine, Selection::Group(group), false);
+    assert!(undone.failed.is_empty());
+    assert_eq!(files(&ws), changed, "undoing the rewind restores byte for byte");
+    engine.close().unwrap();
+    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().is_clean());
+}
+
+#[test]
+fn rewinding_one_session_keeps_the_others_changes_and_restores_modes() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "mode.sh", b"#!/bin/sh\n", &in_session("setup"));
+    engine.set_perm(rwfs::engine::Entry::Path("mode.sh"), 0o750).unwrap();
+    write_as(&engine, "mode.sh", b"#!/bin/sh\necho b\n", &in_session("b"));
+    std::fs::set_permissions(ws.abs("mode.sh"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let _ = two_sessions(&engine, &ws);
+    let rows = ws.rows();
+    let done = rewind(&engine, Selection::Session("b".into()), false);
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    let now = files(&ws);
+    assert!(now.contains_key("new-by-a.txt") && !now.contains_key("new-by-b.txt"), "a's file stays, b's goes");
+    assert_eq!(ws.read("mode.sh").unwrap(), b"#!/bin/sh\n");
+    let mode = std::fs::metadata(ws.abs("mode.sh")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o750, "the version comes back with its mode");
+    // Every path only b changed holds what it held before b's first change to it; paths that a
+    // changed after b are listed as skipped, not touched.
+    for step in &done.steps {
+        let later_a = rows.iter().any(|r| {
+            r.session.as_deref() == Some("a") && (r.path == step.path || r.from.as_deref() == Some(&step.path))
+        });
+        if step.skipped.is_some() {
+            assert!(later_a, "{step:?}");
+            assert!(step.skipped.as_deref().unwrap().starts_with("changed_later"), "{step:?}");
+        }
+    }
+    assert!(done.steps.iter().any(|s| s.action == Action::Remove && s.path == "new-by-b.txt"));
+    engine.close().unwrap();
+}
+
+#[test]
+fn a_file_edited_outside_rwfs_is_reported_not_clobbered_unless_forced() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "f.txt", b"one\n", &in_session("s"));
+    let cut = ws.rows().last().unwrap().seq.unwrap();
+    write_as(&engine, "f.txt", b"two\n", &in_session("s"));
+    write_as(&engine, "g.txt", b"g\n", &in_session("s"));
+    ws.put("f.txt", b"edited by hand\n");
+    let done = rewind(&engine, Selection::AfterSeq(cut), false);
+    let f = done.steps.iter().find(|s| s.path == "f.txt").unwrap();
+    assert_eq!(f.skipped.as_deref(), Some("changed_outside_rwfs"));
+    assert_eq!(ws.read("f.txt").unwrap(), b"edited by hand\n");
+    assert_eq!(ws.read("g.txt"), None, "the other path was rewound");
+    let forced = engine
+        .rewind(
+            &Rewind { selection: Selection::AfterSeq(cut), globs: vec!["f.*".into()], force: true, dry_run: false },
+            &actor(),
+        )
+        .unwrap();
+    assert!(forced.steps.iter().all(|s| s.path == "f.txt" && s.forced), "{:?}", forced.steps);
+    assert_eq!(ws.read("f.txt").unwrap(), b"one\n");
+    assert!(ws.object(&crate::support::sha(b"edited by hand\n")).is_some(), "the hand edit is kept");
+    engine.close().unwrap();
+}
+
+#[test]
+fn a_pass_through_path_is_listed_and_left_alone() {
+    let ws = Ws::new();
+    ws.put(".resilient_write/policy.yaml", b"pass_through: [\"*.log\"]\n");
+    let engine = ws.open();
+    write_as(&engine, "app.log", b"line\n", &in_session("s"));
+    let done = rewind(&engine, Selection::Session("s".into()), false);
+    assert_eq!(done.steps.len(), 1);
+    assert_eq!(done.steps[0].skipped.as_deref(), Some("pass_through"));
+    assert_eq!(ws.read("app.log").unwrap(), b"line\n");
+    engine.close().unwrap();
+}
+
+#[test]
+fn diff_prints_a_unified_diff_and_a_stat_summary() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write(&engine, "a.txt", b"1\n2\n3\n", WriteMode::Create).unwrap();
+    write(&engine, "a.txt", b"1\ntwo\n3\n4\n", WriteMode::Overwrite).unwrap();
+    write(&engine, "c.txt", b"1\n2\n3\n", WriteMode::Create).unwrap();
+    write(&engine, "c.txt", b"1\ntwo\n3\n4\n", WriteMode::Overwrite).unwrap();
+    write(&engine, "bin.dat", b"\0\x01", WriteMode::Create).unwrap();
+    write(&engine, "bin.dat", b"\0\x02\x03", WriteMode::Overwrite).unwrap();
+    engine.rename("a.txt", "b.txt", RenameHow::NoReplace, &actor()).unwrap();
+    engine.close().unwrap();
+    let out = rwfs().arg("-w").arg(ws.path()).args(["diff", "c.txt", "--from", "seq:3"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("@@ -1,3 +1,4 @@\n 1\n-2\n+two\n 3\n+4\n"), "{text}");
+    let out = rwfs().arg("-w").arg(ws.path()).args(["diff", "bin.dat"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Binary versions of bin.dat differ: 2 bytes"), "{text}");
+    let out = rwfs().arg("-w").arg(ws.path()).args(["diff", "--since", "1h", "--json"]).output().unwrap();
+    let stats: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by: BTreeMap<&str, &Value> = stats.iter().map(|s| (s["path"].as_str().unwrap(), s)).collect();
+    assert_eq!(by["b.txt"]["status"], "created", "created and renamed within the window: {stats:?}");
+    assert_eq!(by["b.txt"]["added"], 4);
+    assert_eq!(by["bin.dat"]["binary"], true);
+}
+
+#[test]
+fn rewind_through_the_daemon_is_seen_by_the_mount_at_once_and_sessions_follow_the_environment() {
+    let m = Mounted::new();
+    let file = m.path("work.txt");
+    std::fs::write(&file, b"mine\n").unwrap();
+    std::fs::write(m.path("old.txt"), b"old\n").unwrap();
+    // An agent run: a process tree under RWFS_SESSION=agent-1 (a shell and its children).
+    let script = format!(
+        "echo one > {d}/a.txt && sh -c 'echo two > {d}/b.txt' && echo changed > {d}/work.txt && rm {d}/old.txt",
+        d = m.mountpoint().display()
+    );
+    crate::support::run_ok(Command::new("sh").arg("-c").arg(&script).env("RWFS_SESSION", "agent-1"));
+    std::fs::write(m.path("other.txt"), b"not the agent\n").unwrap();
+    let rows = m.ws.rows();
+    let session_of = |path: &str| rows.iter().rev().find(|r| r.path == path).and_then(|r| r.session.clone());
+    assert_eq!(session_of("b.txt").as_deref(), Some("agent-1"), "a child inherits the session");
+    assert_eq!(session_of("work.txt").as_deref(), Some("agent-1"));
+    let mine = session_of("other.txt").unwrap();
+    assert_ne!(mine, "agent-1");
+    let expected = rwfs::journal::session::Sessions::default().of_pid(std::process::id()).unwrap();
+    assert_eq!(mine, expected, "without RWFS_SESSION: the writer's agent host or POSIX session");
+
+    let out = rwfs().arg("-w").arg(m.ws.path()).args(["sessions", "--json"]).output().unwrap();
+    let sessions: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let agent = sessions.iter().find(|s| s["name"] == "agent-1").expect("the agent's session is listed");
+    assert_eq!(agent["files_changed"], 4, "{agent}");
+
+    let dry = rwfs()
+        .arg("-w")
+        .arg(m.ws.path())
+        .args(["rewind", "--session", "agent-1", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
+    assert_eq!(std::fs::read(&file).unwrap(), b"changed\n", "a dry run changes nothing");
+    let out = rwfs().arg("-w").arg(m.ws.path()).args(["rewind", "--session", "agent-1", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), b"mine\n", "the mount sees the restore at once");
+    assert_eq!(std::fs::read(m.path("old.txt")).unwrap(), b"old\n", "recreated");
+    assert!(!m.path("a.txt").exists() && !m.path("b.txt").exists(), "removed (or left absent)");
+    assert_eq!(std::fs::read(m.path("other.txt")).unwrap(), b"not the agent\n", "another session's file stays");
+    let group = done["group"].as_str().unwrap();
+    let out = rwfs().arg("-w").arg(m.ws.path()).args(["rewind", "--undo", group]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read(&file).unwrap(), b"changed\n");
+    assert_eq!(std::fs::read(m.path("b.txt")).unwrap(), b"two\n");
+    assert!(!m.path("old.txt").exists());
+}
+
+#[test]
+fn log_follow_delivers_each_new_row_once_in_order_while_another_process_writes() {
+    for mounted in [false, true] {
+        let m = mounted.then(Mounted::new);
+        let own = (!mounted).then(Ws::new);
+        let ws = m.as_ref().map_or_else(|| own.as_ref().unwrap(), |m| &m.ws);
+        let mut first =
+            rwfs().arg("-w").arg(ws.path()).args(["write", "seed.txt"]).stdin(Stdio::null()).output().unwrap();
+        assert!(first.status.success(), "{}", String::from_utf8_lossy(&std::mem::take(&mut first.stderr)));
+        let mut follower = rwfs()
+            .arg("-w")
+            .arg(ws.path())
+            .args(["log", "--follow", "--json", "-n", "1"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+        let seed: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let writer_ws = ws.path().to_path_buf();
+        let writer = std::thread::spawn(move || {
+            for i in 0..20 {
+                let out = rwfs()
+                    .arg("-w")
+                    .arg(&writer_ws)
+                    .args(["write", &format!("f{i}.txt")])
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap();
+                assert!(out.status.success());
+            }
+        });
+        let mut seqs = Vec::new();
+        while seqs.len() < 20 {
+            let row: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if row["path"].as_str().is_some_and(|p| p.starts_with('f')) {
+                seqs.push(row["seq"].as_u64().unwrap());
+            }
+        }
+        writer.join().unwrap();
+        let first = seed["seq"].as_u64().unwrap() + 1;
+        assert_eq!(seqs, (first..first + 20).collect::<Vec<_>>(), "mounted: {mounted}");
+        follower.kill().unwrap();
+        follower.wait().unwrap();
+    }
+}
+
+#[test]
+fn mcp_rw_diff_and_rw_rewind_plan_unless_confirmed_and_rows_carry_the_mcp_session() {
+    let mcp = crate::support::mcp::Mcp::start();
+    mcp.call("rw_safe_write", json!({"path": "a.txt", "content": "one\n", "mode": "create"})).ok();
+    mcp.call("rw_safe_write", json!({"path": "a.txt", "content": "two\n", "mode": "overwrite"})).ok();
+    let rows = mcp.ws.rows();
+    let session = rows.last().unwrap().session.clone().unwrap();
+    assert!(session.starts_with("mcp-"), "{session}");
+    let d = mcp.call("rw_diff", json!({"path": "a.txt"})).ok();
+    assert_eq!(d["diff"].as_str().unwrap().lines().skip(2).collect::<Vec<_>>(), ["@@ -1,1 +1,1 @@", "-one", "+two"]);
+    let s = mcp.call("rw_diff", json!({"session": "self"})).ok();
+    assert_eq!(s["files_changed"], 1);
+    let plan = mcp.call("rw_rewind", json!({"session": "self"})).ok();
+    assert_eq!(plan["dry_run"], true);
+    assert!(mcp.ws.read("a.txt").is_some(), "nothing changed without confirm");
+    let done = mcp.call("rw_rewind", json!({"session": "self", "confirm": true})).ok();
+    assert_eq!(done["applied"], 1);
+    assert_eq!(mcp.ws.read("a.txt"), None, "created by the session: removed");
+    let bad = mcp.call("rw_rewind", json!({"session": "x", "to_seq": 1})).err();
+    assert_eq!(bad["ok"], false);
+}
