@@ -483,6 +483,77 @@ fn pass_through_paths_are_written_in_place_without_rows() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "6");
 }
 
+/// The daemon's request counters and whether the kernel passes I/O through, from `rwfs status`.
+fn requests(m: &Mounted) -> (u64, u64, u64, bool) {
+    let out = rwfs().args(["status", "--json", "-w"]).arg(m.ws.path()).output().unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mount = &status["mounts"][0];
+    let n = |k: &str| mount["requests"][k].as_u64().unwrap_or_else(|| panic!("requests.{k} in {status}"));
+    (n("read"), n("write"), n("passthrough_opens"), mount["kernel_passthrough"].as_bool().unwrap())
+}
+
+/// Pass-through I/O: 4 MiB written in pieces, appended to, read back whole and mapped.
+fn pass_through_io(m: &Mounted) -> Vec<u8> {
+    std::fs::create_dir_all(m.path("target/release")).unwrap();
+    let mut rng = Rng(7);
+    let data: Vec<u8> = (0..4 << 20).map(|_| rng.next() as u8).collect();
+    let mut f = std::fs::File::create(m.path("target/release/blob")).unwrap();
+    for piece in data.chunks(100_000) {
+        f.write_all(piece).unwrap();
+    }
+    drop(f);
+    let mut log = OpenOptions::new().append(true).create(true).open(m.path("target/build.log")).unwrap();
+    log.write_all(b"built\n").unwrap();
+    drop(log);
+    assert_eq!(std::fs::read(m.path("target/release/blob")).unwrap(), data, "read back through the mount");
+    assert_eq!(m.backing("target/release/blob").unwrap(), data, "byte-identical in the backing tree");
+    let out = python(
+        "import mmap,sys\nf=open(sys.argv[1],'r+b')\nm=mmap.mmap(f.fileno(),0)\nm[0:4]=b'MAPD'\nm.flush()\nprint(len(m))",
+        &[m.path("target/release/blob")],
+    );
+    assert_eq!(out.trim(), (4 << 20).to_string());
+    assert_eq!(&m.backing("target/release/blob").unwrap()[..4], b"MAPD", "a mapped write lands in place");
+    data
+}
+
+#[test]
+fn kernel_passthrough_serves_pass_through_files_and_never_a_gated_one() {
+    let m = Mounted::new();
+    let (reads, writes, _, on) = requests(&m);
+    assert!(on, "FUSE passthrough on this kernel (≥ 6.9, root): the CI machine has it");
+    pass_through_io(&m);
+    let (r, w, opens, _) = requests(&m);
+    assert_eq!((r - reads, w - writes), (0, 0), "no READ or WRITE of a pass-through file reached the daemon");
+    assert!(opens >= 4, "{opens} opens passed through");
+
+    // A gated file beside an open pass-through one: every byte of it reaches the gate.
+    let held = std::fs::File::open(m.path("target/release/blob")).unwrap();
+    m.write("notes.txt", b"gated\n").unwrap();
+    assert_eq!(std::fs::read(m.path("notes.txt")).unwrap(), b"gated\n");
+    let (r, w, ..) = requests(&m);
+    assert!(r > 0 && w > 0, "the gated file's reads and writes came to the daemon ({r}, {w})");
+    assert_eq!(rows_of(&m, "notes.txt").len(), 1);
+    let blocked = m.write("config.py", aws_secret_line(46).as_bytes()).unwrap_err();
+    assert_eq!(blocked.raw_os_error(), Some(nix::libc::EACCES), "the gate still refuses beside passthrough");
+
+    // An open pass-through file never takes a gated name (its I/O would skip the gate).
+    let err = std::fs::rename(m.path("target/release/blob"), m.path("blob.bin")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EXDEV), "renamed while open");
+    let out = m.run("mv", &["target/release/blob", "blob.bin"]);
+    assert!(out.status.success(), "mv copies across EXDEV: {}", String::from_utf8_lossy(&out.stderr));
+    drop(held);
+    assert_eq!(rows_of(&m, "blob.bin").len(), 1, "the copy went through the gate");
+    assert_eq!(m.backing("blob.bin").unwrap().len(), 4 << 20);
+
+    // Without kernel passthrough the same I/O comes to the daemon: the counters are real.
+    drop(m);
+    let m = Mounted::with(Ws::new(), false, &["--no-kernel-passthrough"]);
+    pass_through_io(&m);
+    let (r, w, opens, on) = requests(&m);
+    assert!(!on && opens == 0);
+    assert!(r > 0 && w > 0, "served by the daemon: {r} reads, {w} writes");
+}
+
 #[test]
 fn mmap_writes_are_committed() {
     let m = Mounted::new();

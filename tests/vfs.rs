@@ -450,6 +450,35 @@ fn pass_through_paths_are_written_in_place_without_rows() {
 }
 
 #[test]
+fn only_in_place_handles_may_pass_through_and_an_open_one_never_takes_a_gated_name() {
+    let fx = Fx::new();
+    let p = process(96);
+    fx.vfs.mkdir(ROOT, OsStr::new("target"), 0o755, &p).unwrap();
+    let first = fx.open("target/x", TRUNC, &p).unwrap();
+    let open = fx.vfs.in_place_backing(first).expect("written in place");
+    assert!(matches!(open.backing, Some(Ok(_))), "the node's first open gets a read-write descriptor");
+    let second = fx.open("target/x", RDONLY, &p).unwrap();
+    let later = fx.vfs.in_place_backing(second).expect("written in place");
+    assert_eq!(later.ino, open.ino);
+    assert!(later.backing.is_none(), "a later open follows the first (the kernel never mixes the two)");
+    let gated = fx.open("src.txt", TRUNC, &p).unwrap();
+    assert!(fx.vfs.in_place_backing(gated).is_none(), "a gated file's bytes must all reach the gate");
+    fx.close(gated, &p).unwrap();
+
+    // Open on a pass-through path: it keeps writing there without the gate, so it may not be
+    // renamed to a gated name (EXDEV: `mv` copies instead, and the copy is judged).
+    let (target, x) = fx.parent("target/x");
+    let e = fx.vfs.rename(target, x, ROOT, OsStr::new("moved.txt"), 0, &p).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{e}");
+    let e = fx.vfs.rename(ROOT, OsStr::new("target"), ROOT, OsStr::new("dist"), 0, &p).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "nor may a directory holding it: {e}");
+    fx.close(second, &p).unwrap();
+    fx.close(first, &p).unwrap();
+    fx.vfs.rename(target, x, ROOT, OsStr::new("moved.txt"), 0, &p).expect("closed: renamed, and judged");
+    assert!(fx.backing("moved.txt").is_some());
+}
+
+#[test]
 fn a_path_has_the_same_inode_number_in_every_mount() {
     // git's index records st_ino: after a remount, the same paths must show the same numbers.
     let fx = Fx::new();

@@ -42,6 +42,8 @@ pub struct MountRequest {
     pub read_only: bool,
     pub allow_other: bool,
     pub blocked_errno: Option<i32>,
+    /// Let the kernel do the I/O of pass-through files where it can.
+    pub kernel_passthrough: bool,
     pub pass_through: Vec<String>,
     /// Serve MCP over streamable HTTP here too.
     pub mcp_http: Option<std::net::SocketAddr>,
@@ -83,6 +85,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
             read_only: request.read_only,
             allow_other: request.allow_other,
             blocked_errno: request.blocked_errno,
+            kernel_passthrough: request.kernel_passthrough,
         },
     )?;
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);
@@ -227,14 +230,17 @@ impl Daemon for Shared {
     }
 
     fn status(&self) -> Value {
-        let (drafts, last) =
-            self.mount.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map_or((0, None), Mount::status);
+        let mount = self.mount.lock().unwrap_or_else(PoisonError::into_inner);
+        let (drafts, last) = mount.as_ref().map_or((0, None), Mount::status);
+        let requests = mount.as_ref().map(Mount::requests).unwrap_or_default();
         json!({
             "pid": std::process::id(),
             "workspace": self.workspace,
             "mountpoint": self.mountpoint,
             "drafts_open": drafts,
             "last_commit": last.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+            "kernel_passthrough": requests.kernel_passthrough,
+            "requests": {"read": requests.reads, "write": requests.writes, "passthrough_opens": requests.passthrough_opens},
         })
     }
 

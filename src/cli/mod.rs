@@ -277,6 +277,10 @@ pub struct MountArgs {
     /// the batch window, or at fsync) [default: the policy's durability, else close].
     #[arg(long, value_name = "MODE", value_parser = ["close", "batch"])]
     pub durability: Option<String>,
+    /// Serve files on pass-through paths through the daemon instead of letting the kernel read
+    /// and write them directly (FUSE passthrough, Linux ≥ 6.9, as root; used where available).
+    #[arg(long)]
+    pub no_kernel_passthrough: bool,
     /// Also serve MCP over streamable HTTP at ADDR (loopback, e.g. 127.0.0.1:8765), path /mcp,
     /// with a bearer token kept in the state directory (printed when first generated).
     #[arg(long, value_name = "ADDR")]

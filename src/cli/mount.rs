@@ -39,6 +39,7 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
         read_only: args.read_only,
         allow_other: args.allow_other,
         blocked_errno,
+        kernel_passthrough: !args.no_kernel_passthrough,
         pass_through: args.pass_through,
         mcp_http: args.mcp_http,
         options,

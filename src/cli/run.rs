@@ -441,6 +441,7 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             json!({
                 "workspace": m.workspace, "mountpoint": m.mountpoint, "pid": daemon["pid"],
                 "drafts_open": daemon["drafts_open"], "last_commit": daemon["last_commit"],
+                "kernel_passthrough": daemon["kernel_passthrough"], "requests": daemon["requests"],
             })
         })
         .collect();
@@ -516,6 +517,16 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             m["drafts_open"].as_u64().unwrap_or(0),
             m["last_commit"].as_str().unwrap_or("never")
         );
+        if let Some(requests) = m["requests"].as_object() {
+            let n = |k: &str| requests.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            let kernel = if m["kernel_passthrough"].as_bool() == Some(true) { "on" } else { "off" };
+            outln!(
+                "requests   {} reads, {} writes served by the daemon; kernel passthrough {kernel} ({} opens)",
+                n("read"),
+                n("write"),
+                n("passthrough_opens")
+            );
+        }
     }
     Ok(Exit::Ok)
 }

@@ -16,6 +16,7 @@
 
 mod errno;
 mod ops;
+mod passthrough;
 mod pool;
 mod process;
 
@@ -33,6 +34,8 @@ use crate::vfs::{self, Attr, Kernel, Vfs};
 use nix::libc;
 
 pub use errno::errno;
+use passthrough::Passthrough;
+pub use passthrough::Requests;
 use pool::Pool;
 
 /// Entry and attribute TTL: long, because every change is seen (see the module docs).
@@ -54,6 +57,9 @@ pub struct MountOptions {
     pub allow_other: bool,
     /// Errno of a blocked write; the policy's `blocked_errno` when `None`.
     pub blocked_errno: Option<i32>,
+    /// Let the kernel read and write files on pass-through paths itself (FUSE passthrough)
+    /// where it and the daemon's privileges allow.
+    pub kernel_passthrough: bool,
 }
 
 /// A live mount.
@@ -61,6 +67,7 @@ pub struct Mount {
     vfs: Arc<Vfs>,
     session: Option<fuser::BackgroundSession>,
     mountpoint: PathBuf,
+    passthrough: Arc<Passthrough>,
 }
 
 /// The kernel's caches, reached through the session's notifier: asynchronous forgets run in
@@ -130,11 +137,14 @@ impl Mount {
         config.acl = if options.allow_other { fuser::SessionACL::All } else { fuser::SessionACL::Owner };
         config.n_threads = Some(REQUEST_THREADS);
         config.clone_fd = true;
+        let passthrough = Arc::new(Passthrough::default());
         let glue = ops::Glue {
             vfs: vfs.clone(),
             commits: Arc::new(Pool::new(COMMIT_THREADS, "rwfs-commit").map_err(spawn)?),
             processes: process::Processes::default(),
             blocked,
+            want_passthrough: options.kernel_passthrough,
+            passthrough: passthrough.clone(),
         };
         let session = fuser::Session::new(glue, &options.mountpoint, &config).map_err(|e| {
             let at = options.mountpoint.display().to_string();
@@ -148,7 +158,7 @@ impl Mount {
         })?;
         let _ = kernel.notifier.set(session.notifier());
         let session = session.spawn().map_err(|e| Error::io("start mount session", e))?;
-        Ok(Mount { vfs, session: Some(session), mountpoint: options.mountpoint })
+        Ok(Mount { vfs, session: Some(session), mountpoint: options.mountpoint, passthrough })
     }
 
     pub fn mountpoint(&self) -> &std::path::Path {
@@ -163,6 +173,11 @@ impl Mount {
     /// Open drafts and the time of the last commit.
     pub fn status(&self) -> (usize, Option<SystemTime>) {
         self.vfs.status()
+    }
+
+    /// The data requests that reached the daemon, and the opens the kernel served itself.
+    pub fn requests(&self) -> Requests {
+        self.passthrough.requests()
     }
 
     /// Commit (or, if refused, quarantine) every open draft; how many were settled.

@@ -14,6 +14,7 @@ use fuser::{
 };
 use nix::libc;
 
+use super::passthrough::{Answer, Passthrough};
 use super::pool::Pool;
 use super::process::Processes;
 use super::{TTL, absent, attr_ttl, errno, file_attr, file_type, no_node};
@@ -29,6 +30,46 @@ pub(crate) struct Glue {
     pub processes: Processes,
     /// The errno of a blocked write.
     pub blocked: i32,
+    /// Kernel passthrough for files written in place (asked for at `init` when `true`).
+    pub want_passthrough: bool,
+    pub passthrough: Arc<Passthrough>,
+}
+
+/// An open's reply with the handle and flags it answers.
+struct Open(ReplyOpen, FileHandle, FopenFlags);
+
+impl Answer for Open {
+    fn register(&self, file: &crate::durable::File) -> std::io::Result<fuser::BackingId> {
+        self.0.open_backing(file)
+    }
+    fn passthrough(self, backing: &fuser::BackingId) {
+        // The kernel takes only FOPEN_NOFLUSH (and direct-I/O flags) beside passthrough: any
+        // other flag fails the open with EIO. The pages are the backing file's own anyway.
+        self.0.opened_passthrough(self.1, self.2 & FopenFlags::FOPEN_NOFLUSH, backing)
+    }
+    fn plain(self) {
+        self.0.opened(self.1, self.2)
+    }
+}
+
+/// A create's reply with what it answers.
+struct Create(ReplyCreate, Attr, FileHandle);
+
+impl Answer for Create {
+    fn register(&self, file: &crate::durable::File) -> std::io::Result<fuser::BackingId> {
+        self.0.open_backing(file)
+    }
+    fn passthrough(self, backing: &fuser::BackingId) {
+        let Create(reply, attr, fh) = self;
+        reply.created_passthrough(&Duration::ZERO, &file_attr(&attr), Generation(0), fh, FopenFlags::empty(), backing)
+    }
+    fn plain(self) {
+        // The new file's attributes are its draft's until its first commit (at a close after a
+        // write, an fsync, or its last close, which the kernel does not wait for): no TTL, so a
+        // stat after close() asks, and waits for that commit.
+        let Create(reply, attr, fh) = self;
+        reply.created(&Duration::ZERO, &file_attr(&attr), Generation(0), fh, FopenFlags::empty())
+    }
 }
 
 /// An entry reply: the attributes with their TTL, the name with the entry TTL.
@@ -78,6 +119,14 @@ impl Filesystem for Glue {
             | InitFlags::FUSE_READDIRPLUS_AUTO;
         let _ = config.add_capabilities(wanted & config.capabilities());
         let _ = config.set_max_write(1 << 20);
+        // The kernel does the I/O of files written in place (see `passthrough.rs`). Stack depth
+        // 1: the backing tree is a plain filesystem, and this mount may sit under an overlay.
+        if self.want_passthrough
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(1).is_ok()
+        {
+            self.passthrough.enable();
+        }
         Ok(())
     }
 
@@ -226,7 +275,7 @@ impl Filesystem for Glue {
                 let mut flags = FopenFlags::empty();
                 flags.set(FopenFlags::FOPEN_KEEP_CACHE, opened.keep_cache);
                 flags.set(FopenFlags::FOPEN_NOFLUSH, !opened.flush_at_close);
-                reply.opened(FileHandle(opened.fh), flags)
+                self.passthrough.answer(&self.vfs, opened.fh, Open(reply, FileHandle(opened.fh), flags))
             }
             Err(e) => reply.error(self.err(&e)),
         }
@@ -243,6 +292,7 @@ impl Filesystem for Glue {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.passthrough.counts().reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.vfs.read(fh.0, offset, size) {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(self.err(&e)),
@@ -261,6 +311,7 @@ impl Filesystem for Glue {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        self.passthrough.counts().writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.vfs.write(fh.0, offset, data, &self.caller(req)) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(self.err(&e)),
@@ -294,6 +345,7 @@ impl Filesystem for Glue {
         let caller = self.caller(req);
         // The handle goes now (a stat that overtakes the commit waits for it), the last close
         // on the pool.
+        self.passthrough.release(fh.0);
         let closing = self.vfs.release_handle(fh.0);
         self.later(move |vfs, _| {
             if let Some(closing) = closing {
@@ -421,12 +473,7 @@ impl Filesystem for Glue {
         reply: ReplyCreate,
     ) {
         match self.vfs.create(parent.0, name, mode, flags, &self.caller(req)) {
-            // The new file's attributes are its draft's until its first commit (at a close after
-            // a write, an fsync, or its last close, which the kernel does not wait for): no TTL,
-            // so a stat after close() asks, and waits for that commit.
-            Ok((attr, fh)) => {
-                reply.created(&Duration::ZERO, &file_attr(&attr), Generation(0), FileHandle(fh), FopenFlags::empty())
-            }
+            Ok((attr, fh)) => self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh))),
             Err(e) => reply.error(self.err(&e)),
         }
     }

@@ -28,6 +28,18 @@ pub struct Opened {
     pub flush_at_close: bool,
 }
 
+/// An open of a file written in place (see [`Vfs::in_place_backing`]).
+///
+/// The kernel refuses to mix, on one node, opens whose I/O passes through with opens whose
+/// pages it caches; so only a node's first open may start passthrough, and the later opens
+/// follow it (the adapter reuses the first one's backing while any of them is open).
+pub struct InPlaceOpen {
+    pub ino: u64,
+    /// For the node's only open handle: a read-write descriptor of its file (read-write, so
+    /// that a later writable open can share it). `None` when other handles are open.
+    pub backing: Option<Result<crate::durable::File>>,
+}
+
 /// A released file handle whose last close is still to run (see [`Vfs::release_handle`]).
 pub struct Closing {
     ino: u64,
@@ -138,6 +150,21 @@ impl Vfs {
         self.set_opens(ino, 1);
         let fh = self.new_handle(Handle::File { ino, writable, opener: caller.clone() });
         Ok(Opened { fh, keep_cache, flush_at_close: writable })
+    }
+
+    /// For a handle written in place (a pass-through path, where nothing is judged), what the
+    /// kernel needs to read and write its file directly (FUSE passthrough); `None` for every
+    /// other handle: a gated file's bytes must all come here, or the gate would not see them.
+    pub fn in_place_backing(&self, fh: u64) -> Option<InPlaceOpen> {
+        let ino = self
+            .with_handle(fh, |_, handle| match handle {
+                Handle::InPlace { ino, .. } => Ok(*ino),
+                _ => Err(Reason::NotRegularFile.into()),
+            })
+            .ok()?;
+        let first = self.table().get(ino).is_some_and(|n| n.opens <= 1);
+        let backing = first.then(|| self.path(ino).and_then(|path| self.engine.open_in_place(&path, None)));
+        Some(InPlaceOpen { ino, backing })
     }
 
     /// Give a detached, never-committed file its name back as a new pending file with an

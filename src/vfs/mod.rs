@@ -67,7 +67,7 @@ use crate::engine::Engine;
 use crate::error::{Reason, Result};
 use crate::journal::{Actor, Via};
 
-pub use data::{Closing, Opened};
+pub use data::{Closing, InPlaceOpen, Opened};
 pub use file::{FileState, Phase};
 pub use names::SetAttr;
 pub use table::ROOT;

@@ -349,6 +349,14 @@ impl Vfs {
         } else {
             RenameHow::Replace
         };
+        if self.leaves_pass_through_open(parent, name, &from, &to)
+            || (how == RenameHow::Exchange && self.leaves_pass_through_open(new_parent, new_name, &to, &from))
+        {
+            // A file open on a pass-through path is read and written without the gate (by the
+            // kernel itself, with passthrough): it may not take a gated name while it is open.
+            // `EXDEV` makes `mv` and most programs copy it instead, and the copy is judged.
+            return Err(os_error("rename", libc::EXDEV));
+        }
         self.materialize(parent, name, caller)?;
         if how == RenameHow::Exchange {
             self.materialize(new_parent, new_name, caller)?;
@@ -380,6 +388,27 @@ impl Vfs {
             self.retarget(ino);
         }
         Ok(())
+    }
+
+    /// Would moving `name` in `parent` from `from` to `to` give a gated name to a file (it, or
+    /// one below it) that is open with a handle written in place?
+    fn leaves_pass_through_open(&self, parent: u64, name: &OsStr, from: &str, to: &str) -> bool {
+        let Some(ino) = self.child_of(parent, name) else { return false };
+        let below: std::collections::HashSet<u64> = std::iter::once(ino).chain(self.table().descendants(ino)).collect();
+        let open: Vec<u64> = self
+            .handles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter_map(|h| match **h {
+                super::Handle::InPlace { ino, .. } if below.contains(&ino) => Some(ino),
+                _ => None,
+            })
+            .collect();
+        open.into_iter().filter_map(|ino| self.path(ino).ok()).any(|path| {
+            let rest = path.strip_prefix(from).unwrap_or_default();
+            !self.in_place(&format!("{to}{rest}"))
+        })
     }
 
     /// Drafts below a renamed node now belong to new paths (for recovery's note).
