@@ -273,6 +273,33 @@ fn sed_i_renames_its_new_version_over_the_file_and_the_old_one_is_kept() {
 }
 
 #[test]
+fn a_refused_sed_i_names_the_file_it_edits_not_only_its_temporary_file() {
+    let m = Mounted::new();
+    let old = b"region = \"eu\"\n";
+    m.write("conf/app.toml", old).unwrap();
+    let secret = aws_secret_line(47);
+    let out = program("sed")
+        .args(["-i", &format!("s|region = \"eu\"|{}|", secret.trim_end().replace('|', "\\|"))])
+        .arg(m.path("conf/app.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "sed reports the refusal");
+    assert_eq!(m.backing("conf/app.toml").unwrap(), old, "the file is unchanged");
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&m.ws.read(".resilient_write/rejections/latest.json").unwrap()).unwrap();
+    let context = &envelope["context"];
+    assert!(context["path"].as_str().is_some_and(|p| p.starts_with("conf/sed")), "{context}");
+    assert_eq!(context["temporary_for"], "conf/app.toml", "{context}");
+    let message = context["message"].as_str().unwrap();
+    assert!(message.contains("conf/app.toml is unchanged") && message.contains("sed"), "{message}");
+    // A plain new file is nobody's temporary file.
+    assert!(m.write("fresh.py", secret.as_bytes()).is_err());
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&m.ws.read(".resilient_write/rejections/latest.json").unwrap()).unwrap();
+    assert!(envelope["context"]["temporary_for"].is_null(), "{envelope}");
+}
+
+#[test]
 fn python_open_write_close_and_os_replace_are_versions_of_their_writer() {
     let m = Mounted::new();
     let script = r#"

@@ -301,6 +301,16 @@ impl Core {
             reason: Some(format!("content_blocked rules={}", rule_ids.join(","))),
         })?;
         let id = format!("rj_{}_{}", appended.ts.replace([':', '-'], ""), appended.seq);
+        let edited = if r.prev.is_none() { self.edited_through(r.path, r.actor) } else { None };
+        let message = match &edited {
+            Some(file) => format!(
+                "the workspace policy blocks {} in {}, the temporary file {} writes to replace {file}; nothing was written and {file} is unchanged",
+                rule_ids.join(", "),
+                r.path.as_str(),
+                r.actor.comm.as_deref().unwrap_or("the writer"),
+            ),
+            None => format!("the workspace policy blocks {}; nothing was written", rule_ids.join(", ")),
+        };
         let mut envelope = Envelope::new(ErrorKind::Blocked, budget);
         let mut families: Vec<String> = report.findings.iter().map(|f| f.family.clone()).collect();
         families.sort();
@@ -321,8 +331,9 @@ impl Core {
         let context = json!({
             "tool": tool_of(r.actor),
             "path": r.path.as_str(),
+            "temporary_for": edited,
             "reason": "content_blocked",
-            "message": format!("the workspace policy blocks {}; nothing was written", rule_ids.join(", ")),
+            "message": message,
             "rejection_id": id,
             "ts": appended.ts,
             "journal_seq": appended.seq,
@@ -350,6 +361,32 @@ impl Core {
         let text = envelope.to_json();
         self.write_rejection(&id, text.as_bytes())?;
         Ok(Reason::Blocked(Box::new(Rejection { id, rules: blocking, sha256: r.sha, envelope: text })).into())
+    }
+
+    /// The file a refused new file was the temporary copy of, when the writer's command line
+    /// says: `sed -i EXPR app/settings.py` writes `app/sedXXXXXX` and renames it over
+    /// `app/settings.py`, so a refusal naming only the temporary file would not tell the user
+    /// which file they tried to change. The one argument naming an existing file of the same
+    /// directory (by its last component), else nothing.
+    fn edited_through(&self, temp: &WorkspacePath, actor: &Actor) -> Option<String> {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", actor.pid?)).ok()?;
+        let dir = temp.parent();
+        let mut named = cmdline
+            .split(|b| *b == 0)
+            .skip(1)
+            .filter_map(|arg| std::str::from_utf8(arg).ok())
+            .filter_map(|arg| arg.rsplit('/').next().filter(|n| !n.is_empty() && *n != "." && *n != ".."))
+            .map(|name| if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") })
+            .filter(|path| path != temp.as_str())
+            .filter(|path| {
+                let disk = self.disk();
+                let found = self
+                    .on(super::Entry::Path(path), crate::durable::Scope::Workspace, |dir, name| disk.stat(dir, name));
+                matches!(found, Ok(Ok(Some(stat))) if stat.kind == crate::durable::FileKind::File)
+            })
+            .collect::<Vec<_>>();
+        named.dedup();
+        (named.len() == 1).then(|| named.remove(0))
     }
 
     /// `rejections/<id>.json` and `rejections/latest.json`, each replaced atomically and durably.
