@@ -17,6 +17,7 @@
 //! pass_through: [".git/**", "target/**"]     # the mount writes these in place, unscanned
 //! blocked_errno: EACCES                      # errno of a blocked write through the mount
 //! read_cap_bytes: 65536                      # most bytes one rr_read_bytes / rr_read_next returns
+//! editor_files: ["**/.*.sw?", "**/*~"]       # rows `rwfs log` leaves out unless --all
 //! durability: close                          # the mount: close (durable at close) or batch
 //! batch_window_ms: 100                        # batch: longest wait before a close is durable
 //! max_gated_bytes: 4294967296                # a gated version above this is refused (EFBIG)
@@ -80,6 +81,14 @@ pub const DEFAULT_PASS_THROUGH: &[&str] = &[
     "*.db-wal",
     "*.db-shm",
 ];
+
+/// Editors' own files around a save, at any depth: vim's swap files and their probes
+/// (`.x.swp`, `.x.swx`, …) and its write-permission probe `4913`, vim and emacs backups (`x~`),
+/// emacs lock and auto-save files (`.#x`, `#x#`), JetBrains' safe-write files. They stay gated
+/// and journaled (a secret typed in an editor must not reach the tree through its swap file),
+/// but `rwfs log` leaves their rows out unless asked (`--all`), so one save reads as one version.
+pub const DEFAULT_EDITOR_FILES: &[&str] =
+    &["**/.*.sw?", "**/4913", "**/*~", "**/.#*", "**/#*#", "**/*___jb_tmp___", "**/*___jb_old___"];
 
 /// When the mount's `close()` returns (DESIGN §1.2; `rwfs mount --durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
@@ -179,6 +188,8 @@ struct PolicyFile {
     #[serde(default)]
     pass_through: Option<Vec<String>>,
     #[serde(default)]
+    editor_files: Option<Vec<String>>,
+    #[serde(default)]
     blocked_errno: Option<String>,
     #[serde(default)]
     read_cap_bytes: Option<i64>,
@@ -277,6 +288,7 @@ pub struct Policy {
     rules: Vec<PathRule>,
     allow_paths: GlobSet,
     pass_through: GlobSet,
+    editor_files: GlobSet,
     pass_through_patterns: Vec<String>,
     blocked_errno: i32,
     read_cap_bytes: u64,
@@ -422,6 +434,10 @@ impl Policy {
             rules,
             allow_paths: globs(&file.allow_paths, text)?,
             pass_through: globs(&pass_through_patterns, text)?,
+            editor_files: match &file.editor_files {
+                Some(p) => globs(p, text)?,
+                None => globs(&DEFAULT_EDITOR_FILES.iter().map(|s| s.to_string()).collect::<Vec<_>>(), text)?,
+            },
             pass_through_patterns,
             blocked_errno,
             session_hosts: file.session_hosts,
@@ -469,6 +485,12 @@ impl Policy {
     /// What `objects/` may keep (`retention`).
     pub fn retention(&self) -> Retention {
         self.retention
+    }
+
+    /// Is `path` an editor's swap, backup, lock or probe file (policy `editor_files`)? Their rows
+    /// are left out of `rwfs log` unless asked for; nothing else about them changes.
+    pub fn is_editor_file(&self, path: &str) -> bool {
+        self.editor_files.is_match(path)
     }
 
     /// Is `path` written in place by the mount, without a draft or a scan?

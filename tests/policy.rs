@@ -152,6 +152,7 @@ fn the_example_policy_parses_and_names_every_key() {
         "pass_through:",
         "blocked_errno:",
         "read_cap_bytes:",
+        "editor_files:",
         "durability:",
         "batch_window_ms:",
         "max_gated_bytes:",

@@ -376,6 +376,36 @@ os.close(dfd)
 }
 
 #[test]
+fn a_vim_save_with_its_swap_file_reads_as_one_version_in_the_log() {
+    let m = Mounted::new();
+    m.write("notes.txt", b"hello\n").unwrap();
+    // vim with a swap file and a backup: probes, swap file writes and deletes, the save.
+    run(program("vim")
+        .args(["-Nu", "NONE", "-i", "NONE", "-es", "-c", "set swapfile backup writebackup backupcopy=yes"])
+        .args(["-c", "%s/hello/hello there/", "-c", "wq"])
+        .arg(m.path("notes.txt")));
+    assert_eq!(m.backing("notes.txt").unwrap(), b"hello there\n");
+    let log = |extra: &[&str]| -> Vec<Value> {
+        let out = rwfs().args(["log", "--json", "-n", "0", "-w"]).arg(m.ws.path()).args(extra).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let all = log(&["--all"]);
+    let editor: Vec<&str> = all.iter().map(|r| r["path"].as_str().unwrap()).filter(|p| *p != "notes.txt").collect();
+    assert!(!editor.is_empty(), "vim's own files are journaled (nothing that changed the tree goes unrecorded)");
+    assert!(
+        editor.iter().all(|p| p.ends_with(".swp") || p.ends_with(".swx") || p.ends_with('~') || *p == "4913"),
+        "{editor:?}"
+    );
+    let shown: Vec<Value> = log(&[]).iter().map(|r| r["path"].clone()).collect();
+    assert_eq!(shown, ["notes.txt", "notes.txt"], "the log shows the create and the one save");
+    // A refusal in an editor's file is never left out.
+    let err = m.write(".secret.py.swp", aws_secret_line(48).as_bytes()).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES), "still gated");
+    assert!(log(&[]).iter().any(|r| r["op"] == "block" && r["path"] == ".secret.py.swp"));
+}
+
+#[test]
 fn tar_x_into_the_mount_keeps_modes_mtimes_symlinks_and_hard_links() {
     let outside = tempfile::Builder::new().prefix("rwfs-tar-").tempdir().unwrap();
     let src = outside.path().join("tree");

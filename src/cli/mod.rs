@@ -388,6 +388,10 @@ pub struct LogArgs {
     /// Only rows of this session (see `rwfs sessions`).
     #[arg(long, value_name = "S")]
     pub session: Option<String>,
+    /// Also rows of editors' swap, backup, lock and probe files (policy `editor_files`), which
+    /// are left out by default (their refusals never are).
+    #[arg(long)]
+    pub all: bool,
     /// After the last rows, keep printing rows as they become durable, until interrupted.
     #[arg(long, short = 'f')]
     pub follow: bool,

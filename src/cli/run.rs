@@ -288,9 +288,14 @@ fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     });
     let keep = if args.n == 0 { usize::MAX } else { args.n };
+    let policy = ws.policy(None)?;
+    let hidden = std::cell::Cell::new(0usize);
     let matches = |row: &Row| {
-        filter.as_ref().is_none_or(|p| row.path == p.as_str())
-            && args.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
+        let selected = filter.as_ref().is_none_or(|p| row.path == p.as_str())
+            && args.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()));
+        let editor = !args.all && filter.is_none() && row.op() != Op::Block && policy.is_editor_file(&row.path);
+        hidden.set(hidden.get() + usize::from(selected && editor));
+        selected && !editor
     };
     let mut rows: VecDeque<Row> = VecDeque::new();
     let scan = ws.read_journal(|entry| {
@@ -310,6 +315,9 @@ fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
     }
     for problem in &scan.problems {
         errln!("journal: {problem}");
+    }
+    if hidden.get() > 0 && !args.json {
+        errln!("({} rows of editors' swap and backup files left out; --all shows them)", hidden.get());
     }
     if args.follow {
         // New rows only (no `--since` or `-n` cut): each once, in order, as they arrive.
