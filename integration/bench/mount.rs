@@ -103,6 +103,9 @@ enum Workload {
     Seq,
     Stat,
     Read,
+    Tar,
+    Format,
+    Agent,
     Rss,
 }
 
@@ -115,6 +118,7 @@ impl Workload {
         match self {
             Workload::Files | Workload::Cp | Workload::Build => 3,
             Workload::Clone | Workload::Seq | Workload::Stat | Workload::Read => 5,
+            Workload::Tar | Workload::Format | Workload::Agent => 3,
             Workload::Rss => 1,
         }
     }
@@ -489,6 +493,45 @@ fn make_read_repo(root: &Path, count: usize) -> io::Result<()> {
     ]))
 }
 
+/// Files in a tar archive.
+fn archive_files(archive: &Path) -> io::Result<usize> {
+    let out = Command::new("tar").arg("tf").arg(archive).output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.ends_with('/')).count())
+}
+
+/// What a formatter does to a tree: read each file, change it, write it back in place.
+fn format_tree(root: &Path, count: usize) -> io::Result<()> {
+    for i in 0..count {
+        let path = root.join(format!("s{:02}", i / 1000)).join(format!("f{i:05}"));
+        let mut text = fs::read(&path)?;
+        text.make_ascii_uppercase();
+        text.extend_from_slice(b"formatted\n");
+        fs::write(&path, text)?;
+    }
+    Ok(())
+}
+
+/// An agent session: 300 read-modify-write edits spread over the repository's files, a
+/// `grep -rn` every 30 edits and a `git diff --stat` every 50.
+fn agent_replay(root: &Path, count: usize) -> io::Result<()> {
+    for edit in 1..=300 {
+        let path = read_repo_file(root, (edit * 7919) % count);
+        let mut text = fs::read(&path)?;
+        writeln!(&mut text, "an edit by the agent, number {edit}")?;
+        fs::write(&path, text)?;
+        if edit % 30 == 0 {
+            let out = Command::new("grep").arg("-rn").arg("needle").arg(root.join("src")).output()?;
+            if !out.status.success() {
+                return Err(io::Error::other("grep found nothing"));
+            }
+        }
+        if edit % 50 == 0 {
+            run(git().arg("-C").arg(root).args(["diff", "--stat"]))?;
+        }
+    }
+    Ok(())
+}
+
 fn stat_all(paths: &[PathBuf]) -> io::Result<()> {
     for p in paths {
         fs::symlink_metadata(p)?;
@@ -744,7 +787,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
     let mut notes: Vec<String> = Vec::new();
     let started = Instant::now();
 
-    let needs_sources = wants(Workload::Cp) || wants(Workload::Clone);
+    let needs_sources = wants(Workload::Cp) || wants(Workload::Clone) || wants(Workload::Tar);
     let sources = if needs_sources {
         eprintln!("setup: registry sources (reading them once into the page cache)");
         Some(registry_sources(&b.repo)?)
@@ -990,6 +1033,90 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
             cleanup_native(&b)?;
         }
         rows.extend([grep1, grep2, diff]);
+    }
+
+    if wants(Workload::Tar) {
+        let s = sources.as_ref().expect("loaded above");
+        eprintln!("setup: a source archive");
+        let archive = b.base.join("sources.tar");
+        let mut tar = Command::new("tar");
+        tar.arg("cf").arg(&archive);
+        for d in s.dirs.iter().take(40) {
+            tar.arg("-C").arg(d.parent().expect("the registry directory")).arg(d.file_name().expect("a crate"));
+        }
+        run(&mut tar)?;
+        let (files, bytes) = (archive_files(&archive)?, fs::metadata(&archive)?.len());
+        let mut row =
+            Row::new(format!("tar x of a source archive ({files} files, {:.0} MB)", bytes as f64 / 1e6), None);
+        for round in 0..rounds(Workload::Tar) {
+            for side in order(round) {
+                let (dir, mounted) = b.place(side, "tar")?;
+                let t = timed(|| run(Command::new("tar").arg("xf").arg(&archive).arg("-C").arg(&dir)))?;
+                drop(mounted);
+                push(&mut row, side, t);
+            }
+            eprintln!("tar    round {}: {}", round + 1, pair(&row));
+            cleanup_native(&b)?;
+        }
+        rows.push(row);
+    }
+
+    if wants(Workload::Format) {
+        let n = 2000;
+        let mut row =
+            Row::new(format!("formatter-like rewrite in place of {n} files (read, change, write back)"), None);
+        for round in 0..rounds(Workload::Format) {
+            for side in order(round) {
+                let (dir, mounted) = match side {
+                    Side::Native => {
+                        let dir = b.fresh("format")?;
+                        make_stat_tree(&dir, n)?;
+                        (dir, None)
+                    }
+                    Side::Mount => {
+                        let mounted = b.mount_with(|ws| make_stat_tree(&ws.join("format"), n).map(drop), &[])?;
+                        (b.mnt.join("format"), Some(mounted))
+                    }
+                };
+                let t = timed(|| format_tree(&dir, n))?;
+                drop(mounted);
+                push(&mut row, side, t);
+            }
+            eprintln!("format round {}: {}", round + 1, pair(&row));
+            cleanup_native(&b)?;
+        }
+        rows.push(row);
+    }
+
+    if wants(Workload::Agent) {
+        let n = 2000;
+        let target = if b.durability == "batch" { 2.5 } else { 4.0 };
+        let mut row = Row::new(
+            format!("agent replay: 300 edits of {n} committed files, grep -rn every 30, git diff --stat every 50"),
+            Some(Target::AtMost(target)),
+        );
+        for round in 0..rounds(Workload::Agent) {
+            for side in order(round) {
+                let (dir, mounted) = match side {
+                    Side::Native => {
+                        let dir = b.fresh("agent")?;
+                        make_read_repo(&dir, n)?;
+                        (dir, None)
+                    }
+                    Side::Mount => {
+                        let mounted = b.mount_with(|ws| make_read_repo(&ws.join("agent"), n), &[])?;
+                        (b.mnt.join("agent"), Some(mounted))
+                    }
+                };
+                run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]))?;
+                let t = timed(|| agent_replay(&dir, n))?;
+                drop(mounted);
+                push(&mut row, side, t);
+            }
+            eprintln!("agent  round {}: {}", round + 1, pair(&row));
+            cleanup_native(&b)?;
+        }
+        rows.push(row);
     }
 
     let mut rss_line = None;

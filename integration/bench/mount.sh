@@ -19,6 +19,10 @@
 #           bare cost of one round trip to the daemon
 #   read    a committed git repository of 10,000 text files: grep -rn twice (first run, second
 #           run: the kernel's page cache), then git diff --stat after editing 50 of them
+#   tar     tar x of an archive of 40 crates' sources
+#   format  a formatter-like rewrite in place of 2,000 files (read, change, write back)
+#   agent   an agent session replayed: 300 read-modify-write edits over a committed repository
+#           of 2,000 files, grep -rn every 30 edits, git diff --stat every 50
 #   rss     the daemon's peak RSS (VmHWM) while a 2 GiB file is written
 #
 # Options go to the benchmark binary, e.g.
