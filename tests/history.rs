@@ -331,3 +331,26 @@ fn mcp_rw_diff_and_rw_rewind_plan_unless_confirmed_and_rows_carry_the_mcp_sessio
     let bad = mcp.call("rw_rewind", json!({"session": "x", "to_seq": 1})).err();
     assert_eq!(bad["ok"], false);
 }
+
+#[test]
+fn a_directory_tree_removed_with_rm_rf_through_the_mount_comes_back_with_rewind_and_a_glob() {
+    let m = Mounted::new();
+    std::fs::create_dir_all(m.path("app/sub")).unwrap();
+    m.write("app/a.txt", b"a\n").unwrap();
+    m.write("app/sub/b.txt", b"b\n").unwrap();
+    std::fs::set_permissions(m.path("app/sub/b.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    m.write("other.txt", b"kept\n").unwrap();
+    let seq = m.ws.rows().last().unwrap().seq.unwrap();
+    let out = Command::new("rm").arg("-rf").arg(m.path("app")).output().unwrap();
+    assert!(out.status.success());
+    m.write("other.txt", b"changed after\n").unwrap();
+    assert!(!m.path("app").exists());
+
+    let out = rwfs().arg("-w").arg(m.ws.path()).args(["rewind", "--seq", &seq.to_string(), "app/**"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(m.path("app/a.txt")).unwrap(), b"a\n", "seen through the mount at once");
+    assert_eq!(std::fs::read(m.path("app/sub/b.txt")).unwrap(), b"b\n");
+    let mode = std::fs::metadata(m.ws.abs("app/sub/b.txt")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "modes come back too");
+    assert_eq!(std::fs::read(m.path("other.txt")).unwrap(), b"changed after\n", "paths outside the glob stay");
+}
