@@ -1339,3 +1339,20 @@ fn inode_numbers_are_the_same_after_a_remount() {
     after.reverse();
     assert_eq!(after, before, "{}", m.log());
 }
+
+#[test]
+fn listing_the_journal_from_inside_the_mount_reports_no_problem_for_the_hidden_key() {
+    let m = Mounted::over_itself();
+    m.write("a.txt", b"one\n").unwrap();
+    for args in [&["log"][..], &["status"], &["history", "a.txt"]] {
+        let out = rwfs().args(args).current_dir(m.mountpoint()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !stderr.contains("journal"), "rwfs {args:?}: {stderr}");
+    }
+    let out = rwfs().args(["status", "--json"]).current_dir(m.mountpoint()).output().unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["journal_problems"], 0, "{status}");
+    // verify, from outside, still checks the keyed chain.
+    let out = rwfs().arg("-w").arg(m.ws.path()).arg("verify").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}

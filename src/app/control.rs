@@ -75,6 +75,8 @@ pub enum Request {
         offset: u64,
     },
     Status,
+    /// `rwfs verify`, by the daemon (which can read the key and `objects/`).
+    Verify,
     /// Settle drafts, unmount and exit.
     Shutdown,
 }
@@ -94,6 +96,28 @@ pub trait Daemon: Send + Sync {
     fn shutdown(&self);
     /// Serve an MCP session on `stream`; `first` holds the bytes already read from it.
     fn serve_mcp(&self, stream: UnixStream, first: Vec<u8>, peer: crate::mcp::Peer);
+}
+
+/// What `rwfs verify` answers, in this process or through the daemon.
+pub fn verify_json(report: &crate::engine::Report) -> Value {
+    use crate::engine::Found;
+    let found = |f: &Found| match f {
+        Found::Absent => "absent".to_string(),
+        Found::Sha(sha) => sha.short(12),
+        Found::Unreadable(why) => format!("unreadable ({why})"),
+    };
+    let drift: Vec<Value> = report
+        .drift
+        .iter()
+        .map(|d| json!({"path": d.path, "expected": d.expected, "found": found(&d.found)}))
+        .collect();
+    let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+    let bad_objects: Vec<Value> =
+        report.bad_objects.iter().map(|b| json!({"path": b.path, "name": b.name, "actual": b.actual})).collect();
+    json!({
+        "ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems,
+        "drift": drift, "objects": report.objects, "bad_objects": bad_objects,
+    })
 }
 
 /// What `rwfs gc` answers, in this process or through the daemon.
@@ -292,6 +316,7 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             Ok(rewound_json(&rewound))
         }
         Request::Follow { .. } => Err(Reason::InvalidArgument { what: "follow: its own connection" }.into()),
+        Request::Verify => Ok(verify_json(&crate::engine::verify(engine.workspace())?)),
         Request::Status => {
             let mut status = daemon.status();
             status["ok"] = json!(true);

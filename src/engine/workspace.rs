@@ -193,7 +193,7 @@ impl Workspace {
             owner,
             rows: scan.rows,
             last_row: last,
-            journal_problems: scan.problems.len(),
+            journal_problems: scan.problems.iter().filter(|p| !matches!(p, journal::Problem::KeyMissing)).count(),
             objects,
             object_bytes,
             retention,
@@ -319,6 +319,8 @@ pub struct Status {
     pub owner: Option<LockInfo>,
     pub rows: u64,
     pub last_row: Option<Row>,
+    /// Problems any reader can see (a key it may not read — hidden through the mount, 0600 to
+    /// other users — is left to `rwfs verify`).
     pub journal_problems: usize,
     pub objects: u64,
     pub object_bytes: u64,
