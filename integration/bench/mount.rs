@@ -89,6 +89,11 @@ struct Args {
     /// close) or `batch` (acknowledged at close, durable within the batch window).
     #[arg(long, default_value = "close", value_parser = ["close", "batch"])]
     durability: String,
+    /// A reference FUSE passthrough filesystem run on the same workloads in the same rounds
+    /// (libfuse's `passthrough_hp`, built outside the repository): `PEER SOURCE MOUNTPOINT`
+    /// must mount SOURCE at MOUNTPOINT and return once mounted [env: RWFS_BENCH_PEER].
+    #[arg(long, env = "RWFS_BENCH_PEER", value_name = "PATH")]
+    peer: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -135,6 +140,8 @@ impl std::fmt::Display for Workload {
 enum Side {
     Mount,
     Native,
+    /// The reference passthrough (`--peer`).
+    Peer,
 }
 
 /// A target on the ratio.
@@ -166,6 +173,8 @@ struct Row {
     /// Seconds per run.
     mount: Vec<f64>,
     native: Vec<f64>,
+    /// Seconds per run on the reference passthrough (with `--peer`).
+    peer: Vec<f64>,
     /// Bytes per run, to print throughput instead of time.
     bytes: Option<u64>,
     target: Option<Target>,
@@ -173,7 +182,12 @@ struct Row {
 
 impl Row {
     fn new(label: impl Into<String>, target: Option<Target>) -> Row {
-        Row { label: label.into(), mount: Vec::new(), native: Vec::new(), bytes: None, target }
+        Row { label: label.into(), mount: Vec::new(), native: Vec::new(), peer: Vec::new(), bytes: None, target }
+    }
+
+    /// Per-round ratios of the mount against the reference passthrough (same rounds).
+    fn peer_ratios(&self) -> Vec<f64> {
+        self.mount.iter().zip(&self.peer).map(|(m, p)| if self.bytes.is_some() { p / m } else { m / p }).collect()
     }
 
     /// Per-round ratios: mount ÷ native time, or mount ÷ native throughput.
@@ -202,6 +216,32 @@ struct Bench {
     durability: String,
     /// Counter for fresh directory names.
     serial: std::cell::Cell<usize>,
+    /// The reference passthrough's binary and its mountpoint.
+    peer: Option<(PathBuf, PathBuf)>,
+}
+
+/// The reference passthrough serving a fresh directory at its mountpoint; unmounted when dropped.
+struct Peer {
+    src: PathBuf,
+    mnt: PathBuf,
+    process: std::process::Child,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Err(e) = nix::mount::umount(&self.mnt) {
+            eprintln!("warning: unmount {}: {e}", self.mnt.display());
+            let _ = nix::mount::umount2(&self.mnt, nix::mount::MntFlags::MNT_DETACH);
+        }
+        let _ = self.process.wait();
+        let _ = fs::remove_dir_all(&self.src);
+    }
+}
+
+/// What one run's place holds until it is dropped: an rwfs mount or the reference's.
+enum Guard<'a> {
+    Rwfs(#[allow(dead_code)] Mounted<'a>),
+    Peer(#[allow(dead_code)] Peer),
 }
 
 /// A running daemon serving a fresh workspace at `bench.mnt`; unmounted when dropped.
@@ -248,22 +288,88 @@ impl Bench {
         self.mount_with(|_| Ok(()), &[])
     }
 
+    /// Mount the reference passthrough over a fresh directory, after `fill` put what the
+    /// workload needs into it.
+    fn peer_with(&self, fill: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<Peer> {
+        let (binary, mnt) = self.peer.as_ref().ok_or_else(|| io::Error::other("no --peer"))?;
+        let src = self.fresh("peer")?;
+        fill(&src)?;
+        // In the foreground: passthrough_hp 3.14 daemonized serves an empty tree here.
+        let process = Command::new(binary)
+            .arg("--foreground")
+            .arg(&src)
+            .arg(mnt)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()?;
+        let peer = Peer { src, mnt: mnt.clone(), process };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !is_mounted(mnt) {
+            if Instant::now() > deadline {
+                return Err(io::Error::other(format!("{} did not mount {}", binary.display(), mnt.display())));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(peer)
+    }
+
     /// Where one run of `side` happens: a fresh directory, in a fresh mount for the mount side.
-    fn place(&self, side: Side, what: &str) -> io::Result<(PathBuf, Option<Mounted<'_>>)> {
+    fn place(&self, side: Side, what: &str) -> io::Result<(PathBuf, Option<Guard<'_>>)> {
         self.place_with(side, what, &[])
     }
 
     /// [`Bench::place`], the mount writing `pass_through` (relative to its root) in place.
-    fn place_with(&self, side: Side, what: &str, pass_through: &[&str]) -> io::Result<(PathBuf, Option<Mounted<'_>>)> {
+    fn place_with(&self, side: Side, what: &str, pass_through: &[&str]) -> io::Result<(PathBuf, Option<Guard<'_>>)> {
         match side {
             Side::Native => Ok((self.fresh(what)?, None)),
             Side::Mount => {
                 let mounted = self.mount_with(|_| Ok(()), pass_through)?;
                 let dir = self.mnt.join(what);
                 fs::create_dir(&dir)?;
-                Ok((dir, Some(mounted)))
+                Ok((dir, Some(Guard::Rwfs(mounted))))
+            }
+            Side::Peer => {
+                let peer = self.peer_with(|_| Ok(()))?;
+                let dir = peer.mnt.join(what);
+                fs::create_dir(&dir)?;
+                Ok((dir, Some(Guard::Peer(peer))))
             }
         }
+    }
+
+    /// Where one run of `side` happens, after `fill` put the workload's input (in `root/what`)
+    /// into the workspace, or the peer's or native directory.
+    fn place_filled(
+        &self,
+        side: Side,
+        what: &str,
+        fill: impl Fn(&Path) -> io::Result<()>,
+    ) -> io::Result<(PathBuf, Option<Guard<'_>>)> {
+        match side {
+            Side::Native => {
+                let dir = self.fresh(what)?;
+                fill(&dir)?;
+                Ok((dir, None))
+            }
+            Side::Mount => {
+                let mounted = self.mount_with(|ws| fill(&ws.join(what)), &[])?;
+                Ok((self.mnt.join(what), Some(Guard::Rwfs(mounted))))
+            }
+            Side::Peer => {
+                let peer = self.peer_with(|src| fill(&src.join(what)))?;
+                Ok((peer.mnt.join(what), Some(Guard::Peer(peer))))
+            }
+        }
+    }
+
+    /// The sides of one round, alternating which goes first; the peer's last.
+    fn order(&self, round: usize) -> Vec<Side> {
+        let mut sides =
+            if round.is_multiple_of(2) { vec![Side::Mount, Side::Native] } else { vec![Side::Native, Side::Mount] };
+        if self.peer.is_some() {
+            sides.push(Side::Peer);
+        }
+        sides
     }
 }
 
@@ -350,11 +456,6 @@ fn timed(f: impl FnOnce() -> io::Result<()>) -> io::Result<f64> {
     let t = Instant::now();
     f()?;
     Ok(t.elapsed().as_secs_f64())
-}
-
-/// The two sides in this round's order: alternating, mount first in even rounds.
-fn order(round: usize) -> [Side; 2] {
-    if round.is_multiple_of(2) { [Side::Mount, Side::Native] } else { [Side::Native, Side::Mount] }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -757,6 +858,14 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         mnt,
         durability: args.durability.clone(),
         serial: std::cell::Cell::new(0),
+        peer: match &args.peer {
+            Some(binary) => {
+                let at = base.join("peer-mnt");
+                fs::create_dir(&at)?;
+                Some((fs::canonicalize(binary)?, at))
+            }
+            None => None,
+        },
     };
     let rounds = |w: Workload| args.rounds.unwrap_or(w.rounds());
     let wants = |w: Workload| args.only.contains(&w);
@@ -782,6 +891,14 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
     )
     .unwrap();
     writeln!(header, "rwfs        {} (mounted with --durability {})", b.rwfs.display(), b.durability).unwrap();
+    if let Some((peer, _)) = &b.peer {
+        writeln!(
+            header,
+            "peer        {} (the reference FUSE passthrough, same workloads, same rounds)",
+            peer.display()
+        )
+        .unwrap();
+    }
 
     let mut rows: Vec<Row> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
@@ -803,7 +920,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let mut bare = Row::new(format!("  same, on a pass-through path (FUSE without the gate), {n} files"), None);
         let mut careful_native = Vec::new();
         for round in 0..rounds(Workload::Files) {
-            for side in order(round) {
+            for side in b.order(round) {
                 for (mode, row) in [(FileMode::Plain, &mut plain), (FileMode::Fsync, &mut fsync)] {
                     let (dir, mounted) = b.place(side, "files")?;
                     let t = timed(|| write_files(&dir, n, mode))?;
@@ -813,7 +930,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
                 if side == Side::Native {
                     let dir = b.fresh("files")?;
                     careful_native.push(timed(|| write_files(&dir, n, FileMode::Careful))?);
-                } else {
+                } else if side == Side::Mount {
                     let (dir, mounted) = b.place_with(side, "files", &["files/**"])?;
                     let t = timed(|| write_files(&dir, n, FileMode::Plain))?;
                     drop(mounted);
@@ -846,7 +963,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let mut row = Row::new(label, Some(Target::AtMost(4.0)));
         let mut careful = Row::new("  mount cp -r vs a native copy as durable (temp+fsync+rename+fsync(dir))", None);
         for round in 0..rounds(Workload::Cp) {
-            for side in order(round) {
+            for side in b.order(round) {
                 let (dir, mounted) = b.place(side, "cp")?;
                 let t = timed(|| run(Command::new("cp").arg("-r").args(&s.dirs).arg(&dir)))?;
                 drop(mounted);
@@ -886,7 +1003,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         );
         let mut row = Row::new(format!("git clone --no-hardlinks, local, {files} files"), None);
         for round in 0..rounds(Workload::Clone) {
-            for side in order(round) {
+            for side in b.order(round) {
                 let (dir, mounted) = b.place_with(side, "clone", &["clone/.git/**"])?;
                 let dest = dir.join("clone");
                 let t = timed(|| run(git().args(["clone", "-q", "--no-hardlinks"]).arg(&src).arg(&dest)))?;
@@ -906,7 +1023,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         notes.push(format!("build: cargo build --offline --locked (debug) of a binary using {described}, vendored"));
         let mut row = Row::new("cargo build (debug) of a small crate, vendored deps", Some(Target::AtMost(1.2)));
         for round in 0..rounds(Workload::Build) {
-            for side in order(round) {
+            for side in b.order(round) {
                 let (dir, mounted) = b.place_with(side, "build", &["build/crate/target/**"])?;
                 run(Command::new("cp").arg("-r").arg(&src).arg(dir.join("crate")))?;
                 let t = timed(|| cargo_build(&dir.join("crate")))?;
@@ -931,7 +1048,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let mut bare = Row::new("  same, on a pass-through path (FUSE without the gate)", None);
         bare.bytes = Some(bytes);
         for round in 0..rounds(Workload::Seq) {
-            for side in order(round) {
+            for side in b.order(round) {
                 let (dir, mounted) = b.place(side, "seq")?;
                 let t = timed(|| write_sequential(&dir.join("big"), bytes))?;
                 drop(mounted);
@@ -975,7 +1092,8 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
                 .map(|p| b.mnt.join(p.strip_prefix(&mounted.ws).expect("inside the workspace")))
                 .collect();
             stat_all(&native_paths)?;
-            for side in order(round) {
+            // The same files in one workspace, seen through the mount and natively: no peer run.
+            for side in [Side::Mount, Side::Native].into_iter().cycle().skip(round % 2).take(2) {
                 let paths = if side == Side::Mount { &mount_paths } else { &native_paths };
                 let t1 = timed(|| stat_all(paths))?;
                 let t2 = timed(|| stat_all(paths))?;
@@ -1004,18 +1122,8 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
                 .to_string(),
         );
         for round in 0..rounds(Workload::Read) {
-            for side in order(round) {
-                let (dir, mounted) = match side {
-                    Side::Native => {
-                        let dir = b.fresh("read")?;
-                        make_read_repo(&dir, n)?;
-                        (dir, None)
-                    }
-                    Side::Mount => {
-                        let mounted = b.mount_with(|ws| make_read_repo(&ws.join("read"), n), &[])?;
-                        (b.mnt.join("read"), Some(mounted))
-                    }
-                };
+            for side in b.order(round) {
+                let (dir, mounted) = b.place_filled(side, "read", |dir| make_read_repo(dir, n))?;
                 run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]))?;
                 let grep = || run(Command::new("grep").arg("-rn").arg("needle").arg(dir.join("src")));
                 push(&mut grep1, side, timed(grep)?);
@@ -1049,7 +1157,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let mut row =
             Row::new(format!("tar x of a source archive ({files} files, {:.0} MB)", bytes as f64 / 1e6), None);
         for round in 0..rounds(Workload::Tar) {
-            for side in order(round) {
+            for side in b.order(round) {
                 let (dir, mounted) = b.place(side, "tar")?;
                 let t = timed(|| run(Command::new("tar").arg("xf").arg(&archive).arg("-C").arg(&dir)))?;
                 drop(mounted);
@@ -1066,18 +1174,8 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let mut row =
             Row::new(format!("formatter-like rewrite in place of {n} files (read, change, write back)"), None);
         for round in 0..rounds(Workload::Format) {
-            for side in order(round) {
-                let (dir, mounted) = match side {
-                    Side::Native => {
-                        let dir = b.fresh("format")?;
-                        make_stat_tree(&dir, n)?;
-                        (dir, None)
-                    }
-                    Side::Mount => {
-                        let mounted = b.mount_with(|ws| make_stat_tree(&ws.join("format"), n).map(drop), &[])?;
-                        (b.mnt.join("format"), Some(mounted))
-                    }
-                };
+            for side in b.order(round) {
+                let (dir, mounted) = b.place_filled(side, "format", |dir| make_stat_tree(dir, n).map(drop))?;
                 let t = timed(|| format_tree(&dir, n))?;
                 drop(mounted);
                 push(&mut row, side, t);
@@ -1096,18 +1194,8 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
             Some(Target::AtMost(target)),
         );
         for round in 0..rounds(Workload::Agent) {
-            for side in order(round) {
-                let (dir, mounted) = match side {
-                    Side::Native => {
-                        let dir = b.fresh("agent")?;
-                        make_read_repo(&dir, n)?;
-                        (dir, None)
-                    }
-                    Side::Mount => {
-                        let mounted = b.mount_with(|ws| make_read_repo(&ws.join("agent"), n), &[])?;
-                        (b.mnt.join("agent"), Some(mounted))
-                    }
-                };
+            for side in b.order(round) {
+                let (dir, mounted) = b.place_filled(side, "agent", |dir| make_read_repo(dir, n))?;
                 run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]))?;
                 let t = timed(|| agent_replay(&dir, n))?;
                 drop(mounted);
@@ -1151,10 +1239,16 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
     }
     writeln!(out).unwrap();
     let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(10).max(10);
+    let peer = b.peer.is_some();
     writeln!(
         out,
-        "{:<width$}  {:>10}  {:>10}  {:>7}  {:<17}  target",
-        "workload", "native", "mount", "ratio", "[min..max]"
+        "{:<width$}  {:>10}  {:>10}  {:>7}  {:<17}  {}target",
+        "workload",
+        "native",
+        "mount",
+        "ratio",
+        "[min..max]",
+        if peer { format!("{:>10}  {:>10}  ", "peer", "mount/peer") } else { String::new() }
     )
     .unwrap();
     for row in &rows {
@@ -1165,9 +1259,14 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
             Some(t) => format!("{} {}", t.label(), if t.met(m) { "ok" } else { "MISSED" }),
             None => String::new(),
         };
+        let versus_peer = match (peer, row.peer.is_empty()) {
+            (false, _) => String::new(),
+            (true, true) => format!("{:>10}  {:>10}  ", "-", "-"),
+            (true, false) => format!("{:>10}  {:>9.2}x  ", row.cell(&row.peer), median(&mut row.peer_ratios())),
+        };
         writeln!(
             out,
-            "{:<width$}  {:>10}  {:>10}  {:>6.2}x  {:<17}  {}",
+            "{:<width$}  {:>10}  {:>10}  {:>6.2}x  {:<17}  {versus_peer}{}",
             row.label,
             row.cell(&row.native),
             row.cell(&row.mount),
@@ -1196,13 +1295,17 @@ fn push(row: &mut Row, side: Side, seconds: f64) {
     match side {
         Side::Mount => row.mount.push(seconds),
         Side::Native => row.native.push(seconds),
+        Side::Peer => row.peer.push(seconds),
     }
 }
 
 /// The last round's times of a row, for progress lines.
 fn pair(row: &Row) -> String {
     let last = |v: &[f64]| v.last().map_or("-".to_string(), |t| format!("{t:.2}s"));
-    format!("mount {} native {}", last(&row.mount), last(&row.native))
+    match row.peer.last() {
+        Some(p) => format!("mount {} native {} peer {p:.2}s", last(&row.mount), last(&row.native)),
+        None => format!("mount {} native {}", last(&row.mount), last(&row.native)),
+    }
 }
 
 /// Remove the native runs' directories (the mount's workspaces go with their mounts).

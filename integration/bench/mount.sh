@@ -32,6 +32,11 @@
 #   --only cp,stat     run only these workloads
 #   --keep             keep the benchmark directory
 #   --durability MODE  mount with --durability close (default) or batch
+#   --peer PATH        also run libfuse's reference passthrough_hp (built outside the repository:
+#                      g++ -O2 -std=c++17 -DHAVE_UTIMENSAT -DHAVE_POSIX_FALLOCATE -DHAVE_SETXATTR
+#                      -DHAVE_COPY_FILE_RANGE passthrough_hp.cc $(pkg-config --cflags --libs fuse3))
+#                      on the same workloads in the same rounds: a peer column and mount/peer
+#                      ratios (or set RWFS_BENCH_PEER)
 #
 # What it does: `cargo fetch --locked` (the cp, clone and build inputs are the registry's
 # sources), builds rwfs and the benchmark with --release, runs it as root (rwfs mounts through
