@@ -76,8 +76,10 @@ impl Passthrough {
         if !self.on.load(Ordering::Acquire) {
             return reply.plain();
         }
-        let Some(open) = vfs.in_place_backing(fh) else { return reply.plain() };
+        // One decision at a time: two first opens of a node racing here must not answer one
+        // through passthrough and the other cached.
         let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(open) = vfs.in_place_backing(fh) else { return reply.plain() };
         if let Some((backing, users)) = nodes.get_mut(&open.ino) {
             *users += 1;
             self.start(fh, open.ino);
