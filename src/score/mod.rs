@@ -207,7 +207,7 @@ impl Scanner {
     pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
         let mut out = Collector::new(self, hay, replace::Lang::of(path), FileKind::of(path));
         let classes = scan::Classes::of(hay);
-        self.anchored(hay, &mut out);
+        self.anchored(hay, &classes, &mut out);
         self.parsed(hay, path, &mut out);
         self.structural(hay, &classes, &mut out);
         self.extra_patterns(hay, &mut out);
@@ -215,7 +215,7 @@ impl Scanner {
     }
 
     /// Stage 1 and 2 for anchored rules (and the generic detector).
-    fn anchored(&self, hay: &[u8], out: &mut Collector<'_>) {
+    fn anchored(&self, hay: &[u8], classes: &scan::Classes, out: &mut Collector<'_>) {
         let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.set.rules.len()];
         let mut generic_hits: Vec<(usize, usize)> = Vec::new();
         for hit in self.set.anchors.iter().flat_map(|anchors| anchors.find(hay)) {
@@ -237,7 +237,7 @@ impl Scanner {
                     }
                 }
                 Trigger::Dotted { first, middle } => {
-                    for at in scan::dotted(hay, first, middle) {
+                    for at in scan::dotted(hay, classes, first, middle) {
                         spans[r].push(at.saturating_sub(rule.before)..(at + rule.after).min(hay.len()));
                     }
                 }

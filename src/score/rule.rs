@@ -34,7 +34,8 @@ pub enum Trigger {
     /// `middle.0..=middle.1` bytes and whose first part is at least `first` (a Discord bot
     /// token, whose base64 starts `MTk`, `NDE`, `ODE` are syllables of ordinary words and would
     /// hit everywhere as anchors); the window is taken around the first dot, as around an
-    /// anchor. Found from each `.` (`memchr`), far cheaper than a pass over every byte.
+    /// anchor. Found from the bitmap of dots (`scan::Classes`), far cheaper than a pass over every
+    /// byte.
     Dotted { first: usize, middle: (usize, usize) },
 }
 

@@ -12,7 +12,7 @@
 //! and the chunks dense enough in digits to hold a card, SSN or phone number, where numbers are
 //! parsed only from the first digit of each run. Base64 blobs and runs of one byte are found by
 //! probing one byte in `k`, where `k` is the shortest run worth reporting; dotted tokens from
-//! each `.` that `memchr` finds.
+//! the bitmap of dots.
 
 use std::ops::Range;
 
@@ -235,6 +235,8 @@ fn pack(mask: u64) -> u64 {
 pub struct Classes {
     /// The digit bitmap, one word per 64-byte chunk.
     pub digits: Vec<u64>,
+    /// The `.` bitmap, likewise (dotted tokens).
+    pub dots: Vec<u64>,
     pub digit_regions: Vec<Range<usize>>,
     pub iban_starts: Vec<usize>,
     pub lines: usize,
@@ -253,6 +255,7 @@ struct Masks {
     /// Non-printable bytes: controls other than tab, newline, carriage return and form feed
     /// (NUL included), and DEL.
     controls: u64,
+    dots: u64,
     non_ascii: bool,
 }
 
@@ -304,8 +307,10 @@ impl Masks {
             masks.upper |= in_range(b'A', 26) << (16 * j);
             let eq = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u16 as u64;
             masks.newlines |= eq(b'\n') << (16 * j);
-            let blank = eq(b'\t') | eq(b'\n') | eq(b'\r') | eq(0x0c);
+            // Tab and newline are 9..=10, form feed and carriage return 12..=13.
+            let blank = in_range(b'\t', 2) | in_range(0x0c, 2);
             masks.controls |= ((in_range(0, 32) & !blank) | eq(0x7f)) << (16 * j);
+            masks.dots |= eq(b'.') << (16 * j);
             high |= _mm_movemask_epi8(v);
         }
         masks.non_ascii = high != 0;
@@ -324,6 +329,7 @@ impl Masks {
             masks.newlines |= pack(range_mask(w, b'\n', b'\n')) << (8 * j);
             let blank = [b'\t', b'\n', b'\r', 0x0c].into_iter().fold(0, |m, b| m | range_mask(w, b, b));
             masks.controls |= pack((range_mask(w, 0, 31) & !blank) | range_mask(w, 0x7f, 0x7f)) << (8 * j);
+            masks.dots |= pack(range_mask(w, b'.', b'.')) << (8 * j);
             high |= w;
         }
         masks.non_ascii = high & HIGH != 0;
@@ -334,7 +340,12 @@ impl Masks {
 impl Classes {
     pub fn of(hay: &[u8]) -> Classes {
         let chunks = hay.len().div_ceil(CHUNK);
-        let mut out = Classes { ascii: true, digits: Vec::with_capacity(chunks), ..Classes::default() };
+        let mut out = Classes {
+            ascii: true,
+            digits: Vec::with_capacity(chunks),
+            dots: Vec::with_capacity(chunks),
+            ..Classes::default()
+        };
         let mut line_start = 0;
         let mut prev_count = 0;
         let mut cur = Masks::at(hay, 0);
@@ -353,6 +364,7 @@ impl Classes {
                 sig &= sig - 1;
             }
             out.digits.push(cur.digits);
+            out.dots.push(cur.dots);
             let count = cur.digits.count_ones();
             if prev_count + count >= 9 {
                 let region = (k * CHUNK).saturating_sub(2 * CHUNK)..((k + 2) * CHUNK).min(hay.len());
@@ -508,17 +520,28 @@ fn is_token_byte(b: u8) -> bool {
 
 /// The dots that end the first part of a dotted token: followed by `middle.0..=middle.1` bytes
 /// of `[A-Za-z0-9_-]` and another dot, and preceded by at least `first` such bytes. Found with
-/// `memchr` over the dots and two byte probes at each, so that source code, full of dots,
-/// costs little.
-pub fn dotted(hay: &[u8], first: usize, middle: (usize, usize)) -> Vec<usize> {
+/// the dot bitmap of [`Classes`]: a dot with another dot `middle` bytes further is a shift and
+/// an AND per 64 bytes, and only those few are checked byte by byte, so that source code, full
+/// of dots, costs little.
+pub fn dotted(hay: &[u8], classes: &Classes, first: usize, middle: (usize, usize)) -> Vec<usize> {
+    debug_assert!(middle.1 + 1 < CHUNK, "a middle part shorter than 63 bytes");
     let mut out = Vec::new();
-    for dot in memchr::memchr_iter(b'.', hay) {
-        let Some(len) = (middle.0..=middle.1).find(|&m| hay.get(dot + 1 + m) == Some(&b'.')) else { continue };
-        if dot >= first
-            && hay[dot + 1..dot + 1 + len].iter().all(|&b| is_token_byte(b))
-            && hay[dot - first..dot].iter().all(|&b| is_token_byte(b))
-        {
-            out.push(dot);
+    let words = &classes.dots;
+    for (k, &word) in words.iter().enumerate() {
+        let next = words.get(k + 1).copied().unwrap_or(0);
+        // Bit j: a dot at j + s (s < 64).
+        let ahead = |s: usize| (word >> s) | (next << (CHUNK - s));
+        let mut paired = word & (middle.0 + 1..=middle.1 + 1).fold(0, |m, s| m | ahead(s));
+        while paired != 0 {
+            let dot = k * CHUNK + paired.trailing_zeros() as usize;
+            paired &= paired - 1;
+            let Some(len) = (middle.0..=middle.1).find(|&m| hay.get(dot + 1 + m) == Some(&b'.')) else { continue };
+            if dot >= first
+                && hay[dot + 1..dot + 1 + len].iter().all(|&b| is_token_byte(b))
+                && hay[dot - first..dot].iter().all(|&b| is_token_byte(b))
+            {
+                out.push(dot);
+            }
         }
     }
     out
@@ -619,7 +642,7 @@ mod tests {
                 if round % 2 == 0 {
                     rng.below(256) as u8
                 } else {
-                    b"09AZ@[/:\n\t\r\x0c\x00\x1f\x7f\x80\xff"[rng.below(17)]
+                    b"09AZ@[/:.\n\t\r\x0b\x0c\x00\x1f\x7f\x80\xff"[rng.below(19)]
                 }
             });
             let bit = |f: fn(&u8) -> bool| chunk.iter().enumerate().fold(0u64, |m, (j, b)| m | (u64::from(f(b)) << j));
@@ -629,10 +652,12 @@ mod tests {
                 bit(u8::is_ascii_uppercase),
                 bit(|b| *b == b'\n'),
                 bit(control),
+                bit(|b| *b == b'.'),
                 !chunk.is_ascii(),
             );
             for got in [Masks::of(&chunk), Masks::portable(&chunk)] {
-                assert_eq!((got.digits, got.upper, got.newlines, got.controls, got.non_ascii), want, "{chunk:?}");
+                let got = (got.digits, got.upper, got.newlines, got.controls, got.dots, got.non_ascii);
+                assert_eq!(got, want, "{chunk:?}");
             }
         }
     }
@@ -673,7 +698,7 @@ mod tests {
         let mut rng = super::super::sample::Rng::new(17);
         for round in 0..3000 {
             let alphabet: &[u8] = if round % 2 == 0 { b"aZ9_.-" } else { b"aZ9_.-.. \n(" };
-            let text: Vec<u8> = (0..rng.below(120)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            let text: Vec<u8> = (0..rng.below(300)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
             let token = |r: std::ops::Range<usize>| text[r].iter().all(|&b| is_token_byte(b));
             let want: Vec<usize> = (0..text.len())
                 .filter(|&d| {
@@ -685,7 +710,7 @@ mod tests {
                             .is_some_and(|m| token(d + 1..d + 1 + m))
                 })
                 .collect();
-            assert_eq!(dotted(&text, 5, (2, 3)), want, "{:?}", String::from_utf8_lossy(&text));
+            assert_eq!(dotted(&text, &Classes::of(&text), 5, (2, 3)), want, "{:?}", String::from_utf8_lossy(&text));
         }
     }
 
