@@ -1,6 +1,8 @@
-//! Property tests (proptest) of the two parsers of untrusted input: the scanner and the policy
-//! parser. Neither may panic on any input, and the scanner's work beyond its linear passes (the
-//! bytes handed to regexes) stays linear in the input, whatever the input repeats.
+//! Property tests (proptest) of the parsers of untrusted input: the scanner (with the parsers of
+//! configuration files it runs: JSON, YAML, TOML, INI) and the policy parser. None may panic on
+//! any input, and the scanner's work beyond its linear passes (the bytes handed to regexes)
+//! stays linear in the input, whatever the input repeats; so does its time on configuration
+//! built to make parsers work hard (deep nesting, alias bombs, values that cannot be found).
 
 use proptest::prelude::*;
 use rwfs::policy::Policy;
@@ -54,6 +56,19 @@ proptest! {
     }
 
     #[test]
+    fn the_scanner_never_panics_on_configuration_shapes(
+        lines in proptest::collection::vec(config_line(), 0..40),
+        path in "(config|k8s/secret|app|x/.env|settings)\\.(yaml|json|toml|ini|env)",
+    ) {
+        let text = lines.join("\n");
+        let report = scanner().scan(text.as_bytes(), Some(&path));
+        prop_assert!(report.findings.iter().all(|f| f.span.end <= text.len() && f.replace.end <= text.len()));
+        let _ = rwfs::score::apply_replacements(text.as_bytes(), &report.findings);
+        // Sniffed when the name says nothing.
+        let _ = scanner().scan(text.as_bytes(), Some("settings"));
+    }
+
+    #[test]
     fn the_policy_parser_never_panics(text in "(?s).{0,400}") {
         let _ = Policy::parse(&text);
     }
@@ -65,6 +80,45 @@ proptest! {
             prop_assert_eq!(e.reason().code(), "bad_policy");
         }
     }
+}
+
+/// A line of YAML, JSON, TOML or INI, or of something that looks like one: credential keys,
+/// nesting, quotes and escapes, anchors and aliases, sections, `name`/`value` pairs.
+fn config_line() -> impl Strategy<Value = String> {
+    let keys = [
+        "password",
+        "api",
+        "key",
+        "value",
+        "name",
+        "auths",
+        "auth",
+        "data",
+        "stringData",
+        "kind",
+        "token_url",
+        "AccountKey",
+        "env",
+        "secret",
+        "\"password\"",
+        "\"auth\"",
+        "[db]",
+        "export TOKEN",
+    ];
+    let values = prop_oneof![
+        "[A-Za-z0-9+/=_\\-]{0,48}",
+        Just("Secret".to_string()),
+        Just("&a [x, *a]".to_string()),
+        Just("*a".to_string()),
+        Just("|".to_string()),
+        Just("{".to_string()),
+        Just("[".to_string()),
+        Just("\"x\\\"y\\u0041\"".to_string()),
+        Just("${X}".to_string()),
+        Just("- name: DB_PASSWORD".to_string()),
+    ];
+    (0..5usize, proptest::sample::select(keys.to_vec()), prop::sample::select(vec![": ", " = ", "=", ":"]), values)
+        .prop_map(|(indent, key, op, value)| format!("{}{key}{op}{value}", "  ".repeat(indent)))
 }
 
 fn policy_line() -> impl Strategy<Value = String> {
@@ -134,5 +188,49 @@ fn regex_work_is_linear_on_adversarial_inputs() {
         assert!(large.work <= 4 * small.work + 65_536, "{name}: {} then {}", small.work, large.work);
         assert!(large.work <= 16 * (256 << 10), "{name}: {} bytes of regex work for 256 KiB", large.work);
         println!("{name}: {} / {} bytes of regex work", small.work, large.work);
+    }
+}
+
+/// Configuration built to make the parsers work hard, at two sizes: scanning 4× the input takes
+/// at most about 4× the time (16× allowed for noise on a shared machine), and never long.
+#[test]
+fn parsing_configuration_stays_linear_on_adversarial_inputs() {
+    type Config = (&'static str, &'static str, fn(usize) -> String);
+    let inputs: [Config; 7] = [
+        ("deep JSON", "a.json", |n| "[".repeat(n)),
+        ("deep YAML flow", "a.yaml", |n| "{a: ".repeat(n / 4)),
+        ("YAML aliases", "a.yaml", |n| {
+            let mut s = "a0: &a0 [x, x, x, x, x, x, x, x]\n".to_string();
+            for i in 1..n / 40 {
+                let p = i - 1;
+                s += &format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}]\n");
+            }
+            s
+        }),
+        ("deep TOML tables", "a.toml", |n| format!("a = {}", "{b = ".repeat(n / 5))),
+        // Values whose escaped JSON form is not how serde_json writes them: never found.
+        ("unlocatable JSON values", "a.json", |n| {
+            let items: Vec<String> = (0..n / 40).map(|i| format!("\"password{i}\": \"\\u0051v7{i:08}xKz9\"")).collect();
+            format!("{{{}}}", items.join(","))
+        }),
+        ("many credential keys", "a.yaml", |n| (0..n / 30).map(|i| format!("password{i}: Qv7x{i:08}Kz9\n")).collect()),
+        ("INI lines", "a.env", |n| "K=v\n[s]\n".repeat(n / 8)),
+    ];
+    let time = |text: &str, path: &str| {
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                std::hint::black_box(scanner().scan(text.as_bytes(), Some(path)));
+                start.elapsed()
+            })
+            .min()
+            .unwrap_or_default()
+    };
+    for (name, path, make) in inputs {
+        let (small, large) = (make(64 << 10), make(256 << 10));
+        let (t_small, t_large) = (time(&small, path), time(&large, path));
+        println!("{name}: {t_small:?} / {t_large:?}");
+        assert!(t_large <= 16 * t_small + std::time::Duration::from_millis(50), "{name}: {t_small:?} then {t_large:?}");
+        assert!(t_large < std::time::Duration::from_secs(5), "{name}: {t_large:?} for 256 KiB");
     }
 }

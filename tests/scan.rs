@@ -695,3 +695,96 @@ fn known_false_blocks_are_gone() {
     assert_eq!(action(&firebase, "src/firebase.js"), rwfs::policy::Action::Warn);
     assert_eq!(action(&format!("GOOGLE_MAPS_KEY={key}\n"), ".env"), Block, "outside Firebase it still blocks");
 }
+
+/// Parsed configuration (issue 15): credentials that only the structure shows — a vague key
+/// under a credential-like parent, `name`/`value` pairs, `Secret` entries of any name, block
+/// scalars, escaped quotes, sections, sniffed files — block in configuration and warn in
+/// fixtures and documentation, in every format.
+#[test]
+fn parsed_configuration_blocks_what_lines_hide() {
+    use base64::Engine as _;
+    use rwfs::policy::Action::{Block, Warn};
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let v = sample_of("generic-secret-assignment", 21);
+    let (head, tail) = v.split_at(10);
+    let cases: Vec<(&str, &str, String)> = vec![
+        ("vague key under api", "yaml", format!("api:\n  key: {v}\n")),
+        ("k8s env name/value", "yaml", format!("env:\n  - name: SMTP_PASSWORD\n    value: {v}\n")),
+        ("block scalar", "yaml", format!("db:\n  password: >-\n    {v}\n")),
+        ("Secret stringData of any name", "yaml", format!("kind: Secret\nstringData:\n  stripe: {v}\n")),
+        (
+            "Secret data as JSON",
+            "json",
+            format!("{{\"kind\": \"Secret\", \"data\": {{\"stripe\": \"{}\"}}}}", b64.encode(&v)),
+        ),
+        ("escaped quote", "json", format!("{{\"password\": \"{head}\\\"{tail}\"}}\n")),
+        (
+            "settings name/value",
+            "json",
+            format!("{{\"settings\": [{{\"key\": \"SmtpPassword\", \"value\": \"{v}\"}}]}}\n"),
+        ),
+        ("vague value under credentials", "json", format!("{{\"credentials\": {{\"value\": \"{v}\"}}}}\n")),
+        ("TOML section key", "toml", format!("[api]\nkey = \"{v}\"\n")),
+        ("INI section key", "ini", format!("[stripe_api]\nkey = {v}\n")),
+        ("INI pass", "ini", format!("[smtp]\npass = {v}\n")),
+    ];
+    for (name, ext, text) in &cases {
+        // Silent line by line: a name no line detector knows.
+        assert_ne!(action(text, "notes.md"), Block, "{name}: line detectors alone do not block\n{text}");
+        let config = format!("deploy/app.{ext}");
+        assert_eq!(action(text, &config), Block, "{name} in {config}: {:?}\n{text}", scan(text, &config).findings);
+        let fixture = format!("tests/fixtures/app.{ext}");
+        assert_eq!(action(text, &fixture), Warn, "{name} in {fixture}: {:?}\n{text}", scan(text, &fixture).findings);
+        // The finding points at the value as written.
+        let written = [v.clone(), b64.encode(&v), format!("{head}\\\"{tail}")];
+        let report = scan(text, &config);
+        assert!(
+            report.findings.iter().any(|f| written.iter().any(|w| *w == text[f.span.clone()])),
+            "{name}: {:?}",
+            report.findings
+        );
+    }
+    // A file of no telling name is sniffed; plain text of unknown kind needs the stronger value.
+    let sniffed = format!("{{\"api\": {{\"key\": \"{v}\"}}}}\n");
+    assert_eq!(action(&sniffed, "deploy/settings"), Block, "{:?}", scan(&sniffed, "deploy/settings").findings);
+    // Source code is never parsed: the same JSON in a string of a .py file only warns at most.
+    assert_ne!(action(&format!("CONFIG = '{sniffed}'"), "src/app.py"), Block);
+}
+
+/// What parsing must not turn into a block: references and placeholders under credential
+/// keys, vague keys under ordinary parents, `name`/`value` pairs of ordinary settings, a
+/// `ConfigMap`'s data, plain entries of a `Secret`, files that do not parse.
+#[test]
+fn parsed_configuration_leaves_references_and_ordinary_settings_alone() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let v = sample_of("generic-secret-assignment", 22);
+    let cases: Vec<(&str, &str, String)> = vec![
+        ("reference under api", "yaml", "api:\n  key: ${API_KEY}\n".into()),
+        ("template under api", "yaml", "api:\n  key: \"{{ .Values.apiKey }}\"\n".into()),
+        ("placeholder under api", "json", "{\"api\": {\"key\": \"<your-api-key>\"}}\n".into()),
+        ("ordinary parent", "yaml", format!("cache:\n  key: {v}\nmonkey:\n  value: {v}\ncapital:\n  key: {v}\n")),
+        ("public key parent", "json", format!("{{\"public_key\": {{\"value\": \"{v}\"}}}}\n")),
+        ("ordinary env name", "yaml", format!("env:\n  - name: BUILD_ID\n    value: {v}\n")),
+        ("ConfigMap data", "yaml", format!("kind: ConfigMap\ndata:\n  stripe: {}\n", b64.encode(&v))),
+        ("Secret plain entries", "yaml", format!("kind: Secret\nstringData:\n  username: {v}\n  host: {v}\n")),
+        ("Secret placeholder", "yaml", format!("kind: Secret\ndata:\n  stripe: {}\n", b64.encode("changeme"))),
+        ("mentions only", "toml", format!("[auth]\ntoken_url = \"https://x.io/{v}\"\npassword_min_length = 12\n")),
+        ("INI reference", "ini", "[smtp]\npass = %(SMTP_PASS)s\nkey = $SMTP_KEY\n".into()),
+        ("does not parse", "json", format!("{{\"cache\": {{\"key\": \"{v}\"\n")),
+        (
+            "docker placeholder",
+            "json",
+            format!("{{\"auths\": {{\"x.io\": {{\"auth\": \"{}\"}}}}}}\n", b64.encode("user:password")),
+        ),
+    ];
+    for (name, ext, text) in &cases {
+        let config = format!("deploy/app.{ext}");
+        assert_ne!(
+            action(text, &config),
+            rwfs::policy::Action::Block,
+            "{name}: {:?}\n{text}",
+            scan(text, &config).findings
+        );
+    }
+}

@@ -14,7 +14,9 @@
 //!                    run time (`scan_eval.rs`): documented formats with generated bodies, and the
 //!                    placeholders, docs, fixtures, hashes, UUIDs and lockfiles around them; an
 //!                    item counts as blocked when the default policy blocks it at its path
-//!   5  tools         the same measurements for the reference and detect-secrets, run by the
+//!   5  configuration every JSON, YAML, TOML and INI-like file of the same corpus roots (these go
+//!                    through the parsers of `score::structured`): MB/s, blocked files per MB
+//!   6  tools         the same measurements for the reference and detect-secrets, run by the
 //!                    Python driver `scan_reference.py` on a fixed subset (every k-th corpus file
 //!                    up to --tool-mb) and on 100 KB adversarial inputs under a time limit;
 //!                    rwfs is measured again on exactly those inputs for the ratios
@@ -102,6 +104,7 @@ enum Section {
     Adversarial,
     Latency,
     Eval,
+    Config,
 }
 
 const MB: f64 = 1e6;
@@ -163,16 +166,24 @@ fn default_corpus() -> io::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// Every regular `.rs` file under `dir` (symbolic links not followed), sorted by path.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+/// Configuration files: the kinds the scanner parses.
+fn is_config(path: &Path) -> bool {
+    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().to_ascii_lowercase());
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    matches!(ext, "json" | "yaml" | "yml" | "toml" | "ini" | "cfg" | "conf" | "env" | "properties")
+        || name.starts_with(".env")
+}
+
+/// Every regular file under `dir` that `keep` selects (symbolic links not followed), sorted.
+fn files_where(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) -> io::Result<()> {
     let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let kind = entry.file_type()?;
         let path = entry.path();
         if kind.is_dir() {
-            rust_files(&path, out)?;
-        } else if kind.is_file() && path.extension().is_some_and(|e| e == "rs") {
+            files_where(&path, keep, out)?;
+        } else if kind.is_file() && keep(&path) {
             out.push(path);
         }
     }
@@ -180,10 +191,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 }
 
 fn load_corpus(roots: &[PathBuf]) -> io::Result<Vec<Source>> {
+    load_files(roots, &|p| p.extension().is_some_and(|e| e == "rs"))
+}
+
+fn load_files(roots: &[PathBuf], keep: &dyn Fn(&Path) -> bool) -> io::Result<Vec<Source>> {
     let mut sources = Vec::new();
     for root in roots {
         let mut paths = Vec::new();
-        rust_files(root, &mut paths)?;
+        files_where(root, keep, &mut paths)?;
         let label = root.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         for abs in paths {
             let rel = abs.strip_prefix(root).unwrap_or(&abs).to_string_lossy().into_owned();
@@ -816,6 +831,29 @@ fn run(args: &Args) -> io::Result<()> {
         for line in wrong.iter().take(args.top) {
             eprintln!("evaluation: {line}");
         }
+    }
+    // 5. Configuration files of the same roots, through the parsers.
+    if wants(Section::Config) {
+        let configs = load_files(&roots, &is_config)?;
+        let bytes: usize = configs.iter().map(|s| s.data.len()).sum();
+        let inputs: Vec<(&str, &[u8])> = configs.iter().map(|s| (s.path.as_str(), s.data.as_slice())).collect();
+        eprintln!("configuration: {} files, {:.1} MB", inputs.len(), bytes as f64 / MB);
+        let policy = rwfs::policy::Policy::default();
+        let mut blocked = Vec::new();
+        for (path, data) in &inputs {
+            if policy.decide(&scanner.scan(data, Some(path)), path).action == rwfs::policy::Action::Block {
+                blocked.push(path.to_string());
+            }
+        }
+        let rate = throughput(&scanner, &inputs, args.passes);
+        let what = format!("{} JSON/YAML/TOML/INI files, {:.1} MB", inputs.len(), bytes as f64 / MB);
+        table.row(["5 MB/s", &what, &rate.cell(true), "", ""], vec![], "");
+        let files = per_mb(blocked.len(), bytes.max(1));
+        table.row(
+            ["5 blocked files/MB", &what, &format!("{files:.4} ({})", blocked.len()), "<= 0.01", status(files <= 0.01)],
+            vec![],
+            &format!("e.g. {}", blocked.iter().take(5).cloned().collect::<Vec<_>>().join(" ")),
+        );
     }
     let total_spent = started.spent();
 

@@ -2,7 +2,9 @@
 //!
 //! Positives are credentials in the formats their vendors and tools document (Azure connection
 //! strings and `account_key` settings, `~/.docker/config.json`, `curl -u`, Kubernetes `Secret`
-//! manifests, `NuGet.Config`, Discord bot tokens, `key = value` in configuration, every vendor
+//! manifests, `NuGet.Config`, Discord bot tokens, `key = value` in configuration, what only a
+//! parsed configuration file shows (a vague key under a credential parent, `name`/`value`
+//! pairs, a `Secret`'s entries, block scalars, escaped quotes, sections), every vendor
 //! rule's own format, URLs with passwords, private keys), with random bodies from
 //! `rwfs::score::sample`. Negatives are what sits next to them in real trees: placeholders and
 //! references, documentation examples, test fixtures, hashes, UUIDs, lockfiles, Firebase web
@@ -274,6 +276,71 @@ pub fn items() -> Vec<Item> {
         ];
         let (path, text) = &code[n % code.len()];
         add("generic in code", true, path, text.clone());
+
+        // Parsed configuration: what only the structure shows (a vague key under a credential
+        // parent, `name`/`value` pairs, a `Secret`'s entries of any name, block scalars,
+        // escaped quotes, sections, files of no telling name).
+        let (head, tail) = value.split_at(value.len() / 2);
+        let parsed = [
+            ("config/app.yaml", format!("api:\n  url: https://api.acme.io\n  key: {value}\n")),
+            (
+                "k8s/deploy.yaml",
+                format!(
+                    "containers:\n  - name: app\n    env:\n      - name: SMTP_PASSWORD\n        value: \"{value}\"\n"
+                ),
+            ),
+            ("config/db.yml", format!("db:\n  host: db1\n  password: >-\n    {value}\n")),
+            (
+                "k8s/secret.yaml",
+                format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\nstringData:\n  stripe: \"{value}\"\n"),
+            ),
+            (
+                "k8s/secret.json",
+                format!(
+                    "{{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"data\": {{\"stripe\": \"{}\"}}}}\n",
+                    b64.encode(value)
+                ),
+            ),
+            ("appsettings.json", format!("{{\"Smtp\": {{\"Password\": \"{head}\\\"{tail}\"}}}}\n")),
+            (
+                "appsettings.Production.json",
+                format!("{{\"settings\": [{{\"key\": \"SmtpPassword\", \"value\": \"{value}\"}}]}}\n"),
+            ),
+            (
+                "config/credentials.json",
+                format!("{{\"credentials\": {{\"type\": \"static\", \"value\": \"{value}\"}}}}\n"),
+            ),
+            ("config.toml", format!("[api]\nendpoint = \"https://api.acme.io\"\nkey = \"{value}\"\n")),
+            ("settings.ini", format!("[stripe_api]\nkey = {value}\n")),
+            ("mail.cfg", format!("[smtp]\nhost = mail.acme.io\npass = {value}\n")),
+            ("deploy/settings", format!("{{\"api\": {{\"key\": \"{}\"}}}}\n", rng.string(ALNUM, 24))),
+        ];
+        let (path, text) = &parsed[n % parsed.len()];
+        add("parsed config", true, path, text.clone());
+        // The same in fixtures and documentation: a warning.
+        let fixture = format!("tests/fixtures/{}", path.rsplit('/').next().unwrap_or(path));
+        add("parsed in fixtures", false, &fixture, text.clone());
+        let parsed_neg = [
+            ("config/app.yaml", "api:\n  key: ${API_KEY}\n".to_string()),
+            ("config/app.yaml", "api:\n  key: \"{{ .Values.apiKey }}\"\n".to_string()),
+            ("config/app.yaml", format!("cache:\n  key: {value}\nmonkey:\n  value: {value}\n")),
+            ("k8s/deploy.yaml", format!("env:\n  - name: BUILD_ID\n    value: \"{value}\"\n")),
+            ("k8s/cm.yaml", format!("kind: ConfigMap\ndata:\n  stripe: {}\n", b64.encode(value))),
+            ("k8s/secret.yaml", format!("kind: Secret\nstringData:\n  username: {user}\n  host: db.acme.io\n")),
+            ("appsettings.json", "{\"Smtp\": {\"Password\": \"<smtp-password>\"}}\n".to_string()),
+            ("appsettings.json", format!("{{\"public_key\": {{\"value\": \"{value}\"}}}}\n")),
+            ("config.toml", format!("[auth]\ntoken_url = \"https://auth.acme.io/{user}\"\npassword_min_length = 12\n")),
+            ("settings.ini", "[smtp]\npass = %(SMTP_PASS)s\nkey = $SMTP_KEY\n".to_string()),
+            (
+                "package.json",
+                format!(
+                    "{{\"name\": \"x\", \"dependencies\": {{\"passport\": \"^0.7.0\", \"jsonwebtoken\": \"^9.0.2\"}}, \"gitHead\": \"{}\"}}\n",
+                    rng.string(HEX, 40)
+                ),
+            ),
+        ];
+        let (path, text) = &parsed_neg[n % parsed_neg.len()];
+        add("parsed config", false, path, text.clone());
 
         // URLs with passwords.
         let urls = [

@@ -81,6 +81,11 @@ const CODE_EXTENSIONS: &[&str] = &[
     "vue", "svelte",
 ];
 
+/// Is `ext` (lowercase, no dot) the extension of source code or documentation?
+pub fn code_or_docs(ext: &str) -> bool {
+    CODE_EXTENSIONS.contains(&ext) || DOC_EXTENSIONS.contains(&ext)
+}
+
 impl FileKind {
     pub fn of(path: Option<&str>) -> FileKind {
         let Some(path) = path else { return FileKind::Other };

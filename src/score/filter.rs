@@ -60,6 +60,7 @@ const MARKERS: &[&str] = &[
     "}}",
     "<%",
     "%>",
+    "%(",
     "env(",
     "getenv",
     "environ",
@@ -156,6 +157,7 @@ mod tests {
             "{}",
             "{0}",
             "{db.password}",
+            "%(SMTP_PASS)s",
         ] {
             assert!(is_placeholder(p), "{p}");
         }

@@ -107,12 +107,19 @@ pub fn find(hay: &[u8], at: usize, bare: bool) -> Option<Assignment> {
     i = skip_blanks(hay, i + op_len);
     let value = literal(hay, i, bare)?;
     // The key's words last: most keyword hits are not assignments at all.
-    let key = std::str::from_utf8(&hay[ks..ke]).ok()?.to_ascii_lowercase();
-    if NOT_SECRET_KEYS.iter().any(|w| key.contains(w)) {
+    if only_mentions_secret(std::str::from_utf8(&hay[ks..ke]).ok()?) {
         return None;
     }
     let text = std::str::from_utf8(&hay[value.clone()]).ok()?;
     if looks_secret(text) { Some(Assignment { key: ks..ke, value }) } else { None }
+}
+
+/// Does a key that contains a credential word only mention one (`token_url`, `public_key`,
+/// `password_min_length`)?
+pub fn only_mentions_secret(key: &str) -> bool {
+    // `count` (`token_count`) is also inside `account` (`AccountKey`, `service_account_password`).
+    let key = key.to_ascii_lowercase().replace("account", "acct");
+    NOT_SECRET_KEYS.iter().any(|w| key.contains(w))
 }
 
 fn skip_blanks(hay: &[u8], mut i: usize) -> usize {

@@ -35,6 +35,7 @@ mod rule;
 pub mod rules;
 pub mod sample;
 mod scan;
+mod structured;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -117,8 +118,8 @@ struct RuleSet {
     anchors: Option<scan::Anchors>,
     /// Automaton pattern → rules it triggers.
     anchor_rules: Vec<Vec<usize>>,
-    /// Automaton pattern → its own case, when an exact-case rule uses it.
-    anchor_exact: Vec<Option<&'static str>>,
+    /// The generic assignment rule, which parsed configuration files report under.
+    generic: Option<usize>,
 }
 
 impl std::fmt::Debug for Scanner {
@@ -151,7 +152,6 @@ impl RuleSet {
     fn build(keep: impl Fn(&Rule) -> bool) -> RuleSet {
         let mut rules = Vec::new();
         let mut anchors: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        let mut exact: BTreeMap<String, &'static str> = BTreeMap::new();
         // The table's patterns are fixed and compile (`tests/scan.rs` builds every rule).
         let built = |p: &str| compile(p).expect("built-in pattern compiles");
         for rule in rules::RULES.iter().filter(|r| keep(r)) {
@@ -161,20 +161,17 @@ impl RuleSet {
             let words: &[&str] = match rule.trigger {
                 Trigger::Anchors(words) => words,
                 Trigger::Generic => rules::GENERIC_KEYWORDS,
-                Trigger::Digits | Trigger::Iban | Trigger::Run { .. } => &[],
+                Trigger::Digits | Trigger::Iban | Trigger::Run { .. } | Trigger::Dotted { .. } => &[],
             };
             for word in words {
                 anchors.entry(word.to_ascii_lowercase()).or_default().push(index);
-                if rule.exact_case {
-                    exact.insert(word.to_ascii_lowercase(), word);
-                }
             }
             rules.push(Compiled { rule, regex, prefix });
         }
         let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
-        let anchor_exact = patterns.iter().map(|p| exact.get(p).copied()).collect();
         let anchors = (!patterns.is_empty()).then(|| scan::Anchors::new(&patterns).expect("built-in anchors compile"));
-        RuleSet { rules, anchors, anchor_rules, anchor_exact }
+        let generic = rules.iter().position(|c| matches!(c.rule.trigger, Trigger::Generic));
+        RuleSet { rules, anchors, anchor_rules, generic }
     }
 }
 
@@ -210,14 +207,15 @@ impl Scanner {
     pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
         let mut out = Collector::new(self, hay, replace::Lang::of(path), FileKind::of(path));
         let classes = scan::Classes::of(hay);
-        self.anchored(hay, &mut out);
+        self.anchored(hay, &classes, &mut out);
+        self.parsed(hay, path, &mut out);
         self.structural(hay, &classes, &mut out);
         self.extra_patterns(hay, &mut out);
         out.finish(self, &classes)
     }
 
     /// Stage 1 and 2 for anchored rules (and the generic detector).
-    fn anchored(&self, hay: &[u8], out: &mut Collector<'_>) {
+    fn anchored(&self, hay: &[u8], classes: &scan::Classes, out: &mut Collector<'_>) {
         let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.set.rules.len()];
         let mut generic_hits: Vec<(usize, usize)> = Vec::new();
         for hit in self.set.anchors.iter().flat_map(|anchors| anchors.find(hay)) {
@@ -227,22 +225,23 @@ impl Scanner {
                     generic_hits.push((r, hit.start));
                     continue;
                 }
-                if rule.exact_case
-                    && let Some(word) = self.set.anchor_exact[hit.anchor]
-                    && !hay[hit.start..].starts_with(word.as_bytes())
-                {
-                    continue;
-                }
                 spans[r].push(hit.start.saturating_sub(rule.before)..(hit.start + rule.after).min(hay.len()));
             }
         }
         for (r, compiled) in self.set.rules.iter().enumerate() {
-            if let Trigger::Run { byte, min } = compiled.rule.trigger {
-                for run in scan::byte_runs(hay, byte, min) {
-                    spans[r].push(
-                        run.end.saturating_sub(compiled.rule.before)..(run.end + compiled.rule.after).min(hay.len()),
-                    );
+            let rule = compiled.rule;
+            match rule.trigger {
+                Trigger::Run { byte, min } => {
+                    for run in scan::byte_runs(hay, byte, min) {
+                        spans[r].push(run.end.saturating_sub(rule.before)..(run.end + rule.after).min(hay.len()));
+                    }
                 }
+                Trigger::Dotted { first, middle } => {
+                    for at in scan::dotted(hay, classes, first, middle) {
+                        spans[r].push(at.saturating_sub(rule.before)..(at + rule.after).min(hay.len()));
+                    }
+                }
+                _ => {}
             }
         }
         for (r, rule_spans) in spans.iter().enumerate() {
@@ -273,7 +272,34 @@ impl Scanner {
                 continue;
             }
             if let Some(assignment) = generic::find(hay, at, out.lang.has_bare_strings()) {
-                out.assignment(r, self.set.rules[r].rule, assignment);
+                out.assignment(r, self.set.rules[r].rule, assignment.value);
+            }
+        }
+    }
+
+    /// Configuration files parsed (`structured.rs`): each leaf whose key path and value say
+    /// credential is judged as a generic assignment. Never source code; a file that does not
+    /// parse is left to the line detectors.
+    fn parsed(&self, hay: &[u8], path: Option<&str>, out: &mut Collector<'_>) {
+        let Some(r) = self.set.generic else { return };
+        if out.kind == FileKind::Code || hay.len() > structured::MAX_BYTES {
+            return;
+        }
+        let Some(format) = structured::Format::of(path, hay) else { return };
+        let Some(leaves) = std::str::from_utf8(hay).ok().and_then(|text| structured::leaves(format, text)) else {
+            return;
+        };
+        out.work += hay.len() as u64;
+        let rule = self.set.rules[r].rule;
+        // Four passes over the file at most for values found by search.
+        let (mut cursor, mut budget) = (0, 4 * hay.len());
+        for (leaf, _) in structured::candidates(&leaves) {
+            if out.full(r) {
+                break;
+            }
+            let span = leaf.span.clone().or_else(|| structured::locate(hay, &leaf.value, &mut cursor, &mut budget));
+            if let Some(span) = span {
+                out.assignment(r, rule, span);
             }
         }
     }
@@ -291,7 +317,7 @@ impl Scanner {
         }
         if !self.config.disabled_families.contains("binary_hint") {
             out.blobs = scan::base64_runs(hay, BASE64_BLOB_MIN);
-            out.dense = dense_non_printable(hay);
+            out.dense = dense_non_printable(hay, classes);
         }
     }
 
@@ -378,11 +404,11 @@ impl<'a> Collector<'a> {
 
     /// A generic assignment: a leak of the generic rule, which blocks when the file's kind, the
     /// key and the value together say it is a deployed credential ([`context::promotes`]).
-    fn assignment(&mut self, r: usize, rule: &'static Rule, assignment: generic::Assignment) {
-        if !self.candidate(r, rule, assignment.value.clone()) {
+    fn assignment(&mut self, r: usize, rule: &'static Rule, value: Range<usize>) {
+        if !self.candidate(r, rule, value.clone()) {
             return;
         }
-        let value = String::from_utf8_lossy(&self.hay[assignment.value]);
+        let value = String::from_utf8_lossy(&self.hay[value]);
         if context::promotes(self.kind, &value)
             && let Some(last) = self.raw.last_mut()
         {
@@ -699,20 +725,15 @@ impl<'a> Positions<'a> {
     }
 }
 
-/// A non-printable byte: a control character other than tab, newline, carriage return and form
-/// feed (NUL included), or DEL.
-fn non_printable(b: u8) -> bool {
-    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || b == 0x7f
-}
-
 /// The first non-printable byte and their number, when more than [`NON_PRINTABLE_SHARE`] of the
-/// content is non-printable.
-fn dense_non_printable(hay: &[u8]) -> Option<(usize, usize)> {
-    let n = hay.iter().filter(|&&b| non_printable(b)).count();
+/// content is non-printable: controls other than tab, newline, carriage return and form feed
+/// (NUL included), and DEL, counted by [`scan::Classes`].
+fn dense_non_printable(hay: &[u8], classes: &scan::Classes) -> Option<(usize, usize)> {
+    let n = classes.non_printable;
     if n == 0 || (n as f64) <= NON_PRINTABLE_SHARE * hay.len() as f64 {
         return None;
     }
-    Some((hay.iter().position(|&b| non_printable(b))?, n))
+    Some((classes.first_non_printable?, n))
 }
 
 /// The `binary_hint` items of `detected_patterns`: each base64 blob, then dense non-printable

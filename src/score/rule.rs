@@ -6,7 +6,8 @@
 //!
 //! 1. **trigger**: an anchor literal ([`Trigger::Anchors`], found by one Aho-Corasick automaton
 //!    over every rule's anchors, ASCII case-insensitively) or a structural scanner
-//!    ([`Trigger::Digits`], [`Trigger::Iban`], [`Trigger::Run`], [`Trigger::Generic`]);
+//!    ([`Trigger::Digits`], [`Trigger::Iban`], [`Trigger::Run`], [`Trigger::Dotted`],
+//!    [`Trigger::Generic`]);
 //! 2. **regex**: run only on a bounded window around each anchor hit (`before`/`after` bytes),
 //!    ASCII semantics; the capture group named `secret` (else the whole match) is the secret;
 //! 3. **checks**: a structural validator ([`Check`]), then placeholder filters, then the minimum
@@ -29,6 +30,13 @@ pub enum Trigger {
     /// padding (Twitter's `AAAA…`); the window is taken around the run's end. An anchor made of
     /// one repeated letter would hit at every byte of such a run.
     Run { byte: u8, min: usize },
+    /// A token of three `.`-separated parts of `[A-Za-z0-9_-]` whose middle part is
+    /// `middle.0..=middle.1` bytes and whose first part is at least `first` (a Discord bot
+    /// token, whose base64 starts `MTk`, `NDE`, `ODE` are syllables of ordinary words and would
+    /// hit everywhere as anchors); the window is taken around the first dot, as around an
+    /// anchor. Found from the bitmap of dots (`scan::Classes`), far cheaper than a pass over every
+    /// byte.
+    Dotted { first: usize, middle: (usize, usize) },
 }
 
 /// A structural validator applied to the secret before entropy.
@@ -103,9 +111,6 @@ pub struct Rule {
     /// Family for the reference score (Eq. 1) and for policy (`disable_families`, weights).
     pub family: &'static str,
     pub trigger: Trigger,
-    /// Whether the anchors must match in their own case (short base64 starts such as `MTk`,
-    /// which case-insensitively would hit ordinary words).
-    pub exact_case: bool,
     /// Regex (ASCII, bytes) run around each trigger; `(?P<secret>…)` marks the secret.
     pub regex: &'static str,
     /// Bytes before and after the anchor's start that a match may span.
@@ -135,7 +140,6 @@ pub const BASE: Rule = Rule {
     id: "",
     family: "api_key",
     trigger: Trigger::Anchors(&[]),
-    exact_case: false,
     regex: "",
     before: 0,
     after: 256,

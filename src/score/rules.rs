@@ -49,17 +49,6 @@ macro_rules! keyed {
     };
 }
 
-/// The first three characters of base64 of a snowflake id's first two digits (`10`…`99`): what
-/// every Discord bot token starts with. Matched case-sensitively (`Rule::exact_case`).
-const DISCORD_ID_STARTS: &[&str] = &[
-    "MTA", "MTE", "MTI", "MTM", "MTQ", "MTU", "MTY", "MTc", "MTg", "MTk", "MjA", "MjE", "MjI", "MjM", "MjQ", "MjU",
-    "MjY", "Mjc", "Mjg", "Mjk", "MzA", "MzE", "MzI", "MzM", "MzQ", "MzU", "MzY", "Mzc", "Mzg", "Mzk", "NDA", "NDE",
-    "NDI", "NDM", "NDQ", "NDU", "NDY", "NDc", "NDg", "NDk", "NTA", "NTE", "NTI", "NTM", "NTQ", "NTU", "NTY", "NTc",
-    "NTg", "NTk", "NjA", "NjE", "NjI", "NjM", "NjQ", "NjU", "NjY", "Njc", "Njg", "Njk", "NzA", "NzE", "NzI", "NzM",
-    "NzQ", "NzU", "NzY", "Nzc", "Nzg", "Nzk", "ODA", "ODE", "ODI", "ODM", "ODQ", "ODU", "ODY", "ODc", "ODg", "ODk",
-    "OTA", "OTE", "OTI", "OTM", "OTQ", "OTU", "OTY", "OTc", "OTg", "OTk",
-];
-
 pub static RULES: &[Rule] = &[
     // ---- Anthropic -------------------------------------------------------------------------
     Rule {
@@ -1300,10 +1289,12 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "discord-bot-token",
-        trigger: Trigger::Anchors(DISCORD_ID_STARTS),
-        exact_case: true,
+        // Windows around the first dot: the id part (23 to 26 bytes) before it, the timestamp,
+        // the HMAC (up to 40) and one byte of look-ahead after it.
+        trigger: Trigger::Dotted { first: 23, middle: (6, 7) },
+        before: 26,
         regex: r"\b(?P<secret>[MNO][A-Za-z0-9_\-]{22,25}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40})(?:[^A-Za-z0-9_\-.]|\.[^A-Za-z0-9_\-]|\.?$)",
-        after: 80,
+        after: 52,
         check: Check::DiscordId,
         min_entropy: 3.5,
         confidence: Confidence::High,

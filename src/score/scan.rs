@@ -11,7 +11,8 @@
 //! x86_64, 8 bytes per `u64` elsewhere); from them come the line statistics, the IBAN starts,
 //! and the chunks dense enough in digits to hold a card, SSN or phone number, where numbers are
 //! parsed only from the first digit of each run. Base64 blobs and runs of one byte are found by
-//! probing one byte in `k`, where `k` is the shortest run worth reporting.
+//! probing one byte in `k`, where `k` is the shortest run worth reporting; dotted tokens from
+//! the bitmap of dots.
 
 use std::ops::Range;
 
@@ -228,16 +229,21 @@ fn pack(mask: u64) -> u64 {
 ///   (a number worth parsing has 9 digits within 64 bytes), widened by 64 bytes and merged;
 /// - `iban_starts`: every position where two capitals are followed by two digits;
 /// - `lines` (a last line without `\n` counts too), the longest line in bytes, and whether the
-///   input is ASCII (then bytes are characters).
+///   input is ASCII (then bytes are characters);
+/// - the number of non-printable bytes and the first one (`binary_hint`'s dense content).
 #[derive(Debug, Default)]
 pub struct Classes {
     /// The digit bitmap, one word per 64-byte chunk.
     pub digits: Vec<u64>,
+    /// The `.` bitmap, likewise (dotted tokens).
+    pub dots: Vec<u64>,
     pub digit_regions: Vec<Range<usize>>,
     pub iban_starts: Vec<usize>,
     pub lines: usize,
     pub longest_line: usize,
     pub ascii: bool,
+    pub non_printable: usize,
+    pub first_non_printable: Option<usize>,
 }
 
 /// The class bitmaps of one 64-byte chunk (bit `j` is byte `j`).
@@ -246,6 +252,10 @@ struct Masks {
     digits: u64,
     upper: u64,
     newlines: u64,
+    /// Non-printable bytes: controls other than tab, newline, carriage return and form feed
+    /// (NUL included), and DEL.
+    controls: u64,
+    dots: u64,
     non_ascii: bool,
 }
 
@@ -295,8 +305,12 @@ impl Masks {
             };
             masks.digits |= in_range(b'0', 10) << (16 * j);
             masks.upper |= in_range(b'A', 26) << (16 * j);
-            masks.newlines |=
-                (_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u16 as u64) << (16 * j);
+            let eq = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u16 as u64;
+            masks.newlines |= eq(b'\n') << (16 * j);
+            // Tab and newline are 9..=10, form feed and carriage return 12..=13.
+            let blank = in_range(b'\t', 2) | in_range(0x0c, 2);
+            masks.controls |= ((in_range(0, 32) & !blank) | eq(0x7f)) << (16 * j);
+            masks.dots |= eq(b'.') << (16 * j);
             high |= _mm_movemask_epi8(v);
         }
         masks.non_ascii = high != 0;
@@ -313,6 +327,9 @@ impl Masks {
             masks.digits |= pack(range_mask(w, b'0', b'9')) << (8 * j);
             masks.upper |= pack(range_mask(w, b'A', b'Z')) << (8 * j);
             masks.newlines |= pack(range_mask(w, b'\n', b'\n')) << (8 * j);
+            let blank = [b'\t', b'\n', b'\r', 0x0c].into_iter().fold(0, |m, b| m | range_mask(w, b, b));
+            masks.controls |= pack((range_mask(w, 0, 31) & !blank) | range_mask(w, 0x7f, 0x7f)) << (8 * j);
+            masks.dots |= pack(range_mask(w, b'.', b'.')) << (8 * j);
             high |= w;
         }
         masks.non_ascii = high & HIGH != 0;
@@ -323,7 +340,12 @@ impl Masks {
 impl Classes {
     pub fn of(hay: &[u8]) -> Classes {
         let chunks = hay.len().div_ceil(CHUNK);
-        let mut out = Classes { ascii: true, digits: Vec::with_capacity(chunks), ..Classes::default() };
+        let mut out = Classes {
+            ascii: true,
+            digits: Vec::with_capacity(chunks),
+            dots: Vec::with_capacity(chunks),
+            ..Classes::default()
+        };
         let mut line_start = 0;
         let mut prev_count = 0;
         let mut cur = Masks::at(hay, 0);
@@ -342,6 +364,7 @@ impl Classes {
                 sig &= sig - 1;
             }
             out.digits.push(cur.digits);
+            out.dots.push(cur.dots);
             let count = cur.digits.count_ones();
             if prev_count + count >= 9 {
                 let region = (k * CHUNK).saturating_sub(2 * CHUNK)..((k + 2) * CHUNK).min(hay.len());
@@ -359,6 +382,13 @@ impl Classes {
                 newlines &= newlines - 1;
             }
             out.ascii &= !cur.non_ascii;
+            // The zero padding past the end is not content.
+            let tail = hay.len() - k * CHUNK;
+            let controls = if tail < CHUNK { cur.controls & ((1u64 << tail) - 1) } else { cur.controls };
+            if controls != 0 && out.first_non_printable.is_none() {
+                out.first_non_printable = Some(k * CHUNK + controls.trailing_zeros() as usize);
+            }
+            out.non_printable += controls.count_ones() as usize;
             prev_count = count;
             cur = next;
         }
@@ -484,6 +514,39 @@ pub fn base64_runs(hay: &[u8], min: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
+fn is_token_byte(b: u8) -> bool {
+    is_word(b) || b == b'-'
+}
+
+/// The dots that end the first part of a dotted token: followed by `middle.0..=middle.1` bytes
+/// of `[A-Za-z0-9_-]` and another dot, and preceded by at least `first` such bytes. Found with
+/// the dot bitmap of [`Classes`]: a dot with another dot `middle` bytes further is a shift and
+/// an AND per 64 bytes, and only those few are checked byte by byte, so that source code, full
+/// of dots, costs little.
+pub fn dotted(hay: &[u8], classes: &Classes, first: usize, middle: (usize, usize)) -> Vec<usize> {
+    debug_assert!(middle.1 + 1 < CHUNK, "a middle part shorter than 63 bytes");
+    let mut out = Vec::new();
+    let words = &classes.dots;
+    for (k, &word) in words.iter().enumerate() {
+        let next = words.get(k + 1).copied().unwrap_or(0);
+        // Bit j: a dot at j + s (s < 64).
+        let ahead = |s: usize| (word >> s) | (next << (CHUNK - s));
+        let mut paired = word & (middle.0 + 1..=middle.1 + 1).fold(0, |m, s| m | ahead(s));
+        while paired != 0 {
+            let dot = k * CHUNK + paired.trailing_zeros() as usize;
+            paired &= paired - 1;
+            let Some(len) = (middle.0..=middle.1).find(|&m| hay.get(dot + 1 + m) == Some(&b'.')) else { continue };
+            if dot >= first
+                && hay[dot + 1..dot + 1 + len].iter().all(|&b| is_token_byte(b))
+                && hay[dot - first..dot].iter().all(|&b| is_token_byte(b))
+            {
+                out.push(dot);
+            }
+        }
+    }
+    out
+}
+
 /// Runs of at least `min` copies of `byte` (case-sensitive), for tokens that start with one.
 pub fn byte_runs(hay: &[u8], byte: u8, min: usize) -> Vec<Range<usize>> {
     let member = |i: usize| hay[i] == byte;
@@ -576,12 +639,25 @@ mod tests {
         let mut rng = super::super::sample::Rng::new(11);
         for round in 0..2000 {
             let chunk: [u8; CHUNK] = std::array::from_fn(|_| {
-                if round % 2 == 0 { rng.below(256) as u8 } else { b"09AZ@[/:\n\x7f\x80\xff"[rng.below(12)] }
+                if round % 2 == 0 {
+                    rng.below(256) as u8
+                } else {
+                    b"09AZ@[/:.\n\t\r\x0b\x0c\x00\x1f\x7f\x80\xff"[rng.below(19)]
+                }
             });
             let bit = |f: fn(&u8) -> bool| chunk.iter().enumerate().fold(0u64, |m, (j, b)| m | (u64::from(f(b)) << j));
-            let want = (bit(u8::is_ascii_digit), bit(u8::is_ascii_uppercase), bit(|b| *b == b'\n'), !chunk.is_ascii());
+            let control = |b: &u8| (*b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || *b == 0x7f;
+            let want = (
+                bit(u8::is_ascii_digit),
+                bit(u8::is_ascii_uppercase),
+                bit(|b| *b == b'\n'),
+                bit(control),
+                bit(|b| *b == b'.'),
+                !chunk.is_ascii(),
+            );
             for got in [Masks::of(&chunk), Masks::portable(&chunk)] {
-                assert_eq!((got.digits, got.upper, got.newlines, got.non_ascii), want, "{chunk:?}");
+                let got = (got.digits, got.upper, got.newlines, got.controls, got.dots, got.non_ascii);
+                assert_eq!(got, want, "{chunk:?}");
             }
         }
     }
@@ -614,6 +690,38 @@ mod tests {
                 let expected: Vec<Range<usize>> = (len >= 9).then_some(offset..offset + len).into_iter().collect();
                 assert_eq!(found, expected, "len {len} offset {offset}");
             }
+        }
+    }
+
+    #[test]
+    fn dotted_finds_every_first_dot_of_a_three_part_token() {
+        let mut rng = super::super::sample::Rng::new(17);
+        for round in 0..3000 {
+            let alphabet: &[u8] = if round % 2 == 0 { b"aZ9_.-" } else { b"aZ9_.-.. \n(" };
+            let text: Vec<u8> = (0..rng.below(300)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            let token = |r: std::ops::Range<usize>| text[r].iter().all(|&b| is_token_byte(b));
+            let want: Vec<usize> = (0..text.len())
+                .filter(|&d| {
+                    text[d] == b'.'
+                        && d >= 5
+                        && token(d - 5..d)
+                        && (2..=3)
+                            .find(|&m| text.get(d + 1 + m) == Some(&b'.'))
+                            .is_some_and(|m| token(d + 1..d + 1 + m))
+                })
+                .collect();
+            assert_eq!(dotted(&text, &Classes::of(&text), 5, (2, 3)), want, "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+
+    #[test]
+    fn classes_count_non_printable_bytes_but_not_the_padding() {
+        for len in [0, 1, 63, 64, 65, 200] {
+            let text: Vec<u8> = (0..len).map(|i| if i % 3 == 0 { 0 } else { b'\t' + (i % 2) as u8 * 0x76 }).collect();
+            let want = text.iter().filter(|&&b| b == 0 || b == 0x7f).count();
+            let classes = Classes::of(&text);
+            assert_eq!(classes.non_printable, want, "len {len}");
+            assert_eq!(classes.first_non_printable, (len > 0).then_some(0), "len {len}");
         }
     }
 
