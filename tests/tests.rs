@@ -8,6 +8,7 @@ mod concurrency;
 mod crash;
 mod faults;
 mod journal;
+mod journal_index;
 mod model;
 mod vfs;
 

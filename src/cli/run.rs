@@ -1,6 +1,5 @@
 //! Running a parsed command: open the workspace, call the engine, print the answer.
 
-use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -13,6 +12,7 @@ use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
 use crate::engine::{Engine, Expect, Found, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
 use crate::error::{IoContext, Reason, Result};
+use crate::journal::query;
 use crate::journal::{Actor, Op, Row, Via};
 use crate::sha::Sha256;
 
@@ -287,34 +287,21 @@ fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
         let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     });
-    let keep = if args.n == 0 { usize::MAX } else { args.n };
-    let matches = |row: &Row| {
-        filter.as_ref().is_none_or(|p| row.path == p.as_str())
-            && args.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
-    };
-    let mut rows: VecDeque<Row> = VecDeque::new();
-    let scan = ws.read_journal(|entry| {
-        let recent = since.is_none_or(|since| humantime::parse_rfc3339(&entry.row.ts).is_ok_and(|ts| ts >= since));
-        if recent && matches(&entry.row) {
-            if rows.len() == keep {
-                rows.pop_front();
-            }
-            rows.push_back(entry.row);
-        }
-    })?;
+    let filter = query::Filter { path: filter.map(|p| p.as_str().to_string()), session: args.session.clone(), since };
+    let tail = query::tail(ws, &filter, args.n)?;
     if !args.json {
         outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
     }
-    for row in &rows {
+    for row in &tail.rows {
         print_row(row, args.json);
     }
-    for problem in &scan.problems {
+    for problem in &tail.problems {
         errln!("journal: {problem}");
     }
     if args.follow {
         // New rows only (no `--since` or `-n` cut): each once, in order, as they arrive.
-        super::history::follow(root, ws, scan.len, |line| match serde_json::from_slice::<Row>(line) {
-            Ok(row) if matches(&row) => {
+        super::history::follow(root, ws, tail.len, |line| match serde_json::from_slice::<Row>(line) {
+            Ok(row) if filter.matches(&row) => {
                 match args.json {
                     true => super::emit_bytes(&[line, b"\n"].concat()),
                     false => print_row(&row, false),

@@ -95,6 +95,20 @@ impl Workspace {
         }
     }
 
+    /// The journal's index, brought up to date (see `journal::index`); `None` when the
+    /// workspace has no journal or the index cannot be used now (another process holds it,
+    /// the state directory is not writable): questions then read the journal.
+    pub fn journal_index(&self) -> Option<crate::journal::Index<'_>> {
+        let state = self.state.as_ref()?;
+        match crate::journal::Index::open(&*self.disk, state) {
+            Ok(index) => Some(index),
+            Err(e) => {
+                tracing::debug!(error = %e, "journal index not used");
+                None
+            }
+        }
+    }
+
     /// The canonical path rows for `input` carry (the file need not exist any more).
     pub fn lookup(&self, input: &str) -> Result<WorkspacePath> {
         crate::durable::resolve::lookup(&*self.disk, &self.root, input, Scope::State)
@@ -122,12 +136,7 @@ impl Workspace {
 
     /// [`history`](Workspace::history) of an already resolved path.
     pub(crate) fn history_of(&self, path: WorkspacePath) -> Result<History> {
-        let mut rows = Vec::new();
-        self.read_journal(|entry| {
-            if entry.row.path == path.as_str() || entry.row.from.as_deref() == Some(path.as_str()) {
-                rows.push(entry);
-            }
-        })?;
+        let rows = crate::journal::query::path_rows(self, path.as_str())?;
         let current = self.current_sha(&path)?;
         let objects = self.objects()?;
         let mut versions = Vec::with_capacity(rows.len());
@@ -365,4 +374,14 @@ pub fn is_unsafe_root(canonical: &Path) -> bool {
         refused.push(resolved(&user.dir));
     }
     refused.iter().any(|r| r == canonical)
+}
+
+impl crate::journal::query::RowSource for Workspace {
+    fn each_entry(&self, visit: &mut dyn FnMut(Entry)) -> Result<Scan> {
+        self.read_journal(visit)
+    }
+
+    fn index(&self) -> Option<crate::journal::Index<'_>> {
+        self.journal_index()
+    }
 }
