@@ -1,5 +1,5 @@
 //! Issue 17, item 7: the journal's index answers every history question exactly as reading the
-//! whole journal does — on random journals, after they grow, and after the index or the
+//! whole journal does (a row by seq and pages back from a seq included) — on random journals, after they grow, and after the index or the
 //! journal was damaged (missing, stale, corrupt, truncated or rewritten: rebuilt, never
 //! believed).
 
@@ -124,13 +124,19 @@ fn assert_same_answers(ws: &Ws, context: &str) {
             "{context}: rows of {path}"
         );
     }
+    for seq in [1, 17, 60, 95, 1000] {
+        assert_eq!(query::row_at_seq(&w, seq).unwrap(), query::row_at_seq(&scan, seq).unwrap(), "{context}: seq {seq}");
+    }
     let since = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(T0 + 20));
     let filters = [
         Filter::default(),
         Filter { path: Some("d/x".into()), ..Filter::default() },
         Filter { session: Some("s2".into()), ..Filter::default() },
         Filter { since, ..Filter::default() },
-        Filter { path: Some("a".into()), session: Some("s1".into()), since },
+        Filter { path: Some("a".into()), session: Some("s1".into()), since, ..Filter::default() },
+        Filter { before: Some(40), ..Filter::default() },
+        Filter { session: Some("s1".into()), before: Some(55), ..Filter::default() },
+        Filter { path: Some("d".into()), before: Some(70), ..Filter::default() },
     ];
     for filter in &filters {
         for n in [0, 1, 3, 20] {

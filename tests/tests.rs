@@ -29,3 +29,4 @@ mod retention;
 mod scan;
 mod sparse;
 mod state_layout;
+mod ui;

@@ -72,6 +72,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Sessions(args) => super::history::sessions(&existing(&root, &options)?, args.json),
         Command::Rewind(args) => super::history::rewind(&root, &options, args),
         Command::Diff(args) => super::history::diff(&existing(&root, &options)?, args),
+        Command::Ui(args) => super::history::ui(&root, &options, args),
         Command::Gc(args) => gc(&root, &options, args),
         Command::Status(args) => status(&existing(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
@@ -287,7 +288,12 @@ fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
         let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     });
-    let filter = query::Filter { path: filter.map(|p| p.as_str().to_string()), session: args.session.clone(), since };
+    let filter = query::Filter {
+        path: filter.map(|p| p.as_str().to_string()),
+        session: args.session.clone(),
+        since,
+        before: None,
+    };
     let tail = query::tail(ws, &filter, args.n)?;
     if !args.json {
         outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");

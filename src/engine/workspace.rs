@@ -238,6 +238,27 @@ impl Workspace {
         Policy::parse(text.as_deref().unwrap_or(""))
     }
 
+    /// The shown part of the envelope of the refusal `row` journaled (see
+    /// [`shown_envelope`](super::gate::shown_envelope)); `None` for another row or when the
+    /// envelope is gone.
+    pub fn blocked_envelope(&self, row: &Row) -> Result<Option<serde_json::Value>> {
+        let (Some(state), Some(seq), Op::Block) = (&self.state, row.seq, row.op()) else { return Ok(None) };
+        let dir = match self.disk.stat(state, super::REJECTIONS_DIR).step("stat rejections")? {
+            Some(stat) if stat.kind == FileKind::Dir => {
+                self.disk.open_dir(state, super::REJECTIONS_DIR).step("open rejections")?
+            }
+            _ => return Ok(None),
+        };
+        let name = format!("{}.json", super::gate::rejection_id(&row.ts, seq));
+        if self.disk.stat(&dir, &name).step("stat envelope")?.is_none() {
+            return Ok(None);
+        }
+        let text = self.read_small(&dir, &name)?;
+        let envelope: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|_| Reason::InvalidArgument { what: "rejection envelope (not JSON)" })?;
+        Ok(Some(super::gate::shown_envelope(&envelope)))
+    }
+
     /// A small text file (at most 1 MiB), through the disk.
     fn read_small(&self, dir: &Dir, name: &str) -> Result<String> {
         const LIMIT: u64 = 1 << 20;

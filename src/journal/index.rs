@@ -396,23 +396,46 @@ impl<'a> Index<'a> {
             .collect()
     }
 
-    /// The newest `n` rows naming `path`, or of `session`, or of the whole journal (ordinals,
-    /// newest first).
-    pub fn newest(&self, path: Option<&str>, session: Option<&str>, n: usize) -> io::Result<Vec<Ordinal>> {
-        match (path, session) {
-            (Some(path), _) => self.keyed(BY_PATH, path, true, n),
-            (None, Some(session)) => self.keyed(BY_SESSION, session, true, n),
-            (None, None) => {
-                let txn = self.db.begin_read().map_err(other)?;
+    /// The newest `n` rows below ordinal `below` naming `path`, or of `session`, or of the
+    /// whole journal (ordinals, newest first).
+    pub fn newest(
+        &self,
+        path: Option<&str>,
+        session: Option<&str>,
+        below: Ordinal,
+        n: usize,
+    ) -> io::Result<Vec<Ordinal>> {
+        let txn = self.db.begin_read().map_err(other)?;
+        let key = path.or(session);
+        match key {
+            Some(key) => {
+                let t = txn.open_table(if path.is_some() { BY_PATH } else { BY_SESSION }).map_err(other)?;
+                let range = t.range((key, 0)..(key, below)).map_err(other)?;
+                range.rev().take(n).map(|r| r.map(|(k, _)| k.value().1).map_err(other)).collect()
+            }
+            None => {
                 let rows = txn.open_table(ROWS).map_err(other)?;
-                rows.range::<Ordinal>(..)
-                    .map_err(other)?
-                    .rev()
-                    .take(n)
-                    .map(|r| r.map(|(k, _)| k.value()).map_err(other))
-                    .collect()
+                let range = rows.range::<Ordinal>(..below).map_err(other)?;
+                range.rev().take(n).map(|r| r.map(|(k, _)| k.value()).map_err(other)).collect()
             }
         }
+    }
+
+    /// The ordinal of the row with this `seq` (none when no row has it).
+    pub fn seq_ordinal(&self, seq: u64) -> io::Result<Option<Ordinal>> {
+        let txn = self.db.begin_read().map_err(other)?;
+        let t = txn.open_table(BY_SEQ).map_err(other)?;
+        Ok(t.get(seq).map_err(other)?.map(|v| v.value()))
+    }
+
+    /// An ordinal bound below which every row with a `seq` under `seq` lies: the ordinal of
+    /// the first row numbered `seq` or more (the writer numbers rows in journal order), else
+    /// the end.
+    pub fn ordinal_below_seq(&self, seq: u64) -> io::Result<Ordinal> {
+        let txn = self.db.begin_read().map_err(other)?;
+        let t = txn.open_table(BY_SEQ).map_err(other)?;
+        let first = t.range(seq..).map_err(other)?.next().transpose().map_err(other)?;
+        Ok(first.map_or(u64::MAX, |(_, ord)| ord.value()))
     }
 
     /// The ordinals of the rows a selection picks.

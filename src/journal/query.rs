@@ -154,6 +154,8 @@ pub struct Filter {
     pub session: Option<String>,
     /// Rows at or after this time (rows carry whole seconds).
     pub since: Option<std::time::SystemTime>,
+    /// Rows whose `seq` is below this (the next page back of a paginated view).
+    pub before: Option<u64>,
 }
 
 impl Filter {
@@ -162,7 +164,25 @@ impl Filter {
         self.path.as_ref().is_none_or(|p| row.path == *p)
             && self.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
             && self.since.is_none_or(|since| humantime::parse_rfc3339(&row.ts).is_ok_and(|ts| ts >= since))
+            && self.before.is_none_or(|before| row.seq.is_some_and(|seq| seq < before))
     }
+}
+
+/// The row with this `seq`.
+pub fn row_at_seq(source: &dyn RowSource, seq: u64) -> Result<Option<Row>> {
+    if let Some(index) = source.index() {
+        match index.seq_ordinal(seq).and_then(|ord| index.entries(ord)) {
+            Ok(rows) => return Ok(rows.into_iter().next().map(|e| e.row)),
+            Err(e) => stale(&e),
+        }
+    }
+    let mut found = None;
+    source.each_row(&mut |row| {
+        if found.is_none() && row.seq == Some(seq) {
+            found = Some(row);
+        }
+    })?;
+    Ok(found)
 }
 
 /// The newest rows a [`Filter`] picks, at most `n` (all when 0), in journal order; with what
@@ -206,8 +226,12 @@ fn tail_indexed(index: &Index<'_>, filter: &Filter, keep: usize) -> std::io::Res
         return Ok(rows.split_off(cut));
     }
     let mut page = keep.clamp(16, 4096);
+    let below = match filter.before {
+        Some(seq) => index.ordinal_below_seq(seq)?,
+        None => u64::MAX,
+    };
     loop {
-        let ords = index.newest(filter.path.as_deref(), filter.session.as_deref(), page)?;
+        let ords = index.newest(filter.path.as_deref(), filter.session.as_deref(), below, page)?;
         let exhausted = ords.len() < page;
         let mut rows: Vec<Row> =
             index.entries(ords)?.into_iter().map(|e| e.row).filter(|r| filter.matches(r)).collect();
