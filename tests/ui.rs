@@ -201,3 +201,30 @@ fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
     assert_eq!(ws.read("src/new.txt"), None);
     assert!(std::fs::metadata(&shot).unwrap().len() > 1000, "the timeline's screenshot is saved");
 }
+
+#[test]
+fn mounted_the_daemon_serves_the_page_beside_mcp_over_http_and_its_rewind_is_seen_through_the_mount() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mnt = crate::support::mount::Mounted::with(ws, true, &["--mcp-http", &addr]);
+    // `rwfs ui` on the mounted workspace names the daemon's page, with the MCP token.
+    let page = Page::start(&mnt.ws);
+    assert_eq!(page.addr, addr);
+    let token = std::fs::read_to_string(mnt.ws.abs(".resilient_write/mcp-http.token"));
+    assert!(token.is_err(), "the token stays hidden through the mount");
+    assert_eq!(page.request("GET", "/", &[], "").0, 200, "the page itself needs no token");
+    assert_eq!(page.request("GET", "/api/sessions", &[], "").0, 401);
+    assert_eq!(page.request("POST", "/mcp", &[], "{}").0, 401, "MCP keeps its token");
+    let rows = page.api("GET", "/api/rows?limit=3&session=agent", "");
+    assert_eq!(rows["rows"].as_array().unwrap().len(), 3);
+    assert!(rows["next"].as_u64().is_some());
+    let done = page.api("POST", "/api/rewind", &json!({"session": "agent", "confirm": true}).to_string());
+    assert_eq!(done["applied"], 6, "{done}");
+    assert_eq!(mnt.read("src/f3.txt").unwrap(), b"one\ntwo 3\nthree\n", "the mount sees the rewind at once");
+    assert!(mnt.read("src/new.txt").is_err());
+}

@@ -90,6 +90,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         engine: engine.clone(),
         tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env())),
         mount: Mutex::new(Some(mount)),
+        ui_url: std::sync::OnceLock::new(),
         workspace: workspace.clone(),
         mountpoint: mountpoint.clone(),
         stop: stop_tx.clone(),
@@ -107,11 +108,13 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
                 mcp::TOKEN_FILE
             ));
         }
+        let page = super::ui::router(super::ui::on_engine(&engine, &token)?);
+        let _ = shared.ui_url.set(format!("http://{addr}/#token={token}"));
         let (tools, stop) = (shared.tools.clone(), http_stop.clone());
         std::thread::Builder::new()
             .name("rwfs-mcp-http".into())
             .spawn(move || {
-                if let Err(e) = mcp::serve_http(tools, listener, token, stop) {
+                if let Err(e) = mcp::serve_http(tools, listener, token, Some(page), stop) {
                     tracing::error!(error = %e, "MCP over HTTP stopped");
                 }
             })
@@ -216,6 +219,8 @@ struct Shared {
     engine: Arc<Engine>,
     tools: Arc<Tools>,
     mount: Mutex<Option<Mount>>,
+    /// The page of `rwfs ui`, when served with MCP over HTTP (its URL carries the token).
+    ui_url: std::sync::OnceLock<String>,
     workspace: PathBuf,
     mountpoint: PathBuf,
     stop: Sender<&'static str>,
@@ -236,6 +241,10 @@ impl Daemon for Shared {
             "drafts_open": drafts,
             "last_commit": last.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
         })
+    }
+
+    fn ui_url(&self) -> Option<String> {
+        self.ui_url.get().cloned()
     }
 
     fn shutdown(&self) {

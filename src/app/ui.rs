@@ -98,6 +98,30 @@ pub fn serve(ui: Arc<Ui>, listener: std::net::TcpListener, stop: CancellationTok
     served.step("serve the page")
 }
 
+/// The page's routes, to serve beside MCP over HTTP (the daemon's listener).
+pub fn router(ui: Arc<Ui>) -> axum::Router {
+    axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let ui = ui.clone();
+        async move { handle(ui, request).await }
+    })
+}
+
+/// The page of a daemon's engine: its workspace, rewinds on it, its journal's feed; the
+/// token of its HTTP endpoint.
+pub fn on_engine(engine: &Arc<crate::engine::Engine>, token: &str) -> Result<Arc<Ui>> {
+    let (rewinder, follower) = (engine.clone(), engine.clone());
+    let actor = crate::journal::Actor::this_process(crate::journal::Via::Cli, "rwfs-ui");
+    Ok(Arc::new(Ui {
+        ws: engine.workspace().try_clone()?,
+        bearer: format!("Bearer {token}"),
+        rewind: Box::new(move |rewind| rewinder.rewind(rewind, &actor).map(|r| super::control::rewound_json(&r))),
+        follow: Box::new(move |offset, line| {
+            let journal = follower.state_dir_path()?.join(crate::journal::JOURNAL_FILE);
+            crate::journal::follow::follow(&journal, offset, None, |l| line(l)).step("follow journal")
+        }),
+    }))
+}
+
 /// One request.
 pub async fn handle(ui: Arc<Ui>, request: axum::http::Request<Body>) -> Response {
     let (parts, body) = request.into_parts();

@@ -120,6 +120,16 @@ pub fn rewind_on_engine(root: &Path, options: &Options, rewind: &Rewind) -> Resu
 /// `rwfs ui`: serve the time-travel page on a loopback address until interrupted; print its
 /// URL, with a token made for this run, once.
 pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
+    if control::answers(root) {
+        // Mounted: the daemon serves the page beside MCP over HTTP.
+        let answer = control::call(root, Request::Ui, &[])?;
+        outln!(
+            "rwfs: the history page of {} is served by its mount at {}",
+            root.display(),
+            answer["url"].as_str().unwrap_or("?")
+        );
+        return Ok(Exit::Ok);
+    }
     let ws = Workspace::open(root, options)?;
     let feed_ws = Workspace::open(root, options)?;
     let shown = ws.path().display().to_string();

@@ -69,6 +69,13 @@ impl Workspace {
         Ok(Workspace { disk, path, root, state })
     }
 
+    /// A second handle on the same workspace (its directories' descriptors duplicated).
+    pub fn try_clone(&self) -> Result<Workspace> {
+        let state = self.state.as_ref().map(Dir::try_clone).transpose().step("duplicate state directory")?;
+        let root = self.root.try_clone().step("duplicate workspace directory")?;
+        Ok(Workspace { disk: self.disk.clone(), path: self.path.clone(), root, state })
+    }
+
     pub(crate) fn from_parts(disk: Arc<dyn Disk>, path: PathBuf, root: Dir, state: Dir) -> Workspace {
         Workspace { disk, path, root, state: Some(state) }
     }

@@ -234,10 +234,14 @@ pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
 /// it returns) until `stop` is cancelled, within the [`Limits`] of the environment.
+///
+/// With `page` (the daemon's `rwfs ui` routes), every other path is answered by it, under the
+/// same token; only the page itself (`GET /`, which holds no data) is served without it.
 pub fn serve_http(
     tools: Arc<Tools>,
     listener: std::net::TcpListener,
     token: String,
+    page: Option<axum::Router>,
     stop: CancellationToken,
 ) -> Result<()> {
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -257,11 +261,17 @@ pub fn serve_http(
             config,
         );
         let expected = Arc::new(format!("Bearer {token}"));
-        let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(
+        let app = axum::Router::new().nest_service("/mcp", service);
+        let app = match page {
+            Some(page) => app.merge(page),
+            None => app,
+        };
+        let app = app.layer(axum::middleware::from_fn(
             move |request: axum::extract::Request, next: axum::middleware::Next| {
                 let expected = expected.clone();
                 async move {
-                    if let Err((status, why)) = check_access(request.headers(), Some(&expected)) {
+                    let page = request.method() == axum::http::Method::GET && request.uri().path() == "/";
+                    if let Err((status, why)) = check_access(request.headers(), (!page).then_some(expected.as_str())) {
                         return refuse(status, why);
                     }
                     // The whole body within the read timeout, before any work.
