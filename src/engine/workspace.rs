@@ -53,6 +53,9 @@ pub struct Workspace {
     pub(crate) root: Dir,
     /// `None` until something created `.resilient_write/`.
     pub(crate) state: Option<Dir>,
+    /// The journal's index database, opened at the first question (`None` inside: it could
+    /// not be, ask the journal), shared with this handle's clones.
+    index_db: Arc<std::sync::OnceLock<Option<Arc<journal::IndexDb>>>>,
 }
 
 impl Workspace {
@@ -66,18 +69,18 @@ impl Workspace {
             Some(_) => return Err(Error::from(Reason::NotADirectory).at(STATE_DIR)),
             None => None,
         };
-        Ok(Workspace { disk, path, root, state })
+        Ok(Workspace { disk, path, root, state, index_db: Arc::default() })
     }
 
     /// A second handle on the same workspace (its directories' descriptors duplicated).
     pub fn try_clone(&self) -> Result<Workspace> {
         let state = self.state.as_ref().map(Dir::try_clone).transpose().step("duplicate state directory")?;
         let root = self.root.try_clone().step("duplicate workspace directory")?;
-        Ok(Workspace { disk: self.disk.clone(), path: self.path.clone(), root, state })
+        Ok(Workspace { disk: self.disk.clone(), path: self.path.clone(), root, state, index_db: self.index_db.clone() })
     }
 
     pub(crate) fn from_parts(disk: Arc<dyn Disk>, path: PathBuf, root: Dir, state: Dir) -> Workspace {
-        Workspace { disk, path, root, state: Some(state) }
+        Workspace { disk, path, root, state: Some(state), index_db: Arc::default() }
     }
 
     /// The root as given (canonicalized).
@@ -107,7 +110,15 @@ impl Workspace {
     /// the state directory is not writable): questions then read the journal.
     pub fn journal_index(&self) -> Option<crate::journal::Index<'_>> {
         let state = self.state.as_ref()?;
-        match crate::journal::Index::open(&*self.disk, state) {
+        // Opened once per workspace handle (and its clones): opening syncs the database.
+        let db = self.index_db.get_or_init(|| match journal::open_index_db(&*self.disk, state) {
+            Ok(db) => Some(Arc::new(db)),
+            Err(e) => {
+                tracing::debug!(error = %e, "journal index not used");
+                None
+            }
+        });
+        match crate::journal::Index::attach(&*self.disk, state, db.clone()?) {
             Ok(index) => Some(index),
             Err(e) => {
                 tracing::debug!(error = %e, "journal index not used");

@@ -31,6 +31,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -42,6 +43,9 @@ use super::JOURNAL_FILE;
 use super::query::{self, SessionSummary};
 use super::row::{Op, Row};
 use super::scan::{Entry, Problem};
+
+/// The database an [`Index`] lives in (see [`open_db`]).
+pub type IndexDb = Database;
 
 /// The index file inside `.resilient_write/index/`.
 pub const INDEX_FILE: &str = "journal.redb";
@@ -90,7 +94,7 @@ struct Mark {
 pub struct Index<'a> {
     disk: &'a dyn Disk,
     journal: File,
-    db: Database,
+    db: Arc<Database>,
     problems: Vec<String>,
     len: u64,
 }
@@ -111,25 +115,36 @@ pub fn index_dir(state: &Dir) -> PathBuf {
     state.fd_path().join(crate::durable::layout::INDEX)
 }
 
+/// Open (creating it, or replacing an unreadable one) the index database of `state`. Fails
+/// when another process has it open: ask the journal then.
+pub fn open_db(disk: &dyn Disk, state: &Dir) -> io::Result<Database> {
+    if disk.stat(state, crate::durable::layout::INDEX)?.is_none() {
+        disk.mkdir(state, crate::durable::layout::INDEX, 0o700)?;
+    }
+    let path = index_dir(state).join(INDEX_FILE);
+    match Database::create(&path) {
+        Ok(db) => Ok(db),
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(other("index in use by another process")),
+        Err(e) => {
+            // Not a readable index (corrupt, another format): it is only a cache.
+            tracing::info!(error = %e, "journal index unreadable; rebuilding it");
+            std::fs::remove_file(&path)?;
+            Database::create(&path).map_err(other)
+        }
+    }
+}
+
 impl<'a> Index<'a> {
     /// Open (creating or rebuilding as needed, see the module docs) the index of the journal in
     /// `state`, brought up to date. An error means "no index now": ask the journal instead.
     pub fn open(disk: &'a dyn Disk, state: &Dir) -> io::Result<Index<'a>> {
+        Index::attach(disk, state, Arc::new(open_db(disk, state)?))
+    }
+
+    /// The index kept in `db` (from [`open_db`], held by the caller across questions: opening
+    /// a database syncs it), brought up to date.
+    pub fn attach(disk: &'a dyn Disk, state: &Dir, db: Arc<Database>) -> io::Result<Index<'a>> {
         let journal = disk.open_read(state, JOURNAL_FILE)?;
-        if disk.stat(state, crate::durable::layout::INDEX)?.is_none() {
-            disk.mkdir(state, crate::durable::layout::INDEX, 0o700)?;
-        }
-        let path = index_dir(state).join(INDEX_FILE);
-        let db = match Database::create(&path) {
-            Ok(db) => db,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(other("index in use by another process")),
-            Err(e) => {
-                // Not a readable index (corrupt, another format): it is only a cache.
-                tracing::info!(error = %e, "journal index unreadable; rebuilding it");
-                std::fs::remove_file(&path)?;
-                Database::create(&path).map_err(other)?
-            }
-        };
         let mut index = Index { disk, journal, db, problems: Vec::new(), len: 0 };
         index.refresh()?;
         Ok(index)
@@ -186,19 +201,16 @@ impl<'a> Index<'a> {
         });
         let mark = match mark {
             Some(mark) if mark.len == stat.size => mark,
-            Some(mark) => self.catch_up(mark, stat.size, stat.mtime_ns)?,
-            None => {
-                self.clear()?;
-                self.catch_up(Mark { version: VERSION, file, ..Mark::default() }, stat.size, stat.mtime_ns)?
-            }
+            Some(mark) => self.catch_up(Some(mark), file, stat.size, stat.mtime_ns)?,
+            None => self.catch_up(None, file, stat.size, stat.mtime_ns)?,
         };
         self.problems = mark.problems;
         self.len = mark.len;
         Ok(())
     }
 
-    fn clear(&self) -> io::Result<()> {
-        let txn = self.db.begin_write().map_err(other)?;
+    /// Empty every table (within `txn`).
+    fn clear(txn: &redb::WriteTransaction) -> io::Result<()> {
         for table in [META, SESSIONS] {
             txn.delete_table(table).map_err(other)?;
         }
@@ -210,12 +222,31 @@ impl<'a> Index<'a> {
         txn.delete_table(BY_TIME).map_err(other)?;
         txn.delete_table(SESSION_ORDER).map_err(other)?;
         txn.delete_table(SESSION_FILES).map_err(other)?;
-        txn.commit().map_err(other)
+        Ok(())
     }
 
     /// Index the complete lines between `mark.len` and `size`, in one transaction.
-    fn catch_up(&self, mut mark: Mark, size: u64, mtime_ns: i64) -> io::Result<Mark> {
+    /// (`from`: `None` to rebuild from scratch.) Write transactions are exclusive: one that finds
+    /// the index already moved by another thread of this process since `from` was read leaves
+    /// it as it is.
+    fn catch_up(&self, from: Option<Mark>, file: (u64, u64), size: u64, mtime_ns: i64) -> io::Result<Mark> {
         let txn = self.db.begin_write().map_err(other)?;
+        let now = {
+            let meta = txn.open_table(META).map_err(other)?;
+            let now = meta.get("mark").map_err(other)?.and_then(|v| serde_json::from_slice::<Mark>(v.value()).ok());
+            now
+        };
+        if from.is_some() && now != from {
+            txn.abort().map_err(other)?;
+            return Ok(now.unwrap_or_default());
+        }
+        let mut mark = match from {
+            Some(mark) => mark,
+            None => {
+                Index::clear(&txn)?;
+                Mark { version: VERSION, file, ..Mark::default() }
+            }
+        };
         {
             let mut t = Tables::open(&txn)?;
             let mut sessions: BTreeMap<String, SessionSummary> = BTreeMap::new();
