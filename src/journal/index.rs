@@ -233,8 +233,7 @@ impl<'a> Index<'a> {
         let txn = self.db.begin_write().map_err(other)?;
         let now = {
             let meta = txn.open_table(META).map_err(other)?;
-            let now = meta.get("mark").map_err(other)?.and_then(|v| serde_json::from_slice::<Mark>(v.value()).ok());
-            now
+            meta.get("mark").map_err(other)?.and_then(|v| serde_json::from_slice::<Mark>(v.value()).ok())
         };
         if from.is_some() && now != from {
             txn.abort().map_err(other)?;
