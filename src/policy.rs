@@ -493,6 +493,11 @@ impl Policy {
         self.editor_files.is_match(path)
     }
 
+    /// The globs of [`Policy::is_editor_file`].
+    pub fn editor_files(&self) -> &globset::GlobSet {
+        &self.editor_files
+    }
+
     /// Is `path` written in place by the mount, without a draft or a scan?
     pub fn is_pass_through(&self, path: &str) -> bool {
         self.pass_through.is_match(path)

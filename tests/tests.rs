@@ -8,6 +8,7 @@ mod concurrency;
 mod crash;
 mod faults;
 mod journal;
+mod journal_index;
 mod model;
 mod vfs;
 
@@ -28,3 +29,4 @@ mod retention;
 mod scan;
 mod sparse;
 mod state_layout;
+mod ui;

@@ -77,6 +77,8 @@ pub enum Request {
     Status,
     /// `rwfs verify`, by the daemon (which can read the key and `objects/`).
     Verify,
+    /// `rwfs ui` on a mounted workspace: the URL of the page the daemon serves.
+    Ui,
     /// Settle drafts, unmount and exit.
     Shutdown,
 }
@@ -94,6 +96,8 @@ pub trait Daemon: Send + Sync {
     /// `{pid, workspace, mountpoint, drafts_open, last_commit}`.
     fn status(&self) -> Value;
     fn shutdown(&self);
+    /// The URL (with its token) of the page of `rwfs ui` the daemon serves, if it serves it.
+    fn ui_url(&self) -> Option<String>;
     /// Serve an MCP session on `stream`; `first` holds the bytes already read from it.
     fn serve_mcp(&self, stream: UnixStream, first: Vec<u8>, peer: crate::mcp::Peer);
 }
@@ -322,6 +326,13 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             status["ok"] = json!(true);
             Ok(status)
         }
+        Request::Ui => match daemon.ui_url() {
+            Some(url) => Ok(json!({"ok": true, "url": url})),
+            None => Err(Reason::InvalidArgument {
+                what: "rwfs ui on a mounted workspace: the daemon serves the page with MCP over HTTP; remount with --mcp-http 127.0.0.1:PORT",
+            }
+            .into()),
+        },
         // `handle` stops the daemon after answering.
         Request::Shutdown => Ok(json!({"ok": true})),
     }

@@ -93,6 +93,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         engine: engine.clone(),
         tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env())),
         mount: Mutex::new(Some(mount)),
+        ui_url: std::sync::OnceLock::new(),
         workspace: workspace.clone(),
         mountpoint: mountpoint.clone(),
         stop: stop_tx.clone(),
@@ -110,11 +111,13 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
                 mcp::TOKEN_FILE
             ));
         }
+        let page = super::ui::router(super::ui::on_engine(&engine, &token)?);
+        let _ = shared.ui_url.set(format!("http://{addr}/#token={token}"));
         let (tools, stop) = (shared.tools.clone(), http_stop.clone());
         std::thread::Builder::new()
             .name("rwfs-mcp-http".into())
             .spawn(move || {
-                if let Err(e) = mcp::serve_http(tools, listener, token, stop) {
+                if let Err(e) = mcp::serve_http(tools, listener, token, Some(page), stop) {
                     tracing::error!(error = %e, "MCP over HTTP stopped");
                 }
             })
@@ -219,6 +222,8 @@ struct Shared {
     engine: Arc<Engine>,
     tools: Arc<Tools>,
     mount: Mutex<Option<Mount>>,
+    /// The page of `rwfs ui`, when served with MCP over HTTP (its URL carries the token).
+    ui_url: std::sync::OnceLock<String>,
     workspace: PathBuf,
     mountpoint: PathBuf,
     stop: Sender<&'static str>,
@@ -242,6 +247,10 @@ impl Daemon for Shared {
             "kernel_passthrough": requests.kernel_passthrough,
             "requests": {"read": requests.reads, "write": requests.writes, "passthrough_opens": requests.passthrough_opens},
         })
+    }
+
+    fn ui_url(&self) -> Option<String> {
+        self.ui_url.get().cloned()
     }
 
     fn shutdown(&self) {

@@ -79,7 +79,7 @@ pub fn run_http(root: &Path, options: &Options, addr: std::net::SocketAddr) -> R
         note.push_str(&format!("; bearer token (shown once, kept 0600 in {STATE_DIR}/{}): {token}", mcp::TOKEN_FILE));
     }
     super::daemon::say(&note);
-    let served = mcp::serve_http(tools, listener, token, stop);
+    let served = mcp::serve_http(tools, listener, token, None, stop);
     control::unlisten(&workspace, &state);
     drop(owner);
     let closed = Arc::try_unwrap(engine).map_or(Ok(()), Engine::close);
@@ -111,6 +111,11 @@ impl Daemon for Owner {
 
     /// Not a daemon: it stops when its own session ends.
     fn shutdown(&self) {}
+
+    /// `rwfs mcp` serves no page.
+    fn ui_url(&self) -> Option<String> {
+        None
+    }
 
     fn serve_mcp(&self, stream: std::os::unix::net::UnixStream, first: Vec<u8>, peer: Peer) {
         self.sessions.fetch_add(1, Ordering::SeqCst);

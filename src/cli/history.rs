@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::run::{actor, parse_time, short, with_engine};
-use super::{DiffArgs, Escaped, Exit, RewindArgs, errln, outln};
+use super::{DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
 use crate::app::control::{self, Request, rewound_json, unix_ns};
 use crate::engine::{Options, Rev, Rewind, Workspace};
 use crate::error::{Error, IoContext, Result};
@@ -44,25 +44,8 @@ pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {
 pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> {
     let after_unix_ns = args.to.as_deref().map(parse_time).transpose()?.map(unix_ns);
     let selection = control::selection(args.seq, after_unix_ns, args.session.clone(), args.undo.clone())?;
-    let actor = actor();
     let rewind = Rewind { selection, globs: args.globs.clone(), force: args.force, dry_run: args.dry_run };
-    let out = with_engine(
-        root,
-        options,
-        |engine| engine.rewind(&rewind, &actor).map(|r| rewound_json(&r)),
-        || {
-            let request = Request::Rewind {
-                after_seq: args.seq,
-                after_unix_ns,
-                session: args.session.clone(),
-                group: args.undo.clone(),
-                globs: args.globs.clone(),
-                dry_run: args.dry_run,
-                force: args.force,
-            };
-            (request, Vec::new())
-        },
-    )?;
+    let out = rewind_on_engine(root, options, &rewind)?;
     if args.json {
         outln!("{out}");
         return Ok(Exit::Ok);
@@ -102,6 +85,69 @@ pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> 
             );
         }
     }
+    Ok(Exit::Ok)
+}
+
+/// Plan or perform `rewind` on the workspace's engine (the daemon's when mounted), as JSON.
+pub fn rewind_on_engine(root: &Path, options: &Options, rewind: &Rewind) -> Result<serde_json::Value> {
+    let actor = actor();
+    with_engine(
+        root,
+        options,
+        |engine| engine.rewind(rewind, &actor).map(|r| rewound_json(&r)),
+        || {
+            let (mut after_seq, mut after_unix_ns, mut session, mut group) = (None, None, None, None);
+            match &rewind.selection {
+                Selection::AfterSeq(seq) => after_seq = Some(*seq),
+                Selection::AfterTime(t) => after_unix_ns = Some(unix_ns(*t)),
+                Selection::Session(s) => session = Some(s.clone()),
+                Selection::Group(g) => group = Some(g.clone()),
+            }
+            let request = Request::Rewind {
+                after_seq,
+                after_unix_ns,
+                session,
+                group,
+                globs: rewind.globs.clone(),
+                dry_run: rewind.dry_run,
+                force: rewind.force,
+            };
+            (request, Vec::new())
+        },
+    )
+}
+
+/// `rwfs ui`: serve the time-travel page on a loopback address until interrupted; print its
+/// URL, with a token made for this run, once.
+pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
+    if control::answers(root) {
+        // Mounted: the daemon serves the page beside MCP over HTTP.
+        let answer = control::call(root, Request::Ui, &[])?;
+        outln!(
+            "rwfs: the history page of {} is served by its mount at {}",
+            root.display(),
+            answer["url"].as_str().unwrap_or("?")
+        );
+        return Ok(Exit::Ok);
+    }
+    let ws = Workspace::open(root, options)?;
+    let feed_ws = Workspace::open(root, options)?;
+    let shown = ws.path().display().to_string();
+    let token = crate::app::ui::new_token()?;
+    let listener = std::net::TcpListener::bind(args.addr)
+        .map_err(|e| Error::io("bind the page's address", e).at(args.addr.to_string()))?;
+    let addr = listener.local_addr().step("read the page's address")?;
+    let (rewind_root, rewind_options) = (root.to_path_buf(), options.clone());
+    let follow_root = root.to_path_buf();
+    let ui = crate::app::ui::Ui {
+        ws,
+        bearer: format!("Bearer {token}"),
+        rewind: Box::new(move |rewind| rewind_on_engine(&rewind_root, &rewind_options, rewind)),
+        follow: Box::new(move |offset, line| follow(&follow_root, &feed_ws, offset, |l| line(l))),
+    };
+    outln!("rwfs: the history page of {shown} is at http://{addr}/#token={token}");
+    errln!("(the token in the URL is the key to the page: share it only with who may rewind this workspace)");
+    crate::app::ui::serve(std::sync::Arc::new(ui), listener, tokio_util::sync::CancellationToken::new())?;
     Ok(Exit::Ok)
 }
 

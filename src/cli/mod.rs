@@ -185,6 +185,19 @@ pub enum Command {
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
     /// With `--http ADDR`: serve streamable HTTP instead, without a mount.
     Mcp(McpArgs),
+    /// Serve the history page (a timeline by session and process, live; each file's versions
+    /// and diffs; refused writes; rewind with a preview) on a loopback address until
+    /// interrupted. Prints the page's URL once, with a token made for this run: the page's
+    /// requests need it.
+    Ui(UiArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Where to listen: `127.0.0.1:8766`, or a bare port on 127.0.0.1. Default: a free port on
+    /// 127.0.0.1.
+    #[arg(long, value_name = "ADDR", value_parser = loopback_by_default, default_value = "127.0.0.1:0")]
+    pub addr: std::net::SocketAddr,
 }
 
 impl Command {
@@ -211,7 +224,8 @@ impl Command {
             | Command::Completions(_)
             | Command::Man
             | Command::AgentRules(_)
-            | Command::Mcp(_) => false,
+            | Command::Mcp(_)
+            | Command::Ui(_) => false,
         }
     }
 }

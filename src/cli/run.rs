@@ -1,6 +1,5 @@
 //! Running a parsed command: open the workspace, call the engine, print the answer.
 
-use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -13,6 +12,7 @@ use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
 use crate::engine::{Engine, Expect, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
 use crate::error::{IoContext, Reason, Result};
+use crate::journal::query;
 use crate::journal::{Actor, Op, Row, Via};
 use crate::sha::Sha256;
 
@@ -72,6 +72,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Sessions(args) => super::history::sessions(&existing(&root, &options)?, args.json),
         Command::Rewind(args) => super::history::rewind(&root, &options, args),
         Command::Diff(args) => super::history::diff(&existing(&root, &options)?, args),
+        Command::Ui(args) => super::history::ui(&root, &options, args),
         Command::Gc(args) => gc(&root, &options, args),
         Command::Status(args) => status(&existing(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
@@ -287,44 +288,31 @@ fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
         let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     });
-    let keep = if args.n == 0 { usize::MAX } else { args.n };
-    let policy = ws.policy(None)?;
-    let hidden = std::cell::Cell::new(0usize);
-    let matches = |row: &Row| {
-        let selected = filter.as_ref().is_none_or(|p| row.path == p.as_str())
-            && args.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()));
-        let editor = !args.all && filter.is_none() && row.op() != Op::Block && policy.is_editor_file(&row.path);
-        hidden.set(hidden.get() + usize::from(selected && editor));
-        selected && !editor
+    let leave_out = (!args.all && filter.is_none()).then(|| ws.policy(None)).transpose()?;
+    let filter = query::Filter {
+        path: filter.map(|p| p.as_str().to_string()),
+        session: args.session.clone(),
+        since,
+        before: None,
+        leave_out: leave_out.map(|p| p.editor_files().clone()),
     };
-    let mut rows: VecDeque<Row> = VecDeque::new();
-    let scan = ws.read_journal(|entry| {
-        let recent = since.is_none_or(|since| humantime::parse_rfc3339(&entry.row.ts).is_ok_and(|ts| ts >= since));
-        if recent && matches(&entry.row) {
-            if rows.len() == keep {
-                rows.pop_front();
-            }
-            rows.push_back(entry.row);
-        }
-    })?;
+    let tail = query::tail(ws, &filter, args.n)?;
     if !args.json {
         outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
     }
-    for row in &rows {
+    for row in &tail.rows {
         print_row(row, args.json);
     }
     // The key is unreadable through the mount (hidden) and to other users (0600): checking the
     // keyed chain is `rwfs verify`'s business, not a reason to warn on every listing.
-    for problem in scan.problems.iter().filter(|p| !matches!(p, crate::journal::Problem::KeyMissing)) {
+    let key_missing = crate::journal::Problem::KeyMissing.to_string();
+    for problem in tail.problems.iter().filter(|p| **p != key_missing) {
         errln!("journal: {problem}");
-    }
-    if hidden.get() > 0 && !args.json {
-        errln!("({} rows of editors' swap and backup files left out; --all shows them)", hidden.get());
     }
     if args.follow {
         // New rows only (no `--since` or `-n` cut): each once, in order, as they arrive.
-        super::history::follow(root, ws, scan.len, |line| match serde_json::from_slice::<Row>(line) {
-            Ok(row) if matches(&row) => {
+        super::history::follow(root, ws, tail.len, |line| match serde_json::from_slice::<Row>(line) {
+            Ok(row) if filter.matches(&row) => {
                 match args.json {
                     true => super::emit_bytes(&[line, b"\n"].concat()),
                     false => print_row(&row, false),

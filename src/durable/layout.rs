@@ -43,7 +43,8 @@ pub const HTTP_TOKEN: &str = "mcp-http.token";
 /// The plan of each rewind group (`<group>.json`), written before its first change, so that
 /// recovery can finish a group a crash interrupted.
 pub const REWINDS: &str = "rewinds";
-/// Reserved for an index of the tree (not written yet).
+/// The journal's index (`journal.redb`, see `journal/index.rs`): a cache rebuilt from the
+/// journal, safe to delete.
 pub const INDEX: &str = "index";
 /// The log of a daemon started without `RWFS_LOG_FILE`, and the previous one (rotated when
 /// a daemon starts and it is over [`DAEMON_LOG_ROTATE`] bytes).

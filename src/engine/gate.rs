@@ -300,7 +300,7 @@ impl Core {
             verdict: Some(report.verdict.as_str().to_string()),
             reason: Some(format!("content_blocked rules={}", rule_ids.join(","))),
         })?;
-        let id = format!("rj_{}_{}", appended.ts.replace([':', '-'], ""), appended.seq);
+        let id = rejection_id(&appended.ts, appended.seq);
         let edited = if r.prev.is_none() { self.edited_through(r.path, r.actor) } else { None };
         let message = match &edited {
             Some(file) => format!(
@@ -401,6 +401,37 @@ impl Core {
         }
         disk.sync_dir(&dir).step("fsync rejections directory")
     }
+}
+
+/// The id of the envelope of the refusal journaled at `ts` with `seq`: its file is
+/// `rejections/<id>.json`.
+pub fn rejection_id(ts: &str, seq: u64) -> String {
+    format!("rj_{}_{}", ts.replace([':', '-'], ""), seq)
+}
+
+/// What of a refusal's envelope may be shown to a person looking at the history (the page of
+/// `rwfs ui`): the rules, where they matched and what to do — never the matched text, its
+/// snippet or its hash.
+pub fn shown_envelope(envelope: &serde_json::Value) -> serde_json::Value {
+    let findings: Vec<serde_json::Value> = envelope["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            json!({
+                "rule": f["rule"], "family": f["family"], "line": f["line"], "column": f["column"],
+                "severity": f["severity"], "action": f["action"],
+            })
+        })
+        .collect();
+    json!({
+        "rejection_id": envelope["rejection_id"],
+        "path": envelope["path"],
+        "message": envelope["message"],
+        "blocking_rules": envelope["blocking_rules"],
+        "findings": findings,
+        "suggested_actions": envelope["suggested_actions"],
+    })
 }
 
 #[cfg(test)]

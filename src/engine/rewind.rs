@@ -33,12 +33,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::durable::{STATE_DIR, Scope, WorkspacePath, layout::REWINDS, resolve::lookup};
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::journal::query::{self, RowSource, Selection};
+use crate::journal::query::{self, Selection};
 use crate::journal::{Actor, Change, Op, Row};
 use crate::sha::Sha256;
 
 use super::commit::Expect;
-use super::{Core, Engine, Workspace};
+use super::{Core, Engine};
 
 /// What to rewind.
 #[derive(Debug, Clone)]
@@ -95,12 +95,6 @@ pub struct Rewound {
     /// the error.
     #[serde(default)]
     pub failed: Vec<(String, String)>,
-}
-
-impl RowSource for Workspace {
-    fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()> {
-        self.read_journal(|entry| visit(entry.row)).map(drop)
-    }
 }
 
 /// How a selection reads in a plan and its rows.

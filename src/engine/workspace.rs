@@ -53,6 +53,9 @@ pub struct Workspace {
     pub(crate) root: Dir,
     /// `None` until something created `.resilient_write/`.
     pub(crate) state: Option<Dir>,
+    /// The journal's index database, opened at the first question (`None` inside: it could
+    /// not be, ask the journal), shared with this handle's clones.
+    index_db: Arc<std::sync::OnceLock<Option<Arc<journal::IndexDb>>>>,
 }
 
 impl Workspace {
@@ -66,11 +69,18 @@ impl Workspace {
             Some(_) => return Err(Error::from(Reason::NotADirectory).at(STATE_DIR)),
             None => None,
         };
-        Ok(Workspace { disk, path, root, state })
+        Ok(Workspace { disk, path, root, state, index_db: Arc::default() })
+    }
+
+    /// A second handle on the same workspace (its directories' descriptors duplicated).
+    pub fn try_clone(&self) -> Result<Workspace> {
+        let state = self.state.as_ref().map(Dir::try_clone).transpose().step("duplicate state directory")?;
+        let root = self.root.try_clone().step("duplicate workspace directory")?;
+        Ok(Workspace { disk: self.disk.clone(), path: self.path.clone(), root, state, index_db: self.index_db.clone() })
     }
 
     pub(crate) fn from_parts(disk: Arc<dyn Disk>, path: PathBuf, root: Dir, state: Dir) -> Workspace {
-        Workspace { disk, path, root, state: Some(state) }
+        Workspace { disk, path, root, state: Some(state), index_db: Arc::default() }
     }
 
     /// The root as given (canonicalized).
@@ -92,6 +102,28 @@ impl Workspace {
         match &self.state {
             Some(state) => journal::read(&*self.disk, state, visit),
             None => Ok(Scan::default()),
+        }
+    }
+
+    /// The journal's index, brought up to date (see `journal::index`); `None` when the
+    /// workspace has no journal or the index cannot be used now (another process holds it,
+    /// the state directory is not writable): questions then read the journal.
+    pub fn journal_index(&self) -> Option<crate::journal::Index<'_>> {
+        let state = self.state.as_ref()?;
+        // Opened once per workspace handle (and its clones): opening syncs the database.
+        let db = self.index_db.get_or_init(|| match journal::open_index_db(&*self.disk, state) {
+            Ok(db) => Some(Arc::new(db)),
+            Err(e) => {
+                tracing::debug!(error = %e, "journal index not used");
+                None
+            }
+        });
+        match crate::journal::Index::attach(&*self.disk, state, db.clone()?) {
+            Ok(index) => Some(index),
+            Err(e) => {
+                tracing::debug!(error = %e, "journal index not used");
+                None
+            }
         }
     }
 
@@ -122,12 +154,7 @@ impl Workspace {
 
     /// [`history`](Workspace::history) of an already resolved path.
     pub(crate) fn history_of(&self, path: WorkspacePath) -> Result<History> {
-        let mut rows = Vec::new();
-        self.read_journal(|entry| {
-            if entry.row.path == path.as_str() || entry.row.from.as_deref() == Some(path.as_str()) {
-                rows.push(entry);
-            }
-        })?;
+        let rows = crate::journal::query::path_rows(self, path.as_str())?;
         let current = self.current_sha(&path)?;
         let objects = self.objects()?;
         let mut versions = Vec::with_capacity(rows.len());
@@ -227,6 +254,27 @@ impl Workspace {
             },
         };
         Policy::parse(text.as_deref().unwrap_or(""))
+    }
+
+    /// The shown part of the envelope of the refusal `row` journaled (see
+    /// [`shown_envelope`](super::gate::shown_envelope)); `None` for another row or when the
+    /// envelope is gone.
+    pub fn blocked_envelope(&self, row: &Row) -> Result<Option<serde_json::Value>> {
+        let (Some(state), Some(seq), Op::Block) = (&self.state, row.seq, row.op()) else { return Ok(None) };
+        let dir = match self.disk.stat(state, super::REJECTIONS_DIR).step("stat rejections")? {
+            Some(stat) if stat.kind == FileKind::Dir => {
+                self.disk.open_dir(state, super::REJECTIONS_DIR).step("open rejections")?
+            }
+            _ => return Ok(None),
+        };
+        let name = format!("{}.json", super::gate::rejection_id(&row.ts, seq));
+        if self.disk.stat(&dir, &name).step("stat envelope")?.is_none() {
+            return Ok(None);
+        }
+        let text = self.read_small(&dir, &name)?;
+        let envelope: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|_| Reason::InvalidArgument { what: "rejection envelope (not JSON)" })?;
+        Ok(Some(super::gate::shown_envelope(&envelope)))
     }
 
     /// A small text file (at most 1 MiB), through the disk.
@@ -367,4 +415,14 @@ pub fn is_unsafe_root(canonical: &Path) -> bool {
         refused.push(resolved(&user.dir));
     }
     refused.iter().any(|r| r == canonical)
+}
+
+impl crate::journal::query::RowSource for Workspace {
+    fn each_entry(&self, visit: &mut dyn FnMut(Entry)) -> Result<Scan> {
+        self.read_journal(visit)
+    }
+
+    fn index(&self) -> Option<crate::journal::Index<'_>> {
+        self.journal_index()
+    }
 }

@@ -2,9 +2,11 @@
 //! of rows changed and what each path held before it — behind one seam.
 //!
 //! Every caller (`rwfs sessions`, `rwfs rewind`, `rwfs diff`, the MCP tools) asks through the
-//! functions here, given a [`RowSource`]. Today each answer is one pass over `journal.jsonl`;
-//! an index rebuilt from the journal can answer the same functions without a scan, and no
-//! caller changes. The journal stays the source of truth.
+//! functions here, given a [`RowSource`]. When the source has an index (`index.rs`, brought up
+//! to date from the journal before it answers) the answer comes from it without reading the
+//! whole journal; otherwise, or when the index cannot answer, from one pass over
+//! `journal.jsonl`. No caller knows which: both give the same answer (`tests/journal_index.rs`).
+//! The journal stays the source of truth.
 //!
 //! Invariants: a query never writes; rows it cannot read are skipped as the reader skips them
 //! (reported by the scan); rows of the state directory (`.resilient_write/...`) are never part
@@ -15,15 +17,28 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::Result;
 use crate::sha::Sha256;
 
+use super::index::Index;
 use super::row::{Ledger, Op, Row};
+use super::scan::{Entry, Scan};
 
-/// Where rows come from: the journal, oldest first.
+/// Where rows come from: the journal, oldest first, and its index when there is one.
 pub trait RowSource {
-    fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()>;
+    /// Every readable row with its line number; what the reading found is in the [`Scan`].
+    fn each_entry(&self, visit: &mut dyn FnMut(Entry)) -> Result<Scan>;
+
+    /// Every readable row.
+    fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()> {
+        self.each_entry(&mut |entry| visit(entry.row)).map(drop)
+    }
+
+    /// An index of the same rows, brought up to date; `None` to read the journal.
+    fn index(&self) -> Option<Index<'_>> {
+        None
+    }
 }
 
 /// One session, as `rwfs sessions` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SessionSummary {
     /// The session's name (`""` for rows older than sessions).
     pub name: String,
@@ -43,43 +58,22 @@ pub struct SessionSummary {
 
 /// Every session, in the order of their first row.
 pub fn sessions(source: &dyn RowSource) -> Result<Vec<SessionSummary>> {
+    if let Some(index) = source.index() {
+        match index.sessions() {
+            Ok(found) => return Ok(found),
+            Err(e) => stale(&e),
+        }
+    }
     let mut order: Vec<String> = Vec::new();
     let mut found: BTreeMap<String, (SessionSummary, BTreeSet<String>)> = BTreeMap::new();
     source.each_row(&mut |row| {
         let name = row.session.clone().unwrap_or_default();
         let (summary, files) = found.entry(name.clone()).or_insert_with(|| {
             order.push(name.clone());
-            let root = match (&row.comm, row.pid) {
-                (Some(comm), Some(pid)) => format!("{comm}[{pid}]"),
-                (Some(comm), None) => comm.clone(),
-                (None, Some(pid)) => format!("[{pid}]"),
-                (None, None) => row.caller.clone(),
-            };
-            let root = if row.via == Some(super::Via::Mcp) { format!("{} (mcp)", row.caller) } else { root };
-            (
-                SessionSummary {
-                    name,
-                    start: row.ts.clone(),
-                    end: row.ts.clone(),
-                    first_seq: row.seq,
-                    last_seq: row.seq,
-                    root,
-                    rows: 0,
-                    files_changed: 0,
-                    blocked: 0,
-                },
-                BTreeSet::new(),
-            )
+            (new_session(&row), BTreeSet::new())
         });
-        summary.rows += 1;
-        summary.end = row.ts.clone();
-        summary.last_seq = row.seq.or(summary.last_seq);
-        match row.op() {
-            Op::Block => summary.blocked += 1,
-            op if op.states_content() && op != Op::Recover && op != Op::Abort && !is_state(&row.path) => {
-                files.insert(row.path.clone());
-            }
-            _ => {}
+        if let Some(path) = count_row(summary, &row) {
+            files.insert(path.to_string());
         }
     })?;
     Ok(order
@@ -90,6 +84,171 @@ pub fn sessions(source: &dyn RowSource) -> Result<Vec<SessionSummary>> {
             summary
         })
         .collect())
+}
+
+/// The summary of a session whose first row is `row`, before counting it.
+pub(crate) fn new_session(row: &Row) -> SessionSummary {
+    let root = match (&row.comm, row.pid) {
+        (Some(comm), Some(pid)) => format!("{comm}[{pid}]"),
+        (Some(comm), None) => comm.clone(),
+        (None, Some(pid)) => format!("[{pid}]"),
+        (None, None) => row.caller.clone(),
+    };
+    let root = if row.via == Some(super::Via::Mcp) { format!("{} (mcp)", row.caller) } else { root };
+    SessionSummary {
+        name: row.session.clone().unwrap_or_default(),
+        start: row.ts.clone(),
+        end: row.ts.clone(),
+        first_seq: row.seq,
+        last_seq: row.seq,
+        root,
+        rows: 0,
+        files_changed: 0,
+        blocked: 0,
+    }
+}
+
+/// Count `row` in its session's summary; returns the workspace path whose content it changed
+/// (the caller counts distinct paths into `files_changed`).
+pub(crate) fn count_row<'r>(summary: &mut SessionSummary, row: &'r Row) -> Option<&'r str> {
+    summary.rows += 1;
+    summary.end = row.ts.clone();
+    summary.last_seq = row.seq.or(summary.last_seq);
+    match row.op() {
+        Op::Block => {
+            summary.blocked += 1;
+            None
+        }
+        op if op.states_content() && op != Op::Recover && op != Op::Abort && !is_state(&row.path) => Some(&row.path),
+        _ => None,
+    }
+}
+
+/// An index that failed to answer is not believed; the journal answers instead.
+fn stale(e: &std::io::Error) {
+    tracing::info!(error = %e, "journal index could not answer; reading the journal");
+}
+
+/// The rows naming `path` (as their path, or as a rename's old path), oldest first.
+pub fn path_rows(source: &dyn RowSource, path: &str) -> Result<Vec<Entry>> {
+    if let Some(index) = source.index() {
+        match index.path_ordinals(path).and_then(|ords| index.entries(ords)) {
+            Ok(rows) => return Ok(rows),
+            Err(e) => stale(&e),
+        }
+    }
+    let mut rows = Vec::new();
+    source.each_entry(&mut |entry| {
+        if entry.row.path == path || entry.row.from.as_deref() == Some(path) {
+            rows.push(entry);
+        }
+    })?;
+    Ok(rows)
+}
+
+/// Which rows `rwfs log` shows.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Rows whose `path` is this.
+    pub path: Option<String>,
+    pub session: Option<String>,
+    /// Rows at or after this time (rows carry whole seconds).
+    pub since: Option<std::time::SystemTime>,
+    /// Rows whose `seq` is below this (the next page back of a paginated view).
+    pub before: Option<u64>,
+    /// Rows of these paths are left out, their refusals (`block` rows) excepted: editors' swap
+    /// and backup files (policy `editor_files`) unless `rwfs log --all`.
+    pub leave_out: Option<globset::GlobSet>,
+}
+
+impl Filter {
+    /// Does `row` pass?
+    pub fn matches(&self, row: &Row) -> bool {
+        self.path.as_ref().is_none_or(|p| row.path == *p)
+            && self.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
+            && self.since.is_none_or(|since| humantime::parse_rfc3339(&row.ts).is_ok_and(|ts| ts >= since))
+            && self.before.is_none_or(|before| row.seq.is_some_and(|seq| seq < before))
+            && !self.leave_out.as_ref().is_some_and(|g| row.op() != super::Op::Block && g.is_match(&row.path))
+    }
+}
+
+/// The row with this `seq`.
+pub fn row_at_seq(source: &dyn RowSource, seq: u64) -> Result<Option<Row>> {
+    if let Some(index) = source.index() {
+        match index.seq_ordinal(seq).and_then(|ord| index.entries(ord)) {
+            Ok(rows) => return Ok(rows.into_iter().next().map(|e| e.row)),
+            Err(e) => stale(&e),
+        }
+    }
+    let mut found = None;
+    source.each_row(&mut |row| {
+        if found.is_none() && row.seq == Some(seq) {
+            found = Some(row);
+        }
+    })?;
+    Ok(found)
+}
+
+/// The newest rows a [`Filter`] picks, at most `n` (all when 0), in journal order; with what
+/// the journal's reading found wrong and how many bytes of it the answer covers (where a
+/// follower starts).
+#[derive(Debug, Clone, Default)]
+pub struct Tail {
+    pub rows: Vec<Row>,
+    pub problems: Vec<String>,
+    pub len: u64,
+}
+
+/// See [`Tail`].
+pub fn tail(source: &dyn RowSource, filter: &Filter, n: usize) -> Result<Tail> {
+    let keep = if n == 0 { usize::MAX } else { n };
+    if let Some(index) = source.index() {
+        match tail_indexed(&index, filter, keep) {
+            Ok(rows) => return Ok(Tail { rows, problems: index.problems().to_vec(), len: index.len() }),
+            Err(e) => stale(&e),
+        }
+    }
+    let mut rows: std::collections::VecDeque<Row> = std::collections::VecDeque::new();
+    let scan = source.each_entry(&mut |entry| {
+        if filter.matches(&entry.row) {
+            if rows.len() == keep {
+                rows.pop_front();
+            }
+            rows.push_back(entry.row);
+        }
+    })?;
+    Ok(Tail { rows: rows.into(), problems: scan.problems.iter().map(ToString::to_string).collect(), len: scan.len })
+}
+
+/// Pages of the newest rows, read back newest first until `keep` match.
+fn tail_indexed(index: &Index<'_>, filter: &Filter, keep: usize) -> std::io::Result<Vec<Row>> {
+    if let Some(since) = filter.since {
+        let ords = index.since_ns(index_ns(since))?;
+        let mut rows: Vec<Row> =
+            index.entries(ords)?.into_iter().map(|e| e.row).filter(|r| filter.matches(r)).collect();
+        let cut = rows.len().saturating_sub(keep);
+        return Ok(rows.split_off(cut));
+    }
+    let mut page = keep.clamp(16, 4096);
+    let below = match filter.before {
+        Some(seq) => index.ordinal_below_seq(seq)?,
+        None => u64::MAX,
+    };
+    loop {
+        let ords = index.newest(filter.path.as_deref(), filter.session.as_deref(), below, page)?;
+        let exhausted = ords.len() < page;
+        let mut rows: Vec<Row> =
+            index.entries(ords)?.into_iter().map(|e| e.row).filter(|r| filter.matches(r)).collect();
+        if rows.len() >= keep || exhausted {
+            let cut = rows.len().saturating_sub(keep);
+            return Ok(rows.split_off(cut));
+        }
+        page = page.saturating_mul(4);
+    }
+}
+
+fn index_ns(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
 }
 
 /// Which rows a rewind (or a diff) takes back.
@@ -136,6 +295,60 @@ pub struct Touched {
 
 /// Every workspace path the selected rows changed, in path order.
 pub fn touched(source: &dyn RowSource, selection: &Selection) -> Result<Vec<Touched>> {
+    if let Some(index) = source.index() {
+        match relevant_rows(&index, selection) {
+            Ok(rows) => return touched_in(&Listed(rows), selection),
+            Err(e) => stale(&e),
+        }
+    }
+    touched_in(source, selection)
+}
+
+/// Rows already read, oldest first.
+struct Listed(Vec<Entry>);
+
+impl RowSource for Listed {
+    fn each_entry(&self, visit: &mut dyn FnMut(Entry)) -> Result<Scan> {
+        self.0.iter().cloned().for_each(visit);
+        Ok(Scan::default())
+    }
+}
+
+/// The rows that decide what [`touched`] says about a selection: the selected ones, and every
+/// row naming a path they name, a directory above one, or a path below one — repeated for
+/// the paths renames among those bring in, until no new path appears. Every other row leaves
+/// those paths' ledger state alone, so the answer is the same as from the whole journal.
+fn relevant_rows(index: &Index<'_>, selection: &Selection) -> std::io::Result<Vec<Entry>> {
+    let selected = index.selected(selection)?;
+    let mut ords: BTreeSet<u64> = selected.iter().copied().collect();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = Vec::new();
+    let names = |row: &Row| -> Vec<String> { row.from.iter().chain([&row.path]).cloned().collect() };
+    for entry in index.entries(selected)? {
+        todo.extend(names(&entry.row));
+    }
+    while let Some(path) = todo.pop() {
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        let mut found = index.path_ordinals(&path)?;
+        found.extend(index.below_ordinals(&path)?);
+        let mut above = path.as_str();
+        while let Some((dir, _)) = above.rsplit_once('/') {
+            found.extend(index.path_ordinals(dir)?);
+            above = dir;
+        }
+        let new: Vec<u64> = found.into_iter().filter(|o| ords.insert(*o)).collect();
+        for entry in index.entries(new)? {
+            if entry.row.op() == Op::Rename {
+                todo.extend(names(&entry.row).into_iter().filter(|p| !seen.contains(p)));
+            }
+        }
+    }
+    index.entries(ords)
+}
+
+fn touched_in(source: &dyn RowSource, selection: &Selection) -> Result<Vec<Touched>> {
     let mut ledger = Ledger::default();
     let mut found: BTreeMap<String, Touched> = BTreeMap::new();
     source.each_row(&mut |row| {
@@ -219,9 +432,9 @@ mod tests {
     struct Rows(Vec<Row>);
 
     impl RowSource for Rows {
-        fn each_row(&self, visit: &mut dyn FnMut(Row)) -> Result<()> {
-            self.0.iter().cloned().for_each(visit);
-            Ok(())
+        fn each_entry(&self, visit: &mut dyn FnMut(Entry)) -> Result<Scan> {
+            self.0.iter().cloned().enumerate().for_each(|(i, row)| visit(Entry { line: i as u64 + 1, row }));
+            Ok(Scan::default())
         }
     }
 

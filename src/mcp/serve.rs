@@ -234,10 +234,14 @@ pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
 /// it returns) until `stop` is cancelled, within the [`Limits`] of the environment.
+///
+/// With `page` (the daemon's `rwfs ui` routes), every other path is answered by it, under the
+/// same token; only the page itself (`GET /`, which holds no data) is served without it.
 pub fn serve_http(
     tools: Arc<Tools>,
     listener: std::net::TcpListener,
     token: String,
+    page: Option<axum::Router>,
     stop: CancellationToken,
 ) -> Result<()> {
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -246,8 +250,8 @@ pub fn serve_http(
     let runtime = runtime()?;
     let served = runtime.block_on(async move {
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"])
-            .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"])
+            .with_allowed_hosts(LOOPBACK_HOSTS)
+            .with_allowed_origins(LOOPBACK_ORIGINS.map(|o| format!("{o}:*")))
             .enforce_origin_validation()
             .with_cancellation_token(stop.child_token());
         let peer = Peer { pid: None, uid: None };
@@ -257,13 +261,18 @@ pub fn serve_http(
             config,
         );
         let expected = Arc::new(format!("Bearer {token}"));
-        let app = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(
+        let app = axum::Router::new().nest_service("/mcp", service);
+        let app = match page {
+            Some(page) => app.merge(page),
+            None => app,
+        };
+        let app = app.layer(axum::middleware::from_fn(
             move |request: axum::extract::Request, next: axum::middleware::Next| {
                 let expected = expected.clone();
                 async move {
-                    let given = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-                    if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
-                        return refuse(axum::http::StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n");
+                    let page = request.method() == axum::http::Method::GET && request.uri().path() == "/";
+                    if let Err((status, why)) = check_access(request.headers(), (!page).then_some(expected.as_str())) {
+                        return refuse(status, why);
                     }
                     // The whole body within the read timeout, before any work.
                     let (parts, body) = request.into_parts();
@@ -278,28 +287,34 @@ pub fn serve_http(
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let connections = Arc::new(Connections::default());
-        loop {
-            let stream = tokio::select! {
-                _ = stop.cancelled() => return Ok(()),
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // Out of descriptors or memory: back off rather than spin.
-                        tracing::warn!("HTTP accept: {e}");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
+        while let Some(stream) = accept(&listener, &stop).await {
             let Some(admitted) = connections.admit(limits.connection_cap()) else {
                 tracing::debug!("HTTP: every connection busy, one refused");
                 continue;
             };
             tokio::spawn(serve_http_connection(stream, admitted, app.clone(), limits, stop.clone()));
         }
+        Ok(())
     });
     runtime.shutdown_background();
     served.step("serve MCP over HTTP")
+}
+
+/// The next connection on `listener`, or `None` once `stop` is cancelled. A failed accept (out
+/// of descriptors or memory) backs off rather than spins.
+pub async fn accept(listener: &tokio::net::TcpListener, stop: &CancellationToken) -> Option<tokio::net::TcpStream> {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => return Some(stream),
+                Err(e) => {
+                    tracing::warn!("HTTP accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
 }
 
 /// One HTTP/1.1 connection, until it ends, is evicted, times out reading, or `stop`.
@@ -331,7 +346,53 @@ async fn serve_http_connection(
     }
 }
 
-fn refuse(status: axum::http::StatusCode, why: &'static str) -> axum::response::Response {
+/// The names a loopback endpoint answers to in `Host` (with any port).
+pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
+/// The browser origins allowed to call a loopback endpoint (with any port).
+pub const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost", "http://127.0.0.1", "http://[::1]"];
+
+/// The one decision on who may call rwfs's loopback HTTP endpoints (MCP over HTTP, the page of
+/// `rwfs ui`): `Host` must be a loopback name (a page on another site resolving its name to
+/// 127.0.0.1 — DNS rebinding — sends its own name); an `Origin`, when a browser sends one, must
+/// be a loopback origin (a page of another site calling in); and with `expected` (the whole
+/// `Bearer <token>` value) the `Authorization` header must carry it. A cross-site page cannot
+/// set that header without a CORS preflight, which nothing here answers: a request that needs
+/// the token is safe against cross-site requests.
+pub fn check_access(
+    headers: &axum::http::HeaderMap,
+    expected: Option<&str>,
+) -> std::result::Result<(), (axum::http::StatusCode, &'static str)> {
+    use axum::http::{StatusCode, header};
+    let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
+    let host = text(header::HOST).unwrap_or("");
+    let host_name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !name.is_empty() => name,
+        _ => host,
+    };
+    if !LOOPBACK_HOSTS.contains(&host_name) {
+        return Err((StatusCode::FORBIDDEN, "Host is not a loopback name; open the page at 127.0.0.1 or localhost\n"));
+    }
+    if let Some(origin) = text(header::ORIGIN) {
+        let name = origin.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()));
+        let name = name.map_or(origin, |(name, _)| name);
+        if !LOOPBACK_ORIGINS.contains(&name) {
+            return Err((StatusCode::FORBIDDEN, "cross-origin request refused; use the page rwfs serves\n"));
+        }
+    }
+    if let Some(expected) = expected {
+        let given = text(header::AUTHORIZATION);
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+            return Err((
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong bearer token; use the URL with the token rwfs printed\n",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A refusal: `why` as text, with the headers its status needs.
+pub fn refuse(status: axum::http::StatusCode, why: &'static str) -> axum::response::Response {
     let mut response = axum::response::IntoResponse::into_response((status, why));
     if status == axum::http::StatusCode::UNAUTHORIZED {
         response

@@ -1,0 +1,230 @@
+//! Issue 17, item 6: `rwfs ui` over HTTP (the token, Host and Origin checks, pagination, a
+//! rewind by POST changing the files on disk) and in a real browser (Debian's chromium driven
+//! through chromedriver by `integration/ui/browser.py`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use serde_json::{Value, json};
+
+use rwfs::engine::{Engine, WriteMode};
+use rwfs::journal::Actor;
+
+use crate::support::mount::rwfs;
+use crate::support::{Ws, actor};
+
+fn in_session(name: &str) -> Actor {
+    Actor { session_label: Some(name.into()), ..actor() }
+}
+
+fn write_as(engine: &Engine, path: &str, bytes: &[u8], session: &str) {
+    let actor = in_session(session);
+    let req =
+        rwfs::engine::WriteRequest { path, content: bytes, mode: WriteMode::Overwrite, expect: None, actor: &actor };
+    engine.safe_write(&req).unwrap();
+}
+
+/// A scripted history: `setup` writes 12 files, `agent` rewrites 5 of them and creates one.
+fn scripted(ws: &Ws) {
+    let engine = ws.open();
+    for i in 0..12 {
+        write_as(&engine, &format!("src/f{i}.txt"), format!("one\ntwo {i}\nthree\n").as_bytes(), "setup");
+    }
+    for i in 0..5 {
+        write_as(&engine, &format!("src/f{i}.txt"), format!("one\nTWO {i} (agent)\nthree\n").as_bytes(), "agent");
+    }
+    write_as(&engine, "src/new.txt", b"made by the agent\n", "agent");
+    engine.close().unwrap();
+}
+
+/// `rwfs ui` on the workspace; its address and token.
+struct Page {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl Page {
+    fn start(ws: &Ws) -> Page {
+        let mut child =
+            rwfs().arg("-w").arg(ws.path()).arg("ui").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url =
+            line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}"));
+        let (base, token) = url.split_once("/#token=").unwrap();
+        Page { child, addr: base.trim_start_matches("http://").to_string(), token: token.to_string() }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/#token={}", self.addr, self.token)
+    }
+
+    /// One request; status and body.
+    fn request(&self, method: &str, target: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let mut head = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: {}\r\n", self.addr));
+        }
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        stream.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        // Chunked bodies: the JSON is the one chunk between the size lines.
+        let body = if response.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+            body.lines()
+                .filter(|l| !l.is_empty() && !l.chars().all(|c| c.is_ascii_hexdigit()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else {
+            body.to_string()
+        };
+        (status, body)
+    }
+
+    fn api(&self, method: &str, target: &str, body: &str) -> Value {
+        let auth = format!("Bearer {}", self.token);
+        let (status, text) = self.request(method, target, &[("Authorization", &auth)], body);
+        assert_eq!(status, 200, "{method} {target}: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{target}: {e}: {text}"))
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_api_needs_the_token_refuses_other_origins_and_hosts_pages_the_journal_and_rewinds_by_post() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let page = Page::start(&ws);
+    let auth = format!("Bearer {}", page.token);
+
+    // The page itself carries no data; every API route needs the token.
+    assert_eq!(page.request("GET", "/", &[], "").0, 200);
+    for target in ["/api/sessions", "/api/rows?limit=5", "/api/history?path=src/f1.txt"] {
+        assert_eq!(page.request("GET", target, &[], "").0, 401, "{target} without a token");
+        assert_eq!(page.request("GET", target, &[("Authorization", "Bearer wrong")], "").0, 401, "{target}");
+    }
+    let post = json!({"session": "agent", "confirm": true}).to_string();
+    assert_eq!(page.request("POST", "/api/rewind", &[], &post).0, 401, "a rewind without the token");
+    let evil = [("Authorization", auth.as_str()), ("Origin", "http://evil.example")];
+    assert_eq!(page.request("POST", "/api/rewind", &evil, &post).0, 403, "another site's page is refused");
+    let rebound = [("Authorization", auth.as_str()), ("Host", "evil.example:80")];
+    assert_eq!(page.request("GET", "/api/sessions", &rebound, "").0, 403, "a non-loopback Host is refused");
+    assert_eq!(ws.read("src/f1.txt").unwrap(), b"one\nTWO 1 (agent)\nthree\n", "nothing was rewound");
+    let same_origin = [("Authorization", auth.as_str()), ("Origin", &format!("http://{}", page.addr))];
+    assert_eq!(page.request("GET", "/api/sessions", &same_origin, "").0, 200, "the page's own origin");
+
+    // Pagination: pages of 4 rows, newest first, cover the journal once.
+    let all = page.api("GET", "/api/rows?limit=500", "")["rows"].as_array().unwrap().clone();
+    assert!(all.len() >= 18, "{} rows", all.len());
+    let mut seen: Vec<Value> = Vec::new();
+    let mut target = "/api/rows?limit=4".to_string();
+    loop {
+        let p = page.api("GET", &target, "");
+        let rows = p["rows"].as_array().unwrap();
+        assert!(rows.len() <= 4);
+        seen.splice(0..0, rows.iter().cloned());
+        match p["next"].as_u64() {
+            Some(before) => target = format!("/api/rows?limit=4&before={before}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, all, "the pages, joined, are the journal in order");
+    let agent = page.api("GET", "/api/rows?limit=500&session=agent", "");
+    assert_eq!(agent["rows"].as_array().unwrap().len(), 6);
+
+    let sessions = page.api("GET", "/api/sessions", "");
+    let names: Vec<&str> = sessions["sessions"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    assert!(names.contains(&"setup") && names.contains(&"agent"), "{names:?}");
+    let diff = page.api("GET", "/api/diff?path=src%2Ff1.txt", "");
+    assert_eq!(
+        diff["unified"].as_str().unwrap().lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).count(),
+        1
+    );
+
+    // The preview changes nothing; the confirmed POST rewinds the agent's files on disk.
+    let plan = page.api("POST", "/api/rewind", &json!({"session": "agent"}).to_string());
+    assert_eq!(plan["steps"].as_array().unwrap().len(), 6, "{plan}");
+    assert_eq!(ws.read("src/f1.txt").unwrap(), b"one\nTWO 1 (agent)\nthree\n");
+    let done = page.api("POST", "/api/rewind", &post);
+    assert_eq!(done["applied"], 6, "{done}");
+    for i in 0..5 {
+        assert_eq!(ws.read(&format!("src/f{i}.txt")).unwrap(), format!("one\ntwo {i}\nthree\n").as_bytes());
+    }
+    assert_eq!(ws.read("src/new.txt"), None, "the file the agent created is removed");
+}
+
+#[test]
+fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
+    for program in ["chromium", "chromedriver"] {
+        assert!(
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {program}")])
+                .output()
+                .unwrap()
+                .status
+                .success(),
+            "{program} is needed (scripts/test installs Debian's chromium and chromium-driver)"
+        );
+    }
+    let ws = Ws::new();
+    scripted(&ws);
+    let page = Page::start(&ws);
+    let shot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("ui-timeline.png");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("integration/ui/browser.py");
+    let out = std::process::Command::new("python3").arg(script).arg(page.url()).arg(&shot).output().unwrap();
+    assert!(
+        out.status.success(),
+        "browser script failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..5 {
+        assert_eq!(
+            ws.read(&format!("src/f{i}.txt")).unwrap(),
+            format!("one\ntwo {i}\nthree\n").as_bytes(),
+            "rewound from the page"
+        );
+    }
+    assert_eq!(ws.read("src/new.txt"), None);
+    assert!(std::fs::metadata(&shot).unwrap().len() > 1000, "the timeline's screenshot is saved");
+}
+
+#[test]
+fn mounted_the_daemon_serves_the_page_beside_mcp_over_http_and_its_rewind_is_seen_through_the_mount() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mnt = crate::support::mount::Mounted::with(ws, true, &["--mcp-http", &addr]);
+    // `rwfs ui` on the mounted workspace names the daemon's page, with the MCP token.
+    let page = Page::start(&mnt.ws);
+    assert_eq!(page.addr, addr);
+    let token = std::fs::read_to_string(mnt.ws.abs(".resilient_write/mcp-http.token"));
+    assert!(token.is_err(), "the token stays hidden through the mount");
+    assert_eq!(page.request("GET", "/", &[], "").0, 200, "the page itself needs no token");
+    assert_eq!(page.request("GET", "/api/sessions", &[], "").0, 401);
+    assert_eq!(page.request("POST", "/mcp", &[], "{}").0, 401, "MCP keeps its token");
+    let rows = page.api("GET", "/api/rows?limit=3&session=agent", "");
+    assert_eq!(rows["rows"].as_array().unwrap().len(), 3);
+    assert!(rows["next"].as_u64().is_some());
+    let done = page.api("POST", "/api/rewind", &json!({"session": "agent", "confirm": true}).to_string());
+    assert_eq!(done["applied"], 6, "{done}");
+    assert_eq!(mnt.read("src/f3.txt").unwrap(), b"one\ntwo 3\nthree\n", "the mount sees the rewind at once");
+    assert!(mnt.read("src/new.txt").is_err());
+}
