@@ -1263,3 +1263,45 @@ fn inode_numbers_are_the_same_after_a_remount() {
     after.reverse();
     assert_eq!(after, before, "{}", m.log());
 }
+
+#[test]
+fn setgid_directories_and_default_acls_rule_new_entries_as_on_ext4() {
+    let m = Mounted::new();
+    let script = r#"set -e
+umask 0
+mkdir acl
+setfacl -d -m u::r,g::r,o::- acl
+echo x > acl/file
+mkdir acl/sub
+umask 077
+: > acl/umasked
+umask 022
+: > plain
+mkdir sg
+chgrp 4242 sg
+chmod 2775 sg
+mkdir sg/dir
+: > sg/file
+ln -s file sg/link
+stat -c '%n %a %g' acl/file acl/sub acl/umasked plain sg/dir sg/file
+stat -c '%n %g' sg/link
+getfacl -n -d -c acl/sub
+"#;
+    let out = m.run("sh", &["-c", script]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "acl/file 440 ",
+        "acl/sub 440 ",
+        "acl/umasked 440 ",
+        "plain 644 ",
+        "sg/dir 2755 4242",
+        "sg/file 644 4242",
+        "sg/link 4242",
+        "user::r--",
+        "other::---",
+    ] {
+        assert!(text.contains(line), "expected {line:?} in:\n{text}");
+    }
+    let backing = std::fs::metadata(m.ws.abs("acl/file")).unwrap();
+    assert_eq!(backing.mode() & 0o7777, 0o440, "the committed file");
+}

@@ -69,6 +69,7 @@ fn process(pid: u32) -> Caller {
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
         comm: Some(format!("p{pid}")),
+        umask: 0,
     }
 }
 
@@ -1133,4 +1134,95 @@ fn engine_view(fx: &Fx, path: &str) -> Option<Vec<u8>> {
             n => out.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// The backing entry's permission bits and group.
+fn perm_and_group(path: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).expect("stat backing entry");
+    (meta.mode() & 0o7777, meta.gid())
+}
+
+#[test]
+fn new_entries_in_a_setgid_directory_take_its_group_and_subdirectories_its_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    let p = process(300);
+    let d = fx.vfs.mkdir(ROOT, OsStr::new("shared"), 0o775, &p).unwrap().ino;
+    let dir = fx.ws.path().join("shared");
+    // A group the caller is not in (the caller is the test's own uid and gid).
+    let group = p.gid + 4242;
+    std::os::unix::fs::chown(&dir, None, Some(group)).expect("chown needs root or a group of ours");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o2775)).unwrap();
+
+    let sub = fx.vfs.mkdir(d, OsStr::new("sub"), 0o755, &p).unwrap();
+    assert_eq!((sub.stat.perm, sub.stat.gid), (0o2755, group), "a subdirectory is setgid with the group");
+    let link = fx.vfs.symlink(d, OsStr::new("link"), OsStr::new("target"), &p).unwrap();
+    assert_eq!(link.stat.gid, group);
+    let fifo = fx.vfs.mknod(d, OsStr::new("fifo"), libc::S_IFIFO | 0o644, 0, &p).unwrap();
+    assert_eq!((fifo.stat.perm, fifo.stat.gid), (0o644, group));
+    let fh = fx.open("shared/file", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"x", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    for name in ["sub", "link", "fifo", "file"] {
+        assert_eq!(perm_and_group(&dir.join(name)).1, group, "{name} in the backing tree");
+    }
+    assert_eq!(perm_and_group(&dir.join("file")).0, 0o644);
+}
+
+#[test]
+fn a_default_acl_bounds_new_modes_and_the_umask_applies_only_without_one() {
+    if !std::process::Command::new("setfacl").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        panic!("setfacl is needed (Debian package acl)");
+    }
+    let fx = Fx::new();
+    let strict = Caller { umask: 0o022, ..process(310) };
+    let open = Caller { umask: 0, ..process(310) };
+    // Without a default ACL the caller's umask applies (the kernel leaves it to rwfs).
+    let fh = fx.open("plain", TRUNC, &strict).unwrap();
+    fx.close(fh, &strict).unwrap();
+    assert_eq!(perm_and_group(&fx.ws.path().join("plain")).0, 0o644);
+    let plain_dir = fx.vfs.mkdir(ROOT, OsStr::new("plain-dir"), 0o777, &strict).unwrap();
+    assert_eq!(plain_dir.stat.perm, 0o755);
+
+    let d = fx.vfs.mkdir(ROOT, OsStr::new("acl"), 0o777, &open).unwrap().ino;
+    let dir = fx.ws.path().join("acl");
+    let set = std::process::Command::new("setfacl").args(["-d", "-m", "u::r,g::r,o::-"]).arg(&dir).status().unwrap();
+    assert!(set.success(), "the backing filesystem supports ACLs");
+    // umask 0, mode 0666: the default ACL makes it r--r----- (was rw-rw-rw-).
+    let fh = fx.open("acl/file", TRUNC, &open).unwrap();
+    fx.write(fh, 0, b"data", &open).unwrap();
+    fx.close(fh, &open).unwrap();
+    assert_eq!(perm_and_group(&dir.join("file")).0, 0o440, "the committed file");
+    assert_eq!(fx.vfs.getattr(fx.node("acl/file").unwrap()).unwrap().stat.perm, 0o440);
+    // A strict umask does not apply under a default ACL either.
+    let fh = fx.open("acl/umasked", TRUNC, &Caller { umask: 0o722, ..open.clone() }).unwrap();
+    fx.close(fh, &open).unwrap();
+    assert_eq!(perm_and_group(&dir.join("umasked")).0, 0o440);
+    let sub = fx.vfs.mkdir(d, OsStr::new("sub"), 0o777, &strict).unwrap();
+    assert_eq!(sub.stat.perm, 0o440);
+    let inherited =
+        std::process::Command::new("getfacl").args(["-n", "-d", "-c"]).arg(dir.join("sub")).output().unwrap();
+    let text = String::from_utf8_lossy(&inherited.stdout);
+    assert!(
+        text.contains("user::r--") && text.contains("other::---"),
+        "the subdirectory inherits the default ACL: {text}"
+    );
+    let fifo = fx.vfs.mknod(d, OsStr::new("fifo"), libc::S_IFIFO | 0o666, 0, &open).unwrap();
+    assert_eq!(fifo.stat.perm, 0o440);
+
+    // A default ACL with a named user: the new file's access ACL carries it, bounded by the mask.
+    let set = std::process::Command::new("setfacl")
+        .args(["-d", "-m", "u::rwx,u:4242:rwx,g::r-x,m::r-x,o::-"])
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(set.success());
+    let fh = fx.open("acl/named", TRUNC, &open).unwrap();
+    fx.write(fh, 0, b"data", &open).unwrap();
+    fx.close(fh, &open).unwrap();
+    assert_eq!(perm_and_group(&dir.join("named")).0, 0o640);
+    let acl = std::process::Command::new("getfacl").args(["-n", "-c"]).arg(dir.join("named")).output().unwrap();
+    let text = String::from_utf8_lossy(&acl.stdout);
+    assert!(text.contains("user:4242:rwx") && text.contains("mask::r--"), "{text}");
 }

@@ -60,8 +60,9 @@ pub enum DraftBase {
     Current,
     /// No bytes, the current version's attributes (`O_TRUNC`, `truncate(0)`).
     Truncated,
-    /// A file that does not exist yet.
-    New { perm: u32, uid: u32, gid: u32 },
+    /// A file that does not exist yet, asked with `perm` by `owner`; it gets what its
+    /// directory gives it (group, mode, ACL: `inherit.rs`).
+    New { perm: u32, owner: super::Owner },
 }
 
 /// A file being written (see the module documentation).
@@ -312,8 +313,10 @@ impl Core {
     /// Give a new draft its attributes and bytes; its length and running digest.
     fn fill_draft(&self, file: &File, path: &str, base: DraftBase) -> Result<(u64, Option<(Hasher, u64)>)> {
         let disk = self.disk();
-        if let DraftBase::New { perm, uid, gid } = base {
-            let attrs = Attrs { perm: Some(perm), owner: Some((uid, gid)), xattrs: Vec::new() };
+        if let DraftBase::New { perm, owner } = base {
+            let (dir, _) = self.locate(super::Entry::Path(path), Scope::Workspace)?;
+            let wanted = self.inherit(&dir, FileKind::File, perm, owner).step("read the directory's inheritance")?;
+            let attrs = Attrs { perm: Some(wanted.perm), owner: Some((wanted.uid, wanted.gid)), xattrs: wanted.xattrs };
             disk.set_attrs(file, &attrs).step("set draft attributes")?;
             return Ok((0, Some((Hasher::new(), 0))));
         }

@@ -31,6 +31,7 @@ mod diff;
 mod draft;
 mod events;
 mod gate;
+mod inherit;
 mod locks;
 mod recovery;
 mod retention;

@@ -12,7 +12,7 @@ use super::file::FileState;
 use super::table::ROOT;
 use super::{Attr, Caller, DirEntry, Handle, Vfs};
 use crate::durable::{FileKind, SetTime, Stat};
-use crate::engine::{Entry, Owner, RenameHow};
+use crate::engine::{Entry, RenameHow};
 use crate::error::{Error, Reason, Result};
 
 /// A `setattr` request, as the engine needs it.
@@ -223,12 +223,12 @@ impl Vfs {
     }
 
     pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, caller: &Caller) -> Result<Attr> {
-        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         self.made(parent, name, |path| self.engine.mkdir(path, mode & 0o7777, owner))
     }
 
     pub fn symlink(&self, parent: u64, name: &OsStr, target: &OsStr, caller: &Caller) -> Result<Attr> {
-        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         self.made(parent, name, |path| self.engine.symlink(target, path, owner))
     }
 
@@ -248,7 +248,7 @@ impl Vfs {
             }
             _ => return Err(Reason::InvalidArgument { what: "file type" }.into()),
         };
-        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         self.made(parent, name, |path| self.engine.mknod(path, kind, mode & 0o7777, u64::from(rdev), owner))
     }
 
