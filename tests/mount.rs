@@ -1305,3 +1305,25 @@ getfacl -n -d -c acl/sub
     let backing = std::fs::metadata(m.ws.abs("acl/file")).unwrap();
     assert_eq!(backing.mode() & 0o7777, 0o440, "the committed file");
 }
+
+#[test]
+fn a_mount_right_after_umount_waits_for_the_departing_daemon() {
+    // xfstests 097/128: `umount` returns once the kernel detached the mount, before the daemon
+    // released the workspace; the next mount must not fail with workspace_locked. The old
+    // daemon is held stopped for a moment (as a busy shutdown would be) to make the window wide.
+    let mut m = Mounted::new();
+    m.write("f", b"x").unwrap();
+    let old = nix::unistd::Pid::from_raw(m.daemon_pid());
+    let out = Command::new("umount").arg(m.mountpoint()).output().unwrap();
+    assert!(out.status.success(), "umount: {}", String::from_utf8_lossy(&out.stderr));
+    nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    m.forget();
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGCONT).unwrap();
+    });
+    m.remount();
+    resume.join().unwrap();
+    assert_eq!(m.read("f").unwrap(), b"x");
+    assert_ne!(m.daemon_pid(), old.as_raw());
+}
