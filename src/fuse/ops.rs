@@ -82,8 +82,11 @@ impl Filesystem for Glue {
             | InitFlags::FUSE_CACHE_SYMLINKS
             | InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
-            // The umask is applied by rwfs, which knows whether a default ACL rules it out.
-            | InitFlags::FUSE_DONT_MASK;
+            // The umask is applied by rwfs, which knows whether a default ACL rules it out;
+            // the kernel checks access with the entries' ACLs (read from the backing tree), not
+            // only their modes.
+            | InitFlags::FUSE_DONT_MASK
+            | InitFlags::FUSE_POSIX_ACL;
         let _ = config.add_capabilities(wanted & config.capabilities());
         let _ = config.set_max_write(1 << 20);
         Ok(())
