@@ -1327,3 +1327,22 @@ fn a_mount_right_after_umount_waits_for_the_departing_daemon() {
     assert_eq!(m.read("f").unwrap(), b"x");
     assert_ne!(m.daemon_pid(), old.as_raw());
 }
+
+#[test]
+fn fstat_of_an_open_directory_renamed_over_or_removed_has_no_link() {
+    let m = Mounted::new();
+    let script = r#"
+import os, sys
+root = sys.argv[1]
+for a in ("d1", "d2", "d3"):
+    os.mkdir(os.path.join(root, a))
+fd = os.open(os.path.join(root, "d2"), os.O_RDONLY)
+os.rename(os.path.join(root, "d1"), os.path.join(root, "d2"))
+print("renamed-over", os.fstat(fd).st_nlink)
+fd = os.open(os.path.join(root, "d3"), os.O_RDONLY)
+os.rmdir(os.path.join(root, "d3"))
+print("removed", os.fstat(fd).st_nlink)
+"#;
+    let out = python(script, &[m.mountpoint()]);
+    assert_eq!(out, "renamed-over 0\nremoved 0\n");
+}

@@ -1226,3 +1226,24 @@ fn a_default_acl_bounds_new_modes_and_the_umask_applies_only_without_one() {
     let text = String::from_utf8_lossy(&acl.stdout);
     assert!(text.contains("user:4242:rwx") && text.contains("mask::r--"), "{text}");
 }
+
+#[test]
+fn an_open_directory_removed_or_renamed_over_still_stats_with_no_link() {
+    // xfstests 035: fstat of an open directory after it is replaced is ext4's answer, nlink 0.
+    let fx = Fx::new();
+    let p = process(320);
+    fx.vfs.mkdir(ROOT, OsStr::new("d1"), 0o755, &p).unwrap();
+    let d2 = fx.vfs.mkdir(ROOT, OsStr::new("d2"), 0o750, &p).unwrap().ino;
+    let fh = fx.vfs.opendir(d2).unwrap();
+    fx.vfs.rename(ROOT, OsStr::new("d1"), ROOT, OsStr::new("d2"), 0, &p).unwrap();
+    let attr = fx.vfs.getattr(d2).expect("fstat of the replaced directory");
+    assert_eq!((attr.stat.kind, attr.stat.perm, attr.stat.nlink), (rwfs::durable::FileKind::Dir, 0o750, 0));
+    fx.vfs.release(fh, &p);
+
+    let d3 = fx.vfs.mkdir(ROOT, OsStr::new("d3"), 0o700, &p).unwrap().ino;
+    let fh = fx.vfs.opendir(d3).unwrap();
+    fx.vfs.rmdir(ROOT, OsStr::new("d3")).unwrap();
+    let attr = fx.vfs.getattr(d3).expect("fstat of the removed directory");
+    assert_eq!((attr.stat.kind, attr.stat.nlink), (rwfs::durable::FileKind::Dir, 0));
+    fx.vfs.release(fh, &p);
+}
