@@ -1346,3 +1346,24 @@ print("removed", os.fstat(fd).st_nlink)
     let out = python(script, &[m.mountpoint()]);
     assert_eq!(out, "renamed-over 0\nremoved 0\n");
 }
+
+#[test]
+fn trusted_xattrs_on_a_symlink_are_the_links_own() {
+    // xfstests 062: root sets trusted.* on the symlink itself (not its target), as on ext4.
+    let m = Mounted::new();
+    let script = r#"
+import os, sys
+root = sys.argv[1]
+open(os.path.join(root, "target"), "w").close()
+link = os.path.join(root, "link")
+os.symlink("target", link)
+os.setxattr(link, "trusted.colour", b"marone", follow_symlinks=False)
+print(os.getxattr(link, "trusted.colour", follow_symlinks=False).decode())
+print("trusted.colour" in os.listxattr(link, follow_symlinks=False))
+print("trusted.colour" in os.listxattr(os.path.join(root, "target")))
+os.removexattr(link, "trusted.colour", follow_symlinks=False)
+print(os.listxattr(link, follow_symlinks=False))
+"#;
+    let out = python(script, &[m.mountpoint()]);
+    assert_eq!(out, "marone\nTrue\nFalse\n[]\n");
+}
