@@ -1367,3 +1367,22 @@ print(os.listxattr(link, follow_symlinks=False))
     let out = python(script, &[m.mountpoint()]);
     assert_eq!(out, "marone\nTrue\nFalse\n[]\n");
 }
+
+#[test]
+fn the_mount_helper_remounts_read_only_and_back() {
+    // xfstests 452 and others: `mount -o remount,ro` reaches the helper, which changes the
+    // kernel's flags of the live mount (the daemon keeps serving).
+    let m = Mounted::new();
+    m.write("f", b"1").unwrap();
+    let helper = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mount/mount.fuse.rwfs");
+    let remount = |opts: &str| {
+        run_ok(Command::new(&helper).arg(m.ws.path()).arg(m.mountpoint()).args(["-o", opts]));
+    };
+    remount("remount,ro,strictatime,nodiratime");
+    let e = m.write("f", b"2").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(nix::libc::EROFS), "{e}");
+    assert_eq!(m.read("f").unwrap(), b"1");
+    remount("remount,rw,relatime");
+    m.write("f", b"3").unwrap();
+    assert_eq!(m.backing("f").unwrap(), b"3");
+}
