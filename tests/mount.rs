@@ -1386,3 +1386,29 @@ fn the_mount_helper_remounts_read_only_and_back() {
     m.write("f", b"3").unwrap();
     assert_eq!(m.backing("f").unwrap(), b"3");
 }
+
+#[test]
+fn committing_and_remounting_keep_the_access_time_a_writer_set() {
+    // xfstests 258: rwfs's own reads of a file (the commit's scan and hash) are no access.
+    let mut m = Mounted::new();
+    m.run("touch", &["-t", "196001010101", "old"]);
+    // A file written and given its times before the close that commits it (the commit reads it).
+    let script = r#"
+import os, sys
+fd = os.open(os.path.join(sys.argv[1], "written"), os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"some content")
+os.utime(fd, (-315619140, -315619140))
+os.close(fd)
+print(os.stat(os.path.join(sys.argv[1], "written")).st_atime < 0)
+"#;
+    assert_eq!(python(script, &[m.mountpoint()]), "True\n", "after the commit");
+    let atime = |m: &Mounted| std::fs::metadata(m.path("old")).unwrap().atime();
+    assert!(atime(&m) < 0, "a time before the epoch: {}", atime(&m));
+    m.unmount();
+    m.remount();
+    assert!(atime(&m) < 0, "after a remount: {}", atime(&m));
+    for name in ["old", "written"] {
+        let backing = std::fs::metadata(m.ws.abs(name)).unwrap();
+        assert!(backing.atime() < 0, "{name} in the backing tree: {}", backing.atime());
+    }
+}

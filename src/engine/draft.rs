@@ -260,7 +260,12 @@ impl Core {
         loop {
             let name = crate::durable::temp_name();
             match self.disk().create_new(&dir, &name, 0o600) {
-                Ok(file) => return Ok((dir, file, name)),
+                Ok(file) => {
+                    // A draft becomes the installed version: rwfs reading it at commit must not
+                    // change the access time a writer set (`touch -t`) or the one it will have.
+                    self.disk().quiet_reads(&file);
+                    return Ok((dir, file, name));
+                }
                 Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
                 Err(e) => return Err(Error::io("create draft", e)),
             }
