@@ -166,7 +166,10 @@ impl Engine {
         data: &[u8],
         actor: &Actor,
     ) -> Result<()> {
-        self.core.write_draft(draft, path, offset, data, actor).map_err(|e| e.at(path))
+        let need = data.len() as u64;
+        self.core
+            .with_room(need, actor, || self.core.write_draft(draft, path, offset, data, actor))
+            .map_err(|e| e.at(path))
     }
 
     /// A draft for a file that has no name any more (unlinked, or replaced by a rename, while
@@ -206,8 +209,18 @@ impl Engine {
 
     /// Make the draft the new version of `path`, durably, or refuse it. On success the returned
     /// file is the committed version (the draft's own descriptor).
+    /// On a full disk, old versions make room and the commit is tried once more (`room.rs`).
     pub fn commit_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
-        self.core.commit_draft(draft, path, actor).map_err(|mut e| {
+        let first = match self.core.commit_draft(draft, path, actor) {
+            Err(e)
+                if e.draft.is_some() && self.core.make_room(&e.error, e.draft.as_ref().map_or(0, |d| d.len), actor) =>
+            {
+                let draft = e.draft.expect("checked above");
+                self.core.commit_draft(draft, path, actor)
+            }
+            other => other,
+        };
+        first.map_err(|mut e| {
             e.error = e.error.at(path);
             e
         })
