@@ -2,7 +2,7 @@
 # run.sh: the upstream xfstests `generic` group (quick by default) against rwfs mounts.
 #
 #   integration/xfstests/run.sh XFSTESTS_SRC [--rwfs BIN] [--out DIR] [--group NAME] [--build-only]
-#                                            [-- MORE CHECK ARGUMENTS]
+#                                            [--durability close|batch] [-- TESTS]
 #
 # XFSTESTS_SRC is a checkout of https://git.kernel.org/pub/scm/fs/xfs/xfstests-dev.git (or a
 # mirror of it) kept OUTSIDE this repository: the suite is on no package registry, so it is
@@ -31,6 +31,7 @@ bin=${RWFS_BIN:-}
 out=$PWD/xfstests-out
 group=quick
 build_only=0
+durability=close
 extra=()
 
 usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -41,6 +42,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift ;;
         --group) group=$2; shift ;;
         --build-only) build_only=1 ;;
+        --durability) durability=$2; shift ;;
         -h | --help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 1 ;;
@@ -107,7 +109,8 @@ for name in test scratch; do
     rm -rf "$out/backing/$name"
     mkdir -p "$out/backing/$name/.resilient_write" "$out/mnt/$name"
     # Keep the version store small on the shared disk (the run rewrites gigabytes).
-    printf 'retention:\n  max_bytes: 2147483648\n  interval_seconds: 30\n' >"$out/backing/$name/.resilient_write/policy.yaml"
+    printf 'durability: %s\nretention:\n  max_bytes: 2147483648\n  interval_seconds: 30\n' "$durability" \
+        >"$out/backing/$name/.resilient_write/policy.yaml"
 done
 
 helper=/sbin/mount.fuse.rwfs
