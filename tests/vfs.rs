@@ -840,11 +840,18 @@ impl crate::support::hooked::Intercept for FailNextSync {
 
 #[test]
 fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
-    let disk = Arc::new(crate::support::hooked::Hooked(FailNextSync::default()));
-    let fx = Fx::with(Ws::new(), EngineOptions { disk: Some(disk.clone()), ..EngineOptions::default() });
+    // Each case on a workspace whose objects/ holds nothing to drop: with old versions there,
+    // a full disk makes room and retries (tests/retention.rs), which this fault (one failed
+    // sync) would let succeed.
+    let fresh = || {
+        let disk = Arc::new(crate::support::hooked::Hooked(FailNextSync::default()));
+        let fx = Fx::with(Ws::new(), EngineOptions { disk: Some(disk.clone()), ..EngineOptions::default() });
+        fx.put("old.txt", b"v1\n", &process(310)).unwrap();
+        (disk, fx)
+    };
     let p = process(310);
-    fx.put("old.txt", b"v1\n", &p).unwrap();
     for (path, before) in [("old.txt", Some(&b"v1\n"[..])), ("new.txt", None)] {
+        let (disk, fx) = fresh();
         let bytes = format!("{path}: the draft whose close failed\n").into_bytes();
         disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
         let e = fx.put(path, &bytes, &p).expect_err("the close reports the full disk");
@@ -857,11 +864,12 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
         assert_eq!(row.reason.as_deref(), Some("failed_close_draft_kept_in_objects"));
         let report = rwfs::engine::verify(&fx.ws.workspace()).unwrap();
         assert!(report.drift.is_empty(), "{path}: the journal says the tree holds what it holds: {report:?}");
+        // Space again: the next save commits as usual.
+        fx.put(path, b"saved\n", &p).unwrap();
+        assert_eq!(fx.backing(path).unwrap(), b"saved\n");
     }
-    // Space again: the next save commits as usual.
-    fx.put("new.txt", b"saved\n", &p).unwrap();
-    assert_eq!(fx.backing("new.txt").unwrap(), b"saved\n");
     // A writer that writes again after the failure is committing a new state: its close commits.
+    let (disk, fx) = fresh();
     let fh = fx.open("old.txt", TRUNC, &p).unwrap();
     fx.write(fh, 0, b"v2\n", &p).unwrap();
     disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
