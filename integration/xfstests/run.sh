@@ -157,11 +157,11 @@ awk '
         if ($0 ~ /\[expunged\]/) next
         if ($0 ~ /\[not run\]/) { status[t] = "notrun"; next }
         if ($0 ~ /output mismatch|\[failed|_check_|Interrupted/) { status[t] = "failed"; next }
-        if (!(t in status)) status[t] = "passed"
+        if (!(t in status)) status[t] = ($0 ~ /[0-9]+s[[:space:]]*$/) ? "passed" : "interrupted"
     }
     END {
         for (t in status) { n[status[t]]++; list[status[t]] = list[status[t]] " " t }
-        printf "passed %d, failed %d, not run %d\n", n["passed"], n["failed"], n["notrun"]
+        printf "passed %d, failed %d, not run %d, interrupted %d\n", n["passed"], n["failed"], n["notrun"], n["interrupted"]
         print "failed:" list["failed"]
     }' "$out/check.log" >"$out/summary.txt"
 cat "$out/summary.txt"
