@@ -1255,3 +1255,16 @@ fn an_open_directory_removed_or_renamed_over_still_stats_with_no_link() {
     assert_eq!((attr.stat.kind, attr.stat.nlink), (rwfs::durable::FileKind::Dir, 0));
     fx.vfs.release(fh, &p);
 }
+
+#[test]
+fn a_files_draft_does_not_show_rwfs_own_note_among_its_attributes() {
+    let fx = Fx::new();
+    let p = process(330);
+    let fh = fx.open("noted.txt", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"draft", &p).unwrap();
+    let ino = fx.node("noted.txt").unwrap();
+    let names = fx.vfs.listxattr(ino).unwrap();
+    assert!(!String::from_utf8_lossy(&names).contains("rwfs"), "{names:?}");
+    assert!(fx.vfs.getxattr(ino, OsStr::new("user.rwfs.target")).is_err());
+    fx.close(fh, &p).unwrap();
+}

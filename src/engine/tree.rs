@@ -194,6 +194,10 @@ impl Engine {
 
     pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
         if let Entry::Draft(draft) = entry {
+            // The draft's recovery note is rwfs's, not the file's.
+            if attr == super::draft::TARGET_XATTR {
+                return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
+            }
             // Through the draft's own descriptor: the kernel asks for `security.capability`
             // before the first write to every file it has not checked yet.
             return self.core.disk().file_xattr(draft.file(), attr).step("getxattr");
@@ -204,7 +208,13 @@ impl Engine {
 
     pub fn list_xattrs(&self, entry: Entry<'_>) -> Result<Vec<OsString>> {
         let disk = self.core.disk();
-        self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")
+        let mut names =
+            self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")?;
+        if let Entry::Draft(_) = entry {
+            // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062).
+            names.retain(|name| name != super::draft::TARGET_XATTR);
+        }
+        Ok(names)
     }
 
     pub fn set_xattr(&self, entry: Entry<'_>, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
