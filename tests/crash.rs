@@ -572,7 +572,11 @@ fn batch_mode_crash_states_keep_a_prefix_of_the_acknowledged_versions() {
     let acked: std::cell::RefCell<Vec<(String, Vec<u8>)>> = Default::default();
     let stage = |path: &str, bytes: &[u8]| {
         let exists = engine.stat(path).unwrap().is_some();
-        let base = if exists { DraftBase::Truncated } else { DraftBase::New { perm: 0o644, uid: 0, gid: 0 } };
+        let base = if exists {
+            DraftBase::Truncated
+        } else {
+            DraftBase::New { perm: 0o644, owner: rwfs::engine::Owner { uid: 0, gid: 0, umask: 0 } }
+        };
         let mut draft = Some(engine.start_draft(path, base).unwrap());
         engine.write_draft(&mut draft, path, 0, bytes, &who).unwrap();
         let id = acked.borrow().len();

@@ -1370,3 +1370,152 @@ fn listing_the_journal_from_inside_the_mount_reports_no_problem_for_the_hidden_k
     let out = rwfs().arg("-w").arg(m.ws.path()).arg("verify").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn setgid_directories_and_default_acls_rule_new_entries_as_on_ext4() {
+    let m = Mounted::new();
+    let script = r#"set -e
+umask 0
+mkdir acl
+setfacl -d -m u::r,g::r,o::- acl
+echo x > acl/file
+mkdir acl/sub
+umask 077
+: > acl/umasked
+umask 022
+: > plain
+mkdir sg
+chgrp 4242 sg
+chmod 2775 sg
+mkdir sg/dir
+: > sg/file
+ln -s file sg/link
+stat -c '%n %a %g' acl/file acl/sub acl/umasked plain sg/dir sg/file
+stat -c '%n %g' sg/link
+getfacl -n -d -c acl/sub
+"#;
+    let out = m.run("sh", &["-c", script]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "acl/file 440 ",
+        "acl/sub 440 ",
+        "acl/umasked 440 ",
+        "plain 644 ",
+        "sg/dir 2755 4242",
+        "sg/file 644 4242",
+        "sg/link 4242",
+        "user::r--",
+        "other::---",
+    ] {
+        assert!(text.contains(line), "expected {line:?} in:\n{text}");
+    }
+    let backing = std::fs::metadata(m.ws.abs("acl/file")).unwrap();
+    assert_eq!(backing.mode() & 0o7777, 0o440, "the committed file");
+}
+
+#[test]
+fn a_mount_right_after_umount_waits_for_the_departing_daemon() {
+    // xfstests 097/128: `umount` returns once the kernel detached the mount, before the daemon
+    // released the workspace; the next mount must not fail with workspace_locked. The old
+    // daemon is held stopped for a moment (as a busy shutdown would be) to make the window wide.
+    let mut m = Mounted::new();
+    m.write("f", b"x").unwrap();
+    let old = nix::unistd::Pid::from_raw(m.daemon_pid());
+    let out = Command::new("umount").arg(m.mountpoint()).output().unwrap();
+    assert!(out.status.success(), "umount: {}", String::from_utf8_lossy(&out.stderr));
+    nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    m.forget();
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGCONT).unwrap();
+    });
+    m.remount();
+    resume.join().unwrap();
+    assert_eq!(m.read("f").unwrap(), b"x");
+    assert_ne!(m.daemon_pid(), old.as_raw());
+}
+
+#[test]
+fn fstat_of_an_open_directory_renamed_over_or_removed_has_no_link() {
+    let m = Mounted::new();
+    let script = r#"
+import os, sys
+root = sys.argv[1]
+for a in ("d1", "d2", "d3"):
+    os.mkdir(os.path.join(root, a))
+fd = os.open(os.path.join(root, "d2"), os.O_RDONLY)
+os.rename(os.path.join(root, "d1"), os.path.join(root, "d2"))
+print("renamed-over", os.fstat(fd).st_nlink)
+fd = os.open(os.path.join(root, "d3"), os.O_RDONLY)
+os.rmdir(os.path.join(root, "d3"))
+print("removed", os.fstat(fd).st_nlink)
+"#;
+    let out = python(script, &[m.mountpoint()]);
+    assert_eq!(out, "renamed-over 0\nremoved 0\n");
+}
+
+#[test]
+fn trusted_xattrs_on_a_symlink_are_the_links_own() {
+    // xfstests 062: root sets trusted.* on the symlink itself (not its target), as on ext4.
+    let m = Mounted::new();
+    let script = r#"
+import os, sys
+root = sys.argv[1]
+open(os.path.join(root, "target"), "w").close()
+link = os.path.join(root, "link")
+os.symlink("target", link)
+os.setxattr(link, "trusted.colour", b"marone", follow_symlinks=False)
+print(os.getxattr(link, "trusted.colour", follow_symlinks=False).decode())
+print("trusted.colour" in os.listxattr(link, follow_symlinks=False))
+print("trusted.colour" in os.listxattr(os.path.join(root, "target")))
+os.removexattr(link, "trusted.colour", follow_symlinks=False)
+print(os.listxattr(link, follow_symlinks=False))
+"#;
+    let out = python(script, &[m.mountpoint()]);
+    assert_eq!(out, "marone\nTrue\nFalse\n[]\n");
+}
+
+#[test]
+fn the_mount_helper_remounts_read_only_and_back() {
+    // xfstests 452 and others: `mount -o remount,ro` reaches the helper, which changes the
+    // kernel's flags of the live mount (the daemon keeps serving).
+    let m = Mounted::new();
+    m.write("f", b"1").unwrap();
+    let helper = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mount/mount.fuse.rwfs");
+    let remount = |opts: &str| {
+        run_ok(Command::new(&helper).arg(m.ws.path()).arg(m.mountpoint()).args(["-o", opts]));
+    };
+    remount("remount,ro,strictatime,nodiratime");
+    let e = m.write("f", b"2").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(nix::libc::EROFS), "{e}");
+    assert_eq!(m.read("f").unwrap(), b"1");
+    remount("remount,rw,relatime");
+    m.write("f", b"3").unwrap();
+    assert_eq!(m.backing("f").unwrap(), b"3");
+}
+
+#[test]
+fn committing_and_remounting_keep_the_access_time_a_writer_set() {
+    // xfstests 258: rwfs's own reads of a file (the commit's scan and hash) are no access.
+    let mut m = Mounted::new();
+    m.run("touch", &["-t", "196001010101", "old"]);
+    // A file written and given its times before the close that commits it (the commit reads it).
+    let script = r#"
+import os, sys
+fd = os.open(os.path.join(sys.argv[1], "written"), os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"some content")
+os.utime(fd, (-315619140, -315619140))
+os.close(fd)
+print(os.stat(os.path.join(sys.argv[1], "written")).st_atime < 0)
+"#;
+    assert_eq!(python(script, &[m.mountpoint()]), "True\n", "after the commit");
+    let atime = |m: &Mounted| std::fs::metadata(m.path("old")).unwrap().atime();
+    assert!(atime(&m) < 0, "a time before the epoch: {}", atime(&m));
+    m.unmount();
+    m.remount();
+    assert!(atime(&m) < 0, "after a remount: {}", atime(&m));
+    for name in ["old", "written"] {
+        let backing = std::fs::metadata(m.ws.abs(name)).unwrap();
+        assert!(backing.atime() < 0, "{name} in the backing tree: {}", backing.atime());
+    }
+}

@@ -167,3 +167,24 @@ fn binary_from_option_and_fake_flag() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(argv(&out), ["/usr/local/bin/rwfs", "mount", "--daemon", "/srv/repo", "/mnt/agent", "--read-only"]);
 }
+
+#[test]
+fn generic_mount_options_are_accepted() {
+    // xfstests 003 mounts with each of these.
+    for opts in
+        ["nodiratime", "strictatime", "relatime", "noatime", "lazytime", "sync,dirsync", "nostrictatime,diratime"]
+    {
+        check(&["/srv/repo", "/mnt/agent", "-o", opts], &["/srv/repo", "/mnt/agent"]);
+    }
+}
+
+#[test]
+fn remount_changes_the_kernels_flags_of_the_live_mount() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = helper(
+        &["/srv/repo", "/mnt/agent", "-o", "remount,ro,strictatime,allow_other,user_id=0,group_id=0"],
+        cwd.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(argv(&out), ["mount", "-i", "-o", "remount,ro,strictatime", "/mnt/agent"]);
+}

@@ -96,3 +96,59 @@ fn the_daemon_enforces_retention_on_its_own_and_status_shows_it() {
     assert_eq!(status["retention"]["interval_seconds"], 1);
     assert_eq!(status["last_gc"]["seq"], gc_row.seq.unwrap(), "{status}");
 }
+
+/// A workspace on a tmpfs of `size`, unmounted (lazily) when dropped.
+struct SmallDisk {
+    ws: Ws,
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn new(size: &str) -> SmallDisk {
+        let dir = tempfile::Builder::new().prefix("rwfs-small-").tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mounting a tmpfs needs root");
+        SmallDisk { ws: Ws::new_in(dir.path()), dir }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_write_on_a_disk_full_of_old_versions_drops_some_and_succeeds() {
+    let disk = SmallDisk::new("8m");
+    let engine = disk.ws.open();
+    let mib = |fill: u8| vec![fill; 1 << 20];
+    // Versions of a busy file fill the disk, and a deleted file's only copy is in objects/.
+    write(&engine, "gone.bin", &mib(b'g'), WriteMode::Create).unwrap();
+    engine.delete("gone.bin", None, &actor()).unwrap();
+    let mut versions = 0;
+    for fill in b'a'..=b'z' {
+        pause();
+        match write(&engine, "busy.bin", &mib(fill), WriteMode::Overwrite) {
+            Ok(_) => versions += 1,
+            Err(e) => {
+                // Room was made from the busy file's own old versions: the disk was full.
+                assert!(versions >= 4, "only {versions} versions fit before: {e}");
+                panic!("a write failed although old versions could be dropped: {e}");
+            }
+        }
+    }
+    assert_eq!(versions, 26, "26 MiB written through an 8 MiB disk");
+    let rows = disk.ws.rows();
+    let gc: Vec<_> = rows.iter().filter(|r| r.op() == Op::Gc).collect();
+    assert!(!gc.is_empty(), "each emergency run is a gc row");
+    assert!(gc.iter().all(|r| r.reason.as_deref().is_some_and(|why| why.starts_with("no_space"))), "{gc:?}");
+    // The deleted file's only copy was not needed: the busy file's old versions made room.
+    assert_eq!(disk.ws.object(&sha(&mib(b'g'))).unwrap(), mib(b'g'));
+    assert_eq!(std::fs::read(disk.ws.abs("busy.bin")).unwrap(), mib(b'z'));
+    engine.close().unwrap();
+}

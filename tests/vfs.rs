@@ -69,6 +69,7 @@ fn process(pid: u32) -> Caller {
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
         comm: Some(format!("p{pid}")),
+        umask: 0,
     }
 }
 
@@ -868,11 +869,18 @@ impl crate::support::hooked::Intercept for FailNextSync {
 
 #[test]
 fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
-    let disk = Arc::new(crate::support::hooked::Hooked(FailNextSync::default()));
-    let fx = Fx::with(Ws::new(), EngineOptions { disk: Some(disk.clone()), ..EngineOptions::default() });
+    // Each case on a workspace whose objects/ holds nothing to drop: with old versions there,
+    // a full disk makes room and retries (tests/retention.rs), which this fault (one failed
+    // sync) would let succeed.
+    let fresh = || {
+        let disk = Arc::new(crate::support::hooked::Hooked(FailNextSync::default()));
+        let fx = Fx::with(Ws::new(), EngineOptions { disk: Some(disk.clone()), ..EngineOptions::default() });
+        fx.put("old.txt", b"v1\n", &process(310)).unwrap();
+        (disk, fx)
+    };
     let p = process(310);
-    fx.put("old.txt", b"v1\n", &p).unwrap();
     for (path, before) in [("old.txt", Some(&b"v1\n"[..])), ("new.txt", None)] {
+        let (disk, fx) = fresh();
         let bytes = format!("{path}: the draft whose close failed\n").into_bytes();
         disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
         let e = fx.put(path, &bytes, &p).expect_err("the close reports the full disk");
@@ -885,11 +893,12 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
         assert_eq!(row.reason.as_deref(), Some("failed_close_draft_kept_in_objects"));
         let report = rwfs::engine::verify(&fx.ws.workspace()).unwrap();
         assert!(report.drift.is_empty(), "{path}: the journal says the tree holds what it holds: {report:?}");
+        // Space again: the next save commits as usual.
+        fx.put(path, b"saved\n", &p).unwrap();
+        assert_eq!(fx.backing(path).unwrap(), b"saved\n");
     }
-    // Space again: the next save commits as usual.
-    fx.put("new.txt", b"saved\n", &p).unwrap();
-    assert_eq!(fx.backing("new.txt").unwrap(), b"saved\n");
     // A writer that writes again after the failure is committing a new state: its close commits.
+    let (disk, fx) = fresh();
     let fh = fx.open("old.txt", TRUNC, &p).unwrap();
     fx.write(fh, 0, b"v2\n", &p).unwrap();
     disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -1162,4 +1171,129 @@ fn engine_view(fx: &Fx, path: &str) -> Option<Vec<u8>> {
             n => out.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// The backing entry's permission bits and group.
+fn perm_and_group(path: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).expect("stat backing entry");
+    (meta.mode() & 0o7777, meta.gid())
+}
+
+#[test]
+fn new_entries_in_a_setgid_directory_take_its_group_and_subdirectories_its_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    let p = process(300);
+    let d = fx.vfs.mkdir(ROOT, OsStr::new("shared"), 0o775, &p).unwrap().ino;
+    let dir = fx.ws.path().join("shared");
+    // A group the caller is not in (the caller is the test's own uid and gid).
+    let group = p.gid + 4242;
+    std::os::unix::fs::chown(&dir, None, Some(group)).expect("chown needs root or a group of ours");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o2775)).unwrap();
+
+    let sub = fx.vfs.mkdir(d, OsStr::new("sub"), 0o755, &p).unwrap();
+    assert_eq!((sub.stat.perm, sub.stat.gid), (0o2755, group), "a subdirectory is setgid with the group");
+    let link = fx.vfs.symlink(d, OsStr::new("link"), OsStr::new("target"), &p).unwrap();
+    assert_eq!(link.stat.gid, group);
+    let fifo = fx.vfs.mknod(d, OsStr::new("fifo"), libc::S_IFIFO | 0o644, 0, &p).unwrap();
+    assert_eq!((fifo.stat.perm, fifo.stat.gid), (0o644, group));
+    let fh = fx.open("shared/file", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"x", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    for name in ["sub", "link", "fifo", "file"] {
+        assert_eq!(perm_and_group(&dir.join(name)).1, group, "{name} in the backing tree");
+    }
+    assert_eq!(perm_and_group(&dir.join("file")).0, 0o644);
+}
+
+#[test]
+fn a_default_acl_bounds_new_modes_and_the_umask_applies_only_without_one() {
+    if !std::process::Command::new("setfacl").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        panic!("setfacl is needed (Debian package acl)");
+    }
+    let fx = Fx::new();
+    let strict = Caller { umask: 0o022, ..process(310) };
+    let open = Caller { umask: 0, ..process(310) };
+    // Without a default ACL the caller's umask applies (the kernel leaves it to rwfs).
+    let fh = fx.open("plain", TRUNC, &strict).unwrap();
+    fx.close(fh, &strict).unwrap();
+    assert_eq!(perm_and_group(&fx.ws.path().join("plain")).0, 0o644);
+    let plain_dir = fx.vfs.mkdir(ROOT, OsStr::new("plain-dir"), 0o777, &strict).unwrap();
+    assert_eq!(plain_dir.stat.perm, 0o755);
+
+    let d = fx.vfs.mkdir(ROOT, OsStr::new("acl"), 0o777, &open).unwrap().ino;
+    let dir = fx.ws.path().join("acl");
+    let set = std::process::Command::new("setfacl").args(["-d", "-m", "u::r,g::r,o::-"]).arg(&dir).status().unwrap();
+    assert!(set.success(), "the backing filesystem supports ACLs");
+    // umask 0, mode 0666: the default ACL makes it r--r----- (was rw-rw-rw-).
+    let fh = fx.open("acl/file", TRUNC, &open).unwrap();
+    fx.write(fh, 0, b"data", &open).unwrap();
+    fx.close(fh, &open).unwrap();
+    assert_eq!(perm_and_group(&dir.join("file")).0, 0o440, "the committed file");
+    assert_eq!(fx.vfs.getattr(fx.node("acl/file").unwrap()).unwrap().stat.perm, 0o440);
+    // A strict umask does not apply under a default ACL either.
+    let fh = fx.open("acl/umasked", TRUNC, &Caller { umask: 0o722, ..open.clone() }).unwrap();
+    fx.close(fh, &open).unwrap();
+    assert_eq!(perm_and_group(&dir.join("umasked")).0, 0o440);
+    let sub = fx.vfs.mkdir(d, OsStr::new("sub"), 0o777, &strict).unwrap();
+    assert_eq!(sub.stat.perm, 0o440);
+    let inherited =
+        std::process::Command::new("getfacl").args(["-n", "-d", "-c"]).arg(dir.join("sub")).output().unwrap();
+    let text = String::from_utf8_lossy(&inherited.stdout);
+    assert!(
+        text.contains("user::r--") && text.contains("other::---"),
+        "the subdirectory inherits the default ACL: {text}"
+    );
+    let fifo = fx.vfs.mknod(d, OsStr::new("fifo"), libc::S_IFIFO | 0o666, 0, &open).unwrap();
+    assert_eq!(fifo.stat.perm, 0o440);
+
+    // A default ACL with a named user: the new file's access ACL carries it, bounded by the mask.
+    let set = std::process::Command::new("setfacl")
+        .args(["-d", "-m", "u::rwx,u:4242:rwx,g::r-x,m::r-x,o::-"])
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(set.success());
+    let fh = fx.open("acl/named", TRUNC, &open).unwrap();
+    fx.write(fh, 0, b"data", &open).unwrap();
+    fx.close(fh, &open).unwrap();
+    assert_eq!(perm_and_group(&dir.join("named")).0, 0o640);
+    let acl = std::process::Command::new("getfacl").args(["-n", "-c"]).arg(dir.join("named")).output().unwrap();
+    let text = String::from_utf8_lossy(&acl.stdout);
+    assert!(text.contains("user:4242:rwx") && text.contains("mask::r--"), "{text}");
+}
+
+#[test]
+fn an_open_directory_removed_or_renamed_over_still_stats_with_no_link() {
+    // xfstests 035: fstat of an open directory after it is replaced is ext4's answer, nlink 0.
+    let fx = Fx::new();
+    let p = process(320);
+    fx.vfs.mkdir(ROOT, OsStr::new("d1"), 0o755, &p).unwrap();
+    let d2 = fx.vfs.mkdir(ROOT, OsStr::new("d2"), 0o750, &p).unwrap().ino;
+    let fh = fx.vfs.opendir(d2).unwrap();
+    fx.vfs.rename(ROOT, OsStr::new("d1"), ROOT, OsStr::new("d2"), 0, &p).unwrap();
+    let attr = fx.vfs.getattr(d2).expect("fstat of the replaced directory");
+    assert_eq!((attr.stat.kind, attr.stat.perm, attr.stat.nlink), (rwfs::durable::FileKind::Dir, 0o750, 0));
+    fx.vfs.release(fh, &p);
+
+    let d3 = fx.vfs.mkdir(ROOT, OsStr::new("d3"), 0o700, &p).unwrap().ino;
+    let fh = fx.vfs.opendir(d3).unwrap();
+    fx.vfs.rmdir(ROOT, OsStr::new("d3")).unwrap();
+    let attr = fx.vfs.getattr(d3).expect("fstat of the removed directory");
+    assert_eq!((attr.stat.kind, attr.stat.nlink), (rwfs::durable::FileKind::Dir, 0));
+    fx.vfs.release(fh, &p);
+}
+
+#[test]
+fn a_files_draft_does_not_show_rwfs_own_note_among_its_attributes() {
+    let fx = Fx::new();
+    let p = process(330);
+    let fh = fx.open("noted.txt", TRUNC, &p).unwrap();
+    fx.write(fh, 0, b"draft", &p).unwrap();
+    let ino = fx.node("noted.txt").unwrap();
+    let names = fx.vfs.listxattr(ino).unwrap();
+    assert!(!String::from_utf8_lossy(&names).contains("rwfs"), "{names:?}");
+    assert!(fx.vfs.getxattr(ino, OsStr::new("user.rwfs.target")).is_err());
+    fx.close(fh, &p).unwrap();
 }

@@ -32,6 +32,7 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
     let workspace = args.target.unwrap_or(root);
     remove_dead_mounts(&workspace, args.mountpoint.as_deref());
     refuse_if_mounted(&workspace, args.mountpoint.as_deref())?;
+    wait_for_departing_daemon(&workspace);
     daemon::run(MountRequest {
         workspace,
         mountpoint: args.mountpoint,
@@ -77,6 +78,64 @@ fn remove_dead_mounts(workspace: &Path, mountpoint: Option<&Path>) {
             Err(e) => errln!("rwfs: cannot remove the dead mount on {}: {e}", path.display()),
         }
     }
+}
+
+/// How long a new mount waits for a daemon that is going away.
+const DEPARTING_WAIT: Duration = Duration::from_secs(10);
+
+/// `umount` returns once the kernel has detached the mount, before its daemon has finished
+/// stopping (drafts settled, watermark synced) and released the workspace lock: an immediate
+/// mount waits for that daemon (up to [`DEPARTING_WAIT`], saying so) instead of failing with
+/// `workspace_locked`. Only an `rwfs mount` process holding the lock is waited for — no mount
+/// of this workspace is live any more (`refuse_if_mounted` ran first), so it is going away; an
+/// MCP session or a CLI command owning the workspace is not, and the engine reports it at once.
+fn wait_for_departing_daemon(workspace: &Path) {
+    let lock = workspace.join(crate::durable::STATE_DIR).join(crate::engine::LOCK_FILE);
+    let Ok(file) = std::fs::File::open(&lock) else {
+        return;
+    };
+    let deadline = Instant::now() + DEPARTING_WAIT;
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                return;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(_)) => return,
+        }
+        let holder = std::fs::read_to_string(&lock)
+            .ok()
+            .and_then(|text| serde_json::from_str::<crate::engine::LockInfo>(text.trim()).ok())
+            .map(|info| info.pid);
+        let Some(pid) = holder.filter(|&pid| is_mount_daemon(pid)) else {
+            return;
+        };
+        if Instant::now() >= deadline {
+            return;
+        }
+        if !said {
+            errln!(
+                "rwfs: waiting up to {} s for the previous daemon of {} (pid {pid}) to finish stopping",
+                DEPARTING_WAIT.as_secs(),
+                workspace.display()
+            );
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Is process `pid` an `rwfs mount` (by its command line)?
+fn is_mount_daemon(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
+    let program = args.next().unwrap_or_default();
+    Path::new(program.as_ref()).file_name().is_some_and(|name| name.to_string_lossy().starts_with("rwfs"))
+        && args.any(|arg| arg == "mount")
 }
 
 /// An rwfs mount already serving `workspace` (or at `mountpoint`) is an error naming it.

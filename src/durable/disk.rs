@@ -91,6 +91,10 @@ pub trait Disk: Meta + Send + Sync {
     /// `file` will rarely be read again (a version that left the tree): drop its clean pages
     /// from the cache, so new versions reuse warm memory instead of growing the cache.
     fn drop_cache(&self, file: &File);
+    /// Reads through this descriptor no longer change the file's access time (`O_NOATIME`,
+    /// allowed to the file's owner and to root; otherwise nothing changes): rwfs's own reads
+    /// of a draft (scanning, hashing, copying) are not a user's access.
+    fn quiet_reads(&self, file: &File);
     /// Allocate `len` bytes of `file` from `offset` without changing its size, so writes there
     /// succeed on a full disk (the journal's reserve). Unsupported filesystems succeed.
     fn reserve(&self, file: &File, offset: u64, len: u64) -> io::Result<()>;

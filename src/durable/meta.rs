@@ -98,27 +98,47 @@ impl Meta for OsDisk {
 
     fn set_xattr(&self, dir: &Dir, name: &str, attr: &OsStr, value: &[u8], flags: i32) -> io::Result<()> {
         let attr = sys::c_name(attr)?;
-        with_entry(dir, name, |path| {
+        with_entry(dir, name, |at| {
+            let (path, value_ptr) = (at.path.as_ptr(), value.as_ptr().cast());
             // SAFETY: valid C strings and buffer.
-            let rc = unsafe { libc::setxattr(path.as_ptr(), attr.as_ptr(), value.as_ptr().cast(), value.len(), flags) };
+            let rc = unsafe {
+                if at.link {
+                    libc::lsetxattr(path, attr.as_ptr(), value_ptr, value.len(), flags)
+                } else {
+                    libc::setxattr(path, attr.as_ptr(), value_ptr, value.len(), flags)
+                }
+            };
             if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
         })
     }
 
     fn remove_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()> {
         let attr = sys::c_name(attr)?;
-        with_entry(dir, name, |path| {
+        with_entry(dir, name, |at| {
             // SAFETY: valid C strings.
-            let rc = unsafe { libc::removexattr(path.as_ptr(), attr.as_ptr()) };
+            let rc = unsafe {
+                if at.link {
+                    libc::lremovexattr(at.path.as_ptr(), attr.as_ptr())
+                } else {
+                    libc::removexattr(at.path.as_ptr(), attr.as_ptr())
+                }
+            };
             if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
         })
     }
 
     fn get_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<Vec<u8>> {
         let attr = sys::c_name(attr)?;
-        let got = with_entry(dir, name, |path| {
+        let got = with_entry(dir, name, |at| {
+            let path = at.path.as_ptr();
             // SAFETY: size query with a null buffer, then a fill into a buffer of that size.
-            sys::read_sized(|ptr, len| unsafe { libc::getxattr(path.as_ptr(), attr.as_ptr(), ptr.cast(), len) })
+            sys::read_sized(|ptr, len| unsafe {
+                if at.link {
+                    libc::lgetxattr(path, attr.as_ptr(), ptr.cast(), len)
+                } else {
+                    libc::getxattr(path, attr.as_ptr(), ptr.cast(), len)
+                }
+            })
         });
         match got {
             // A symlink: none that a user can have.
@@ -132,9 +152,12 @@ impl Meta for OsDisk {
     }
 
     fn list_xattrs(&self, dir: &Dir, name: &str) -> io::Result<Vec<OsString>> {
-        let list = with_entry(dir, name, |path| {
+        let list = with_entry(dir, name, |at| {
+            let path = at.path.as_ptr();
             // SAFETY: as in get_xattr.
-            sys::read_sized(|ptr, len| unsafe { libc::listxattr(path.as_ptr(), ptr.cast(), len) })
+            sys::read_sized(|ptr, len| unsafe {
+                if at.link { libc::llistxattr(path, ptr.cast(), len) } else { libc::listxattr(path, ptr.cast(), len) }
+            })
         });
         let buf = match list {
             Ok(buf) => buf,
@@ -233,16 +256,29 @@ fn entry_kind(fd: &OwnedFd) -> io::Result<FileKind> {
     Ok(FileKind::of_mode(nix::sys::stat::fstat(fd)?.st_mode))
 }
 
-/// Extended attributes of a symlink are refused (Linux allows only trusted.* and security.*
-/// there, and a path-based call through /proc would follow it).
-/// Run `call` on the /proc path of `name`'s inode, closing the descriptor afterwards.
-fn with_entry<T>(dir: &Dir, name: &str, call: impl FnOnce(&CString) -> io::Result<T>) -> io::Result<T> {
+/// Where a path-based extended-attribute call acts on an entry.
+struct XattrAt {
+    path: CString,
+    /// The entry is a symlink: `path` is its name under its directory's /proc name and the
+    /// call must be the `l*xattr` one, which does not follow it (a path through the symlink's
+    /// own /proc name would be followed to its target). Linux allows only `trusted.*` and
+    /// `security.*` there, to privileged callers.
+    link: bool,
+}
+
+/// Run `call` on the /proc path of `name`'s inode (or, for a symlink, on its name under its
+/// directory's /proc path, not followed), closing the descriptor afterwards.
+fn with_entry<T>(dir: &Dir, name: &str, call: impl FnOnce(&XattrAt) -> io::Result<T>) -> io::Result<T> {
     let fd = open_entry(dir, name)?;
-    if entry_kind(&fd)? == FileKind::Symlink {
-        return Err(io::Error::from(Errno::EPERM));
-    }
-    let path = proc_path(&fd)?;
-    let out = call(&path);
+    let at = if entry_kind(&fd)? == FileKind::Symlink {
+        let mut path = sys::proc_fd_path(dir.as_fd()).into_os_string();
+        path.push("/");
+        path.push(name);
+        XattrAt { path: sys::c_name(&path)?, link: true }
+    } else {
+        XattrAt { path: proc_path(&fd)?, link: false }
+    };
+    let out = call(&at);
     drop(fd);
     out
 }

@@ -297,6 +297,13 @@ impl Disk for OsDisk {
         sys::drop_cache(file.as_fd());
     }
 
+    fn quiet_reads(&self, file: &File) {
+        let flags = nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_GETFL).map(OFlag::from_bits_truncate);
+        if let Ok(flags) = flags {
+            let _ = nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_SETFL(flags | OFlag::O_NOATIME));
+        }
+    }
+
     fn reserve(&self, file: &File, offset: u64, len: u64) -> io::Result<()> {
         sys::reserve(file.as_fd(), offset, len)
     }

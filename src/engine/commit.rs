@@ -592,6 +592,8 @@ impl Core {
             }
             Err(e) => return Err(Error::io("open current version", e)),
         };
+        // Hashing the current version is rwfs's business, not an access.
+        disk.quiet_reads(&file);
         let stat = disk.file_stat(&file).step("stat current version")?;
         if stat.kind != FileKind::File {
             return Err(Reason::NotRegularFile.into());

@@ -60,8 +60,9 @@ pub enum DraftBase {
     Current,
     /// No bytes, the current version's attributes (`O_TRUNC`, `truncate(0)`).
     Truncated,
-    /// A file that does not exist yet.
-    New { perm: u32, uid: u32, gid: u32 },
+    /// A file that does not exist yet, asked with `perm` by `owner`; it gets what its
+    /// directory gives it (group, mode, ACL: `inherit.rs`).
+    New { perm: u32, owner: super::Owner },
 }
 
 /// A file being written (see the module documentation).
@@ -165,7 +166,10 @@ impl Engine {
         data: &[u8],
         actor: &Actor,
     ) -> Result<()> {
-        self.core.write_draft(draft, path, offset, data, actor).map_err(|e| e.at(path))
+        let need = data.len() as u64;
+        self.core
+            .with_room(need, actor, || self.core.write_draft(draft, path, offset, data, actor))
+            .map_err(|e| e.at(path))
     }
 
     /// A draft for a file that has no name any more (unlinked, or replaced by a rename, while
@@ -205,8 +209,18 @@ impl Engine {
 
     /// Make the draft the new version of `path`, durably, or refuse it. On success the returned
     /// file is the committed version (the draft's own descriptor).
+    /// On a full disk, old versions make room and the commit is tried once more (`room.rs`).
     pub fn commit_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
-        self.core.commit_draft(draft, path, actor).map_err(|mut e| {
+        let first = match self.core.commit_draft(draft, path, actor) {
+            Err(e)
+                if e.draft.is_some() && self.core.make_room(&e.error, e.draft.as_ref().map_or(0, |d| d.len), actor) =>
+            {
+                let draft = e.draft.expect("checked above");
+                self.core.commit_draft(draft, path, actor)
+            }
+            other => other,
+        };
+        first.map_err(|mut e| {
             e.error = e.error.at(path);
             e
         })
@@ -259,7 +273,12 @@ impl Core {
         loop {
             let name = crate::durable::temp_name();
             match self.disk().create_new(&dir, &name, 0o600) {
-                Ok(file) => return Ok((dir, file, name)),
+                Ok(file) => {
+                    // A draft becomes the installed version: rwfs reading it at commit must not
+                    // change the access time a writer set (`touch -t`) or the one it will have.
+                    self.disk().quiet_reads(&file);
+                    return Ok((dir, file, name));
+                }
                 Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
                 Err(e) => return Err(Error::io("create draft", e)),
             }
@@ -312,8 +331,10 @@ impl Core {
     /// Give a new draft its attributes and bytes; its length and running digest.
     fn fill_draft(&self, file: &File, path: &str, base: DraftBase) -> Result<(u64, Option<(Hasher, u64)>)> {
         let disk = self.disk();
-        if let DraftBase::New { perm, uid, gid } = base {
-            let attrs = Attrs { perm: Some(perm), owner: Some((uid, gid)), xattrs: Vec::new() };
+        if let DraftBase::New { perm, owner } = base {
+            let (dir, _) = self.locate(super::Entry::Path(path), Scope::Workspace)?;
+            let wanted = self.inherit(&dir, FileKind::File, perm, owner).step("read the directory's inheritance")?;
+            let attrs = Attrs { perm: Some(wanted.perm), owner: Some((wanted.uid, wanted.gid)), xattrs: wanted.xattrs };
             disk.set_attrs(file, &attrs).step("set draft attributes")?;
             return Ok((0, Some((Hasher::new(), 0))));
         }

@@ -31,10 +31,12 @@ mod diff;
 mod draft;
 mod events;
 mod gate;
+mod inherit;
 mod locks;
 mod recovery;
 mod retention;
 mod rewind;
+mod room;
 mod settle;
 mod spares;
 mod state;
@@ -282,7 +284,8 @@ impl Engine {
 
     /// Write a new version of a file (see [`WriteRequest`]).
     pub fn safe_write(&self, req: &WriteRequest<'_>) -> Result<Committed> {
-        let committed = self.core.safe_write(req)?;
+        let need = req.content.len() as u64;
+        let committed = self.core.with_room(need, req.actor, || self.core.safe_write(req))?;
         self.publish(&committed, req.actor);
         Ok(committed)
     }

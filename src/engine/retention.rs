@@ -134,11 +134,51 @@ impl Engine {
     }
 }
 
+/// What an emergency run removes (see `room.rs`): the normal order with a limit `want` bytes
+/// below the store's size, then, only if that did not free the `need` bytes the failed step
+/// needs, the newest versions of deleted files, the oldest first, until it does.
+pub fn emergency_plan(kept: &[Kept], now_ns: i64, retention: &Retention, want: u64, need: u64) -> Plan {
+    let store_bytes: u64 = kept.iter().map(|k| k.size).sum();
+    let squeezed = Retention { max_bytes: store_bytes.saturating_sub(want), max_free_fraction: 1.0, ..*retention };
+    let mut out = plan(kept, now_ns, &squeezed, 0);
+    let mut freed: u64 = out.evict.iter().map(|(_, size, _)| size).sum();
+    let mut last: Vec<&Kept> =
+        kept.iter().filter(|k| k.last_of_deleted && !out.evict.iter().any(|e| e.0 == k.sha)).collect();
+    last.sort_by_key(|k| (k.left_ns, k.sha));
+    for k in last {
+        if freed >= need {
+            break;
+        }
+        out.evict.push((k.sha, k.size, Why::Size));
+        freed += k.size;
+    }
+    out
+}
+
 impl Core {
     fn retain(&self, retention: &Retention, actor: &Actor, always_row: bool) -> Result<Gc> {
         let kept = self.kept_versions()?;
-        let now_ns = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
-        let plan = plan(&kept, now_ns, retention, self.objects.available()?);
+        let plan = plan(&kept, now_ns(), retention, self.objects.available()?);
+        self.evict(&plan, retention, None, actor, always_row)
+    }
+
+    /// Free `want` bytes of `objects/` (at least `need`) if it holds them (see `room.rs`).
+    pub(crate) fn retain_emergency(&self, want: u64, need: u64, actor: &Actor) -> Result<Gc> {
+        let retention = self.gate.policy().retention();
+        let kept = self.kept_versions()?;
+        let plan = emergency_plan(&kept, now_ns(), &retention, want, need);
+        self.evict(&plan, &retention, Some(need), actor, false)
+    }
+
+    /// Remove what `plan` says and journal it (`emergency`: the bytes a full disk asked for).
+    fn evict(
+        &self,
+        plan: &Plan,
+        retention: &Retention,
+        emergency: Option<u64>,
+        actor: &Actor,
+        always_row: bool,
+    ) -> Result<Gc> {
         let shas: Vec<Sha256> = plan.evict.iter().map(|(sha, _, _)| *sha).collect();
         let removed = self.objects.remove(&shas)?;
         let by_age = plan.evict.iter().filter(|(_, _, why)| *why == Why::Age).count() as u64;
@@ -164,7 +204,8 @@ impl Core {
                 actor: actor.clone(),
                 verdict: None,
                 reason: Some(format!(
-                    "keep_seconds={} removed={} by_age={by_age} by_size={by_size} store_bytes={} limit={}",
+                    "{}keep_seconds={} removed={} by_age={by_age} by_size={by_size} store_bytes={} limit={}",
+                    emergency.map_or_else(String::new, |want| format!("no_space wanted={want} ")),
                     retention.max_age.as_secs(),
                     removed.objects,
                     plan.store_bytes,
@@ -210,6 +251,10 @@ impl Core {
             })
             .collect())
     }
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
 }
 
 #[cfg(test)]
@@ -264,5 +309,27 @@ mod tests {
         let retention = Retention { max_bytes: 1 << 40, max_free_fraction: 0.5, ..Retention::default() };
         assert_eq!(retention.limit(100, 300), 200);
         assert_eq!(Retention { max_bytes: 150, ..retention }.limit(100, 300), 150);
+    }
+
+    #[test]
+    fn an_emergency_frees_by_the_normal_order_and_a_deleted_files_last_version_only_if_needed() {
+        let retention = Retention::default();
+        let kept = vec![
+            kept(1, "busy", 10, 95),
+            kept(2, "busy", 10, 96),
+            kept(3, "quiet", 10, 97),
+            Kept { last_of_deleted: true, ..kept(4, "gone", 10, 90) },
+        ];
+        let sha = |n: u8| Sha256::of(&[n]);
+        // 15 bytes wanted and needed: busy's oldest, then (level) the older of busy and quiet.
+        let plan = emergency_plan(&kept, 100 * DAY, &retention, 15, 15);
+        assert_eq!(order(&plan), vec![(sha(1), Why::Size), (sha(2), Why::Size)]);
+        // 100 wanted, 25 needed: everything but the deleted file's last version frees 30.
+        let plan = emergency_plan(&kept, 100 * DAY, &retention, 100, 25);
+        assert_eq!(plan.evict.len(), 3);
+        assert!(!plan.evict.iter().any(|e| e.0 == sha(4)), "{plan:?}");
+        // 35 needed: nothing else is left, so it goes too.
+        let plan = emergency_plan(&kept, 100 * DAY, &retention, 100, 35);
+        assert_eq!(plan.evict.last().map(|e| e.0), Some(sha(4)));
     }
 }

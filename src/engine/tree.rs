@@ -41,11 +41,14 @@ pub enum RenameHow {
     Exchange,
 }
 
-/// The owner a new entry gets: the caller's, when this process may give it away.
+/// Who asks for a new entry: its owner (the caller's uid and gid, when this process may give
+/// it away) and the caller's umask. What the entry finally gets also depends on its directory
+/// (setgid, default ACL: see `inherit.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Owner {
     pub uid: u32,
     pub gid: u32,
+    pub umask: u32,
 }
 
 impl Engine {
@@ -110,7 +113,7 @@ impl Engine {
         let opened = match create {
             None => disk.open_write(&dir, &name, false, 0),
             Some((perm, owner)) => disk.create_new(&dir, &name, perm).and_then(|file| {
-                self.core.give(&dir, &name, perm, owner)?;
+                self.core.give(&dir, &name, FileKind::File, perm, owner)?;
                 Ok(file)
             }),
         };
@@ -118,16 +121,16 @@ impl Engine {
     }
 
     pub fn mkdir(&self, path: &str, perm: u32, owner: Owner) -> Result<()> {
-        self.core.create_entry(path, perm, owner, |disk, dir, name| disk.mkdir(dir, name, perm))
+        self.core.create_entry(path, FileKind::Dir, perm, owner, |disk, dir, name| disk.mkdir(dir, name, perm))
     }
 
     pub fn symlink(&self, target: &OsStr, path: &str, owner: Owner) -> Result<()> {
-        self.core.create_entry(path, 0o777, owner, |disk, dir, name| disk.symlink(target, dir, name))
+        self.core.create_entry(path, FileKind::Symlink, 0o777, owner, |disk, dir, name| disk.symlink(target, dir, name))
     }
 
     /// A fifo, socket or device node.
     pub fn mknod(&self, path: &str, kind: FileKind, perm: u32, rdev: u64, owner: Owner) -> Result<()> {
-        self.core.create_entry(path, perm, owner, |disk, dir, name| disk.mknod(dir, name, kind, perm, rdev))
+        self.core.create_entry(path, kind, perm, owner, |disk, dir, name| disk.mknod(dir, name, kind, perm, rdev))
     }
 
     pub fn rmdir(&self, path: &str) -> Result<()> {
@@ -191,6 +194,10 @@ impl Engine {
 
     pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
         if let Entry::Draft(draft) = entry {
+            // The draft's recovery note is rwfs's, not the file's.
+            if attr == super::draft::TARGET_XATTR {
+                return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
+            }
             // Through the draft's own descriptor: the kernel asks for `security.capability`
             // before the first write to every file it has not checked yet.
             return self.core.disk().file_xattr(draft.file(), attr).step("getxattr");
@@ -201,7 +208,13 @@ impl Engine {
 
     pub fn list_xattrs(&self, entry: Entry<'_>) -> Result<Vec<OsString>> {
         let disk = self.core.disk();
-        self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")
+        let mut names =
+            self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")?;
+        if let Entry::Draft(_) = entry {
+            // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062).
+            names.retain(|name| name != super::draft::TARGET_XATTR);
+        }
+        Ok(names)
     }
 
     pub fn set_xattr(&self, entry: Entry<'_>, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
@@ -291,10 +304,11 @@ impl Core {
         }
     }
 
-    /// Make a new entry and give it to its owner, with exactly the mode asked for.
+    /// Make a new entry and give it to its owner, with the mode its directory lets it have.
     fn create_entry(
         &self,
         path: &str,
+        kind: FileKind,
         perm: u32,
         owner: Owner,
         make: impl FnOnce(&dyn crate::durable::Disk, &Dir, &str) -> std::io::Result<()>,
@@ -302,23 +316,28 @@ impl Core {
         self.settle_path(path);
         let (dir, name) = self.locate(Entry::Path(path), Scope::Workspace)?;
         make(self.disk(), &dir, &name).step("create").map_err(|e| e.at(path))?;
-        self.give(&dir, &name, perm, owner).step("set owner").map_err(|e| e.at(path))
+        self.give(&dir, &name, kind, perm, owner).step("set owner").map_err(|e| e.at(path))
     }
 
-    /// The caller's ownership and exact mode for an entry this process just made (its umask
-    /// must not apply). Owner changes need privilege: without it the entry stays ours.
-    fn give(&self, dir: &Dir, name: &str, perm: u32, owner: Owner) -> std::io::Result<()> {
+    /// The caller's ownership and the mode `dir` lets it have (see `inherit.rs`; this
+    /// process's own umask must not apply) for an entry this process just made in `dir`. The
+    /// kernel made the entry here, so it already holds the directory's default ACL; the mode
+    /// set last agrees with it. Owner changes need privilege: without it the entry stays ours.
+    fn give(&self, dir: &Dir, name: &str, kind: FileKind, perm: u32, owner: Owner) -> std::io::Result<()> {
         let disk = self.disk();
+        let wanted = self.inherit(dir, kind, perm, owner)?;
         let stat = disk.stat(dir, name)?.ok_or_else(|| std::io::Error::from_raw_os_error(nix::libc::ENOENT))?;
-        if (stat.uid, stat.gid) != (owner.uid, owner.gid) {
-            match disk.set_owner(dir, name, Some(owner.uid), Some(owner.gid)) {
-                Ok(()) => {}
+        let mut chowned = false;
+        if (stat.uid, stat.gid) != (wanted.uid, wanted.gid) {
+            match disk.set_owner(dir, name, Some(wanted.uid), Some(wanted.gid)) {
+                Ok(()) => chowned = true,
                 Err(e) if e.raw_os_error() == Some(nix::libc::EPERM) => {}
                 Err(e) => return Err(e),
             }
         }
-        if stat.kind != FileKind::Symlink && (stat.perm != perm || stat.uid != owner.uid) {
-            disk.set_perm(dir, name, perm)?;
+        // A chown may clear setuid/setgid: the mode is set again after one.
+        if stat.kind != FileKind::Symlink && (stat.perm != wanted.perm || chowned) {
+            disk.set_perm(dir, name, wanted.perm)?;
         }
         Ok(())
     }

@@ -144,6 +144,7 @@ impl Workspace {
             return Ok(None);
         }
         let file = self.disk.open_read(&target.parent, &target.name).step("open file")?;
+        self.disk.quiet_reads(&file);
         Ok(Some(hash_file(&*self.disk, &file).step("read file")?.0))
     }
 

@@ -99,6 +99,12 @@ impl Glue {
         self.processes.caller(req.pid(), req.uid(), req.gid())
     }
 
+    /// The caller of a request that creates an entry, with the umask the kernel left to us
+    /// (`FUSE_DONT_MASK`).
+    fn creator(&self, req: &Request, umask: u32) -> Caller {
+        Caller { umask, ..self.caller(req) }
+    }
+
     /// Run `job` on the commit pool with what it needs to answer.
     fn later(&self, job: impl FnOnce(&Vfs, i32) + Send + 'static) {
         let (vfs, blocked) = (self.vfs.clone(), self.blocked);
@@ -116,7 +122,12 @@ impl Filesystem for Glue {
             | InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_CACHE_SYMLINKS
             | InitFlags::FUSE_DO_READDIRPLUS
-            | InitFlags::FUSE_READDIRPLUS_AUTO;
+            | InitFlags::FUSE_READDIRPLUS_AUTO
+            // The umask is applied by rwfs, which knows whether a default ACL rules it out;
+            // the kernel checks access with the entries' ACLs (read from the backing tree), not
+            // only their modes.
+            | InitFlags::FUSE_DONT_MASK
+            | InitFlags::FUSE_POSIX_ACL;
         let _ = config.add_capabilities(wanted & config.capabilities());
         let _ = config.set_max_write(1 << 20);
         // The kernel does the I/O of files written in place (see `passthrough.rs`). Stack depth
@@ -193,24 +204,15 @@ impl Filesystem for Glue {
         }
     }
 
-    fn mknod(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
-        match self.vfs.mknod(parent.0, name, mode, rdev, &self.caller(req)) {
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        match self.vfs.mknod(parent.0, name, mode, rdev, &self.creator(req, umask)) {
             Ok(attr) => entry(reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
-        match self.vfs.mkdir(parent.0, name, mode, &self.caller(req)) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        match self.vfs.mkdir(parent.0, name, mode, &self.creator(req, umask)) {
             Ok(attr) => entry(reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
@@ -468,11 +470,11 @@ impl Filesystem for Glue {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.vfs.create(parent.0, name, mode, flags, &self.caller(req)) {
+        match self.vfs.create(parent.0, name, mode, flags, &self.creator(req, umask)) {
             Ok((attr, fh)) => self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh))),
             Err(e) => reply.error(self.err(&e)),
         }

@@ -26,7 +26,7 @@ impl Processes {
     /// own requests (tid 0) stay pid 0. A process gone before we look keeps its thread id.
     pub fn caller(&self, tid: u32, uid: u32, gid: u32) -> Caller {
         if tid == 0 {
-            return Caller { pid: 0, uid, gid, comm: None };
+            return Caller { pid: 0, uid, gid, comm: None, umask: 0 };
         }
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() > MAX_CACHED {
@@ -36,7 +36,7 @@ impl Processes {
             let pid = thread_group(tid).unwrap_or(tid);
             Process { pid, comm: process_name(pid) }
         });
-        Caller { pid: process.pid, uid, gid, comm: process.comm.clone() }
+        Caller { pid: process.pid, uid, gid, comm: process.comm.clone(), umask: 0 }
     }
 }
 

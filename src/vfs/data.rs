@@ -178,8 +178,7 @@ impl Vfs {
         }
         let path = self.path(ino)?;
         if let Some(file_node) = self.file_of(ino) {
-            let draft =
-                self.engine.start_draft(&path, DraftBase::New { perm: 0o644, uid: caller.uid, gid: caller.gid })?;
+            let draft = self.engine.start_draft(&path, DraftBase::New { perm: 0o644, owner: caller.owner() })?;
             let mut state = file_node.lock();
             if let Some(old) = state.start(draft, Some(self.actor(caller))) {
                 self.engine.discard_draft(old);
@@ -226,7 +225,7 @@ impl Vfs {
             return Ok((attr, opened.fh));
         }
         let perm = mode & 0o7777;
-        let owner = crate::engine::Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         if self.engine.class(&path).in_place() {
             let file = self.engine.open_in_place(&path, Some((perm, owner)))?;
             let stat = self.engine.stat_file(&file)?;
@@ -234,7 +233,7 @@ impl Vfs {
             self.set_opens(ino, 1);
             return Ok((Attr { ino, stat }, self.new_handle(Handle::InPlace { ino, file })));
         }
-        let draft = self.engine.start_draft(&path, DraftBase::New { perm, uid: caller.uid, gid: caller.gid })?;
+        let draft = self.engine.start_draft(&path, DraftBase::New { perm, owner: caller.owner() })?;
         let stat = self.engine.stat_draft(&draft)?;
         let file_node = Arc::new(FileNode::default());
         {
@@ -362,7 +361,7 @@ impl Vfs {
         let placeholder = if self.is_pending(ino)
             && let Ok(path) = self.path(ino)
         {
-            self.engine.start_draft(&path, DraftBase::New { perm: 0o600, uid: caller.uid, gid: caller.gid }).ok()
+            self.engine.start_draft(&path, DraftBase::New { perm: 0o600, owner: caller.owner() }).ok()
         } else {
             None
         };

@@ -89,12 +89,20 @@ pub struct Caller {
     pub gid: u32,
     /// The process name, for the journal.
     pub comm: Option<String>,
+    /// The process's umask, sent with the requests that create an entry (0 in others): rwfs
+    /// applies it unless the directory has a default ACL (`engine/inherit.rs`).
+    pub umask: u32,
 }
 
 impl Caller {
     /// The kernel's own requests, and the daemon's (shutdown).
     pub fn kernel() -> Caller {
         Caller::default()
+    }
+
+    /// The caller as the asker of a new entry.
+    pub fn owner(&self) -> crate::engine::Owner {
+        crate::engine::Owner { uid: self.uid, gid: self.gid, umask: self.umask }
     }
 }
 

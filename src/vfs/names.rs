@@ -12,7 +12,7 @@ use super::file::FileState;
 use super::table::ROOT;
 use super::{Attr, Caller, DirEntry, Handle, Vfs};
 use crate::durable::{FileKind, SetTime, Stat};
-use crate::engine::{Entry, Owner, RenameHow};
+use crate::engine::{Entry, RenameHow};
 use crate::error::{Error, Reason, Result};
 
 /// A `setattr` request, as the engine needs it.
@@ -82,12 +82,33 @@ impl Vfs {
                 return Ok(detached_attr(ino, stat));
             }
         }
+        if file_node.is_none() {
+            let table = self.table();
+            if table.path(ino).is_none()
+                && let Some(last) = table.get(ino).and_then(|node| node.last)
+            {
+                return Ok(detached_attr(ino, Some(last)));
+            }
+        }
         let path = self.path(ino)?;
         if file_node.is_none() {
             self.wait_for_closes_in(ino);
         }
         let stat = self.engine.stat(&path)?.ok_or_else(|| Error::from(Reason::NotFound))?;
         Ok(Attr { ino, stat })
+    }
+
+    /// Before `parent/name` loses its name: keep what a node the kernel holds (other than a
+    /// regular file, whose state keeps its own) is, for an `fstat` of it afterwards.
+    fn remember_before_removal(&self, parent: u64, name: &OsStr, path: &str) {
+        let Some(ino) = self.child_of(parent, name).filter(|&ino| self.file_of(ino).is_none()) else {
+            return;
+        };
+        if let Ok(Some(stat)) = self.engine.stat(path)
+            && let Some(node) = self.table().get_mut(ino)
+        {
+            node.last = Some(stat);
+        }
     }
 
     /// A commit puts a file into its directory by a rename, which changes the directory's
@@ -223,12 +244,12 @@ impl Vfs {
     }
 
     pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, caller: &Caller) -> Result<Attr> {
-        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         self.made(parent, name, |path| self.engine.mkdir(path, mode & 0o7777, owner))
     }
 
     pub fn symlink(&self, parent: u64, name: &OsStr, target: &OsStr, caller: &Caller) -> Result<Attr> {
-        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         self.made(parent, name, |path| self.engine.symlink(target, path, owner))
     }
 
@@ -248,7 +269,7 @@ impl Vfs {
             }
             _ => return Err(Reason::InvalidArgument { what: "file type" }.into()),
         };
-        let owner = Owner { uid: caller.uid, gid: caller.gid };
+        let owner = caller.owner();
         self.made(parent, name, |path| self.engine.mknod(path, kind, mode & 0o7777, u64::from(rdev), owner))
     }
 
@@ -300,6 +321,7 @@ impl Vfs {
         if pending_inside {
             return Err(os_error("rmdir", libc::ENOTEMPTY));
         }
+        self.remember_before_removal(parent, name, &path);
         self.engine.rmdir(&path)?;
         self.table().detach(parent, name);
         Ok(())
@@ -380,6 +402,9 @@ impl Vfs {
             && let Some(replaced) = self.child_of(new_parent, new_name).and_then(|ino| self.file_of(ino))
         {
             self.keep_open_version(&mut replaced.lock(), &to);
+        }
+        if how == RenameHow::Replace {
+            self.remember_before_removal(new_parent, new_name, &to);
         }
         self.engine.rename(&from, &to, how, &self.actor(caller))?;
         let moved = self.child_of(parent, name);

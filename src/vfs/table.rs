@@ -68,6 +68,10 @@ pub struct Node {
     /// Other names of the same file: hard links made through the mount (see the module docs).
     pub aliases: Vec<(u64, OsString)>,
     pub file: Option<Arc<FileNode>>,
+    /// What a node other than a regular file was when it lost its name (a directory removed or
+    /// renamed over while the kernel still holds it): `fstat` of an open directory answers with
+    /// it, with no link left, as ext4 does.
+    pub last: Option<crate::durable::Stat>,
 }
 
 pub struct Table {
@@ -88,6 +92,7 @@ impl Default for Table {
             pending: false,
             aliases: Vec::new(),
             file: None,
+            last: None,
         };
         Table { nodes: HashMap::from([(ROOT, root)]), children: HashMap::new(), next: ROOT + 1 }
     }
@@ -166,6 +171,7 @@ impl Table {
             pending: false,
             aliases: Vec::new(),
             file,
+            last: None,
         };
         self.nodes.insert(ino, node);
         self.children.insert((parent, name.to_os_string()), ino);

@@ -238,6 +238,9 @@ impl<I: Intercept> Disk for Hooked<I> {
     fn drop_cache(&self, file: &File) {
         OsDisk.drop_cache(file)
     }
+    fn quiet_reads(&self, file: &File) {
+        OsDisk.quiet_reads(file)
+    }
     fn reserve(&self, file: &File, offset: u64, len: u64) -> io::Result<()> {
         OsDisk.reserve(file, offset, len)
     }
