@@ -9,7 +9,7 @@
 //! wanted=…`), and the failed step is tried once more; its second error, if any, is the one
 //! the caller sees. With nothing to drop, the first error stands.
 
-use crate::error::{Error, Reason};
+use crate::error::{Error, Reason, Result};
 use crate::journal::Actor;
 
 use super::Core;
@@ -47,12 +47,7 @@ impl Core {
     }
 
     /// Run `step`; when it fails for want of space and room could be made, once more.
-    pub(crate) fn with_room<T>(
-        &self,
-        need: u64,
-        actor: &Actor,
-        mut step: impl FnMut() -> crate::Result<T>,
-    ) -> crate::Result<T> {
+    pub(crate) fn with_room<T>(&self, need: u64, actor: &Actor, mut step: impl FnMut() -> Result<T>) -> Result<T> {
         match step() {
             Err(e) if self.make_room(&e, need, actor) => step(),
             other => other,
