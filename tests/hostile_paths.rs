@@ -258,11 +258,16 @@ impl Fixture {
         std::fs::create_dir(w("procfs")).unwrap();
         let proc = Mounted::new(&["-t", "proc", "proc"], &w("procfs"));
 
+        // The journal index is a cache a read builds (and catches up): made now, and opaque to
+        // the snapshots, so that a refused operation is judged by what it does to everything else.
+        engine.workspace().history("file").unwrap();
+        assert!(ws.join(".resilient_write/index").is_dir(), "a read built the index");
+
         Fixture { engine, _proc: proc, ws, sentinel, stored: sha(b"file v1"), parent }
     }
 
     fn snapshot(&self) -> Snapshot {
-        snapshot(self.parent.path(), &[self.ws.join("procfs")])
+        snapshot(self.parent.path(), &[self.ws.join("procfs"), self.ws.join(".resilient_write/index")])
     }
 }
 
