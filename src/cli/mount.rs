@@ -48,10 +48,12 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// Is `path` a mountpoint whose FUSE daemon is gone (the kernel answers `ENOTCONN`)?
+/// Is `path` a mountpoint whose FUSE daemon is gone (the kernel answers `ENOTCONN`, or
+/// `ECONNABORTED` to a request the connection's end caught)?
 fn is_dead_mount(path: &Path) -> bool {
     // Opened, not stat'ed: the kernel may still answer a stat from its attribute cache.
-    std::fs::read_dir(path).is_err_and(|e| e.raw_os_error() == Some(nix::libc::ENOTCONN))
+    std::fs::read_dir(path)
+        .is_err_and(|e| matches!(e.raw_os_error(), Some(nix::libc::ENOTCONN | nix::libc::ECONNABORTED)))
 }
 
 /// Detach dead mounts of this workspace (at `workspace` itself, at `mountpoint`, or any whose

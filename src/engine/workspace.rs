@@ -397,7 +397,8 @@ fn root_error(path: &Path, step: &'static str, e: std::io::Error) -> Error {
     let shown = path.display().to_string();
     match e.raw_os_error() {
         Some(nix::libc::ENOENT) => Error::from(Reason::NoSuchWorkspace).at(shown),
-        Some(nix::libc::ENOTCONN) => {
+        // ECONNABORTED: a request caught by the connection's end (the daemon died under it).
+        Some(nix::libc::ENOTCONN | nix::libc::ECONNABORTED) => {
             let mountpoint = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
             Error::from(Reason::DeadMount { mountpoint: mountpoint.display().to_string() }).at(shown)
         }
