@@ -59,6 +59,10 @@ fn detached_attr(ino: u64, stat: Option<Stat>) -> Attr {
     Attr { ino, stat }
 }
 
+/// How long a rename waits for the releases of pass-through handles already closed (the kernel
+/// sends them after `close(2)` returns) before it refuses to give their file a gated name.
+const RELEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Vfs {
     /// The attributes of `ino` now.
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
@@ -371,9 +375,17 @@ impl Vfs {
         } else {
             RenameHow::Replace
         };
-        if self.leaves_pass_through_open(parent, name, &from, &to)
-            || (how == RenameHow::Exchange && self.leaves_pass_through_open(new_parent, new_name, &to, &from))
-        {
+        let blocked_by_open = || {
+            self.leaves_pass_through_open(parent, name, &from, &to)
+                || (how == RenameHow::Exchange && self.leaves_pass_through_open(new_parent, new_name, &to, &from))
+        };
+        // The kernel sends a handle's release after close(2) has returned: `echo x > a.log; mv
+        // a.log a.py` must not see a handle that is only on its way out.
+        let deadline = std::time::Instant::now() + RELEASE_GRACE;
+        while blocked_by_open() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if blocked_by_open() {
             // A file open on a pass-through path is read and written without the gate (by the
             // kernel itself, with passthrough): it may not take a gated name while it is open.
             // `EXDEV` makes `mv` and most programs copy it instead, and the copy is judged.
