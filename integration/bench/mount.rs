@@ -1156,16 +1156,14 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let (files, bytes) = (archive_files(&archive)?, fs::metadata(&archive)?.len());
         let mut row =
             Row::new(format!("tar x of a source archive ({files} files, {:.0} MB)", bytes as f64 / 1e6), None);
-        for round in 0..rounds(Workload::Tar) {
-            for side in b.order(round) {
-                let (dir, mounted) = b.place(side, "tar")?;
-                let t = timed(|| run(Command::new("tar").arg("xf").arg(&archive).arg("-C").arg(&dir)))?;
-                drop(mounted);
-                push(&mut row, side, t);
-            }
-            eprintln!("tar    round {}: {}", round + 1, pair(&row));
-            cleanup_native(&b)?;
-        }
+        measure(
+            &b,
+            &mut row,
+            rounds(Workload::Tar),
+            "tar",
+            |side| b.place(side, "tar"),
+            |dir| run(Command::new("tar").arg("xf").arg(&archive).arg("-C").arg(dir)),
+        )?;
         rows.push(row);
     }
 
@@ -1173,16 +1171,8 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         let n = 2000;
         let mut row =
             Row::new(format!("formatter-like rewrite in place of {n} files (read, change, write back)"), None);
-        for round in 0..rounds(Workload::Format) {
-            for side in b.order(round) {
-                let (dir, mounted) = b.place_filled(side, "format", |dir| make_stat_tree(dir, n).map(drop))?;
-                let t = timed(|| format_tree(&dir, n))?;
-                drop(mounted);
-                push(&mut row, side, t);
-            }
-            eprintln!("format round {}: {}", round + 1, pair(&row));
-            cleanup_native(&b)?;
-        }
+        let place = |side| b.place_filled(side, "format", |dir| make_stat_tree(dir, n).map(drop));
+        measure(&b, &mut row, rounds(Workload::Format), "format", place, |dir| format_tree(dir, n))?;
         rows.push(row);
     }
 
@@ -1193,17 +1183,13 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
             format!("agent replay: 300 edits of {n} committed files, grep -rn every 30, git diff --stat every 50"),
             Some(Target::AtMost(target)),
         );
-        for round in 0..rounds(Workload::Agent) {
-            for side in b.order(round) {
-                let (dir, mounted) = b.place_filled(side, "agent", |dir| make_read_repo(dir, n))?;
-                run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]))?;
-                let t = timed(|| agent_replay(&dir, n))?;
-                drop(mounted);
-                push(&mut row, side, t);
-            }
-            eprintln!("agent  round {}: {}", round + 1, pair(&row));
-            cleanup_native(&b)?;
-        }
+        let place = |side| {
+            let (dir, mounted) = b.place_filled(side, "agent", |dir| make_read_repo(dir, n))?;
+            // Untimed: the index takes this side's stat data, as an agent's first `git status`.
+            run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]))?;
+            Ok((dir, mounted))
+        };
+        measure(&b, &mut row, rounds(Workload::Agent), "agent", place, |dir| agent_replay(dir, n))?;
         rows.push(row);
     }
 
@@ -1306,6 +1292,29 @@ fn pair(row: &Row) -> String {
         Some(p) => format!("mount {} native {} peer {p:.2}s", last(&row.mount), last(&row.native)),
         None => format!("mount {} native {}", last(&row.mount), last(&row.native)),
     }
+}
+
+/// Run `work` in a fresh place of each side (`place`), `rounds` times, timing it into `row`
+/// and saying each round's times under `name`.
+fn measure<'b>(
+    b: &'b Bench,
+    row: &mut Row,
+    rounds: usize,
+    name: &str,
+    place: impl Fn(Side) -> io::Result<(PathBuf, Option<Guard<'b>>)>,
+    work: impl Fn(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    for round in 0..rounds {
+        for side in b.order(round) {
+            let (dir, guard) = place(side)?;
+            let t = timed(|| work(&dir))?;
+            drop(guard);
+            push(row, side, t);
+        }
+        eprintln!("{name:<6} round {}: {}", round + 1, pair(row));
+        cleanup_native(b)?;
+    }
+    Ok(())
 }
 
 /// Remove the native runs' directories (the mount's workspaces go with their mounts).
