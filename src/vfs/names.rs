@@ -430,21 +430,28 @@ impl Vfs {
     /// Would moving `name` in `parent` from `from` to `to` give a gated name to a file (it, or
     /// one below it) that is open with a handle written in place?
     fn leaves_pass_through_open(&self, parent: u64, name: &OsStr, from: &str, to: &str) -> bool {
-        let Some(ino) = self.child_of(parent, name) else { return false };
-        let below: std::collections::HashSet<u64> = std::iter::once(ino).chain(self.table().descendants(ino)).collect();
+        let Some(moved) = self.child_of(parent, name) else { return false };
+        // The open in-place handles first (usually none), then where their files are.
         let open: Vec<u64> = self
             .handles
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
             .filter_map(|h| match **h {
-                super::Handle::InPlace { ino, .. } if below.contains(&ino) => Some(ino),
+                super::Handle::InPlace { ino, .. } => Some(ino),
                 _ => None,
             })
             .collect();
-        open.into_iter().filter_map(|ino| self.path(ino).ok()).any(|path| {
-            let rest = path.strip_prefix(from).unwrap_or_default();
-            !self.in_place(&format!("{to}{rest}"))
+        open.into_iter().any(|ino| {
+            // The node itself (under any of its names), or a file below it.
+            if ino == moved {
+                return !self.in_place(to);
+            }
+            let Ok(path) = self.path(ino) else { return false };
+            match path.strip_prefix(from) {
+                Some(rest) if rest.starts_with('/') => !self.in_place(&format!("{to}{rest}")),
+                _ => false,
+            }
         })
     }
 
