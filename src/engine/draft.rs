@@ -267,30 +267,40 @@ impl Core {
         open_or_create(self.disk(), state, DRAFTS_DIR)
     }
 
-    /// A new, empty file in `drafts/`: the directory, the file and its name.
-    fn new_draft_file(&self) -> Result<(Dir, File, String)> {
+    /// A new, empty file in `drafts/` carrying `note` (the path it is a draft for) from the
+    /// moment it has a name: made anonymous (`O_TMPFILE`), noted, then linked, so a crash never
+    /// leaves a draft recovery cannot name. (Where the filesystem has no `O_TMPFILE` the note
+    /// follows the name, as best it can.) Returns the directory, the file and its name.
+    fn new_draft_file(&self, note: Option<&str>) -> Result<(Dir, File, String)> {
+        let disk = self.disk();
         let dir = self.drafts_dir()?;
-        loop {
-            let name = crate::durable::temp_name();
-            match self.disk().create_new(&dir, &name, 0o600) {
-                Ok(file) => {
-                    // A draft becomes the installed version: rwfs reading it at commit must not
-                    // change the access time a writer set (`touch -t`) or the one it will have.
-                    self.disk().quiet_reads(&file);
-                    return Ok((dir, file, name));
-                }
-                Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
-                Err(e) => return Err(Error::io("create draft", e)),
-            }
+        let temp = disk.create_temp(&dir, 0o600).map_err(|e| Error::io("create draft", e))?;
+        // A draft becomes the installed version: rwfs reading it at commit must not change the
+        // access time a writer set (`touch -t`) or the one it will have.
+        disk.quiet_reads(&temp.file);
+        // Noted while still empty and 0600 (a read-only mode carried over later would refuse
+        // the xattr to anyone but root).
+        if let Some(path) = note {
+            let xattrs = vec![(TARGET_XATTR.into(), path.as_bytes().to_vec())];
+            let _ = disk.set_attrs(&temp.file, &Attrs { xattrs, ..Attrs::default() });
         }
+        let name = match temp.name {
+            Some(name) => name,
+            None => loop {
+                let name = crate::durable::temp_name();
+                match disk.link(&temp.file, &dir, &name) {
+                    Ok(()) => break name,
+                    Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
+                    Err(e) => return Err(Error::io("name draft", e)),
+                }
+            },
+        };
+        Ok((dir, temp.file, name))
     }
 
     fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<Draft> {
         let disk = self.disk();
-        let (dir, file, name) = self.new_draft_file()?;
-        if let Some(path) = former {
-            let _ = disk.set_xattr(&dir, &name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
-        }
+        let (dir, file, name) = self.new_draft_file(former)?;
         let filled = (|| {
             let stat = disk.file_stat(from).step("stat unlinked file")?;
             disk.copy_range(from, &file, stat.size).step("copy unlinked file into draft")?;
@@ -314,10 +324,7 @@ impl Core {
             self.settle_path(path);
         }
         let disk = self.disk();
-        let (dir, file, name) = self.new_draft_file()?;
-        // Named first, while the draft is still empty and 0600 (a read-only mode carried over
-        // next would refuse the xattr to anyone but root): recovery names the file in its row.
-        let _ = disk.set_xattr(&dir, &name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
+        let (dir, file, name) = self.new_draft_file(Some(path))?;
         let started = self.fill_draft(&file, path, base);
         if let Err(e) = started {
             let _ = disk.unlink(&dir, &name);

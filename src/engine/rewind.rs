@@ -154,6 +154,31 @@ fn new_group() -> String {
     format!("rw-{now:x}-{}", hex::encode(random))
 }
 
+/// Threads applying one wave of a rewind: its commits wait on the disk, not the CPU.
+const WORKERS: usize = 16;
+
+/// The order a plan's steps are applied in, wave by wave: a step of a later wave may need what
+/// an earlier one did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Wave {
+    /// Removals: their content goes into `objects/`, where a restore elsewhere may find it.
+    Remove,
+    /// Restores and recreations whose version is kept already: independent of each other.
+    Kept,
+    /// Restores and recreations of a version another step of the plan displaces (a swap, a
+    /// rename undone over a file the plan also changes): one at a time, in path order.
+    NeedsDisplaced,
+}
+
+/// `displaced`: the `from` of the steps applied.
+fn wave(step: &Step, displaced: &BTreeSet<Sha256>) -> Wave {
+    match (step.action, step.to) {
+        (Action::Remove, _) => Wave::Remove,
+        (_, Some(to)) if displaced.contains(&to) => Wave::NeedsDisplaced,
+        _ => Wave::Kept,
+    }
+}
+
 impl Core {
     fn plan_rewind(&self, rewind: &Rewind) -> Result<Vec<Step>> {
         let globs = {
@@ -218,14 +243,7 @@ impl Core {
                 step.skipped = Some("version_not_kept".into());
             }
         }
-        // Removals first; then restores whose version is kept; then those that need one the
-        // earlier steps keep.
-        let rank = |s: &Step| match (s.action, s.to) {
-            (Action::Remove, _) => 0,
-            (_, Some(to)) if displaced.contains(&to) => 2,
-            _ => 1,
-        };
-        steps.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.path.cmp(&b.path)));
+        steps.sort_by(|a, b| wave(a, &displaced).cmp(&wave(b, &displaced)).then_with(|| a.path.cmp(&b.path)));
         Ok(steps)
     }
 
@@ -243,16 +261,46 @@ impl Core {
 
     /// Apply each step whose path still holds its `from`; a path already holding its `to` counts
     /// as applied (recovery finishing a group). Returns the count applied and the failures.
-    fn apply_steps(&self, steps: &[Step], actor: &Actor, changed: &dyn Fn(&str)) -> (usize, Vec<(String, String)>) {
+    ///
+    /// The steps run in their waves' order (see [`Wave`]); inside the first two waves on
+    /// [`WORKERS`] threads, so their commits share the journal's group commits and the disk's
+    /// flushes (each step is still one whole commit: nothing about a crash changes).
+    fn apply_steps(
+        &self,
+        steps: &[Step],
+        actor: &Actor,
+        changed: &(dyn Fn(&str) + Sync),
+    ) -> (usize, Vec<(String, String)>) {
+        let displaced: BTreeSet<Sha256> = steps.iter().filter_map(|s| s.from).collect();
         let (mut applied, mut failed) = (0, Vec::new());
-        for step in steps {
-            match self.apply_step(step, actor) {
-                Ok(true) => {
-                    applied += 1;
-                    changed(&step.path);
+        for part in steps.chunk_by(|a, b| wave(a, &displaced) == wave(b, &displaced)) {
+            let workers = if wave(&part[0], &displaced) == Wave::NeedsDisplaced { 1 } else { WORKERS };
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let outcomes: Vec<Vec<(usize, Result<bool>)>> = std::thread::scope(|scope| {
+                let run = || {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(step) = part.get(i) else { break done };
+                        let outcome = self.apply_step(step, actor);
+                        if matches!(outcome, Ok(true)) {
+                            changed(&step.path);
+                        }
+                        done.push((i, outcome));
+                    }
+                };
+                let threads: Vec<_> = (1..workers.min(part.len())).map(|_| scope.spawn(run)).collect();
+                let mut all = vec![run()];
+                all.extend(threads.into_iter().map(|t| t.join().unwrap_or_default()));
+                all
+            });
+            let mut outcomes: Vec<(usize, Result<bool>)> = outcomes.into_iter().flatten().collect();
+            outcomes.sort_by_key(|(i, _)| *i);
+            for (i, outcome) in outcomes {
+                match outcome {
+                    Ok(_) => applied += 1,
+                    Err(e) => failed.push((part[i].path.clone(), e.to_string())),
                 }
-                Ok(false) => applied += 1,
-                Err(e) => failed.push((step.path.clone(), e.to_string())),
             }
         }
         (applied, failed)
