@@ -204,3 +204,26 @@ fn a_missing_corrupt_or_stale_index_is_rebuilt_and_a_damaged_journal_is_never_an
     let scanned = query::sessions(&ScanOnly(&w)).unwrap().into_iter().find(|s| s.name == "s3").unwrap();
     assert_eq!(s3, scanned);
 }
+
+#[test]
+fn opening_the_workspace_again_leaves_the_journal_as_it_was_so_its_index_stays_valid() {
+    // The writer reserves room past the journal's end; doing it again at every open changed the
+    // file's modification time, which made the index rebuild itself from the whole journal
+    // after every mount or command that opened the engine.
+    let ws = Ws::new();
+    let engine = ws.open();
+    crate::support::write(&engine, "a.txt", b"one\n", rwfs::engine::WriteMode::Create).unwrap();
+    drop(engine);
+    let w = ws.workspace();
+    assert_eq!(query::tail(&w, &Filter::default(), 0).unwrap().rows.len(), 1);
+    let journal = ws.abs(".resilient_write/journal.jsonl");
+    let before = std::fs::metadata(&journal).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    drop(ws.open());
+    let after = std::fs::metadata(&journal).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap()),
+        "an open that wrote no row changed the journal"
+    );
+}

@@ -152,13 +152,17 @@ impl Journal {
     pub fn start(disk: Arc<dyn Disk>, file: File, scan: &Scan, seal: Option<(Seal, File, u64)>) -> Result<Journal> {
         let queue = Arc::new(Queue::default());
         let durable_seq = Arc::new(AtomicU64::new(scan.last_seq));
+        // What an earlier writer reserved is still allocated (an append-only file has no
+        // holes): reserving again would change the journal's modification time, which tells the
+        // journal index the file was rewritten, although no row was.
+        let reserved_to = disk.file_stat(&file).map_or(0, |stat| stat.blocks * 512);
         let mut writer = Writer {
             durable_seq: durable_seq.clone(),
             disk,
             file,
             end: scan.len,
             unsynced: false,
-            reserved_to: 0,
+            reserved_to,
             needs_newline: scan.needs_newline,
             chain: scan.next_chain(),
             next_seq: scan.last_seq + 1,
