@@ -368,7 +368,7 @@ impl Policy {
             salt: [0; 16],
         };
         // Compile now, so a bad regex is reported here and not at the first write.
-        Scanner::new(scan.clone()).map_err(|e| semantic(text, &e.name, &format!("bad regex: {}", e.message)))?;
+        scan.compile_extra().map_err(|e| semantic(text, &e.name, &format!("bad regex: {}", e.message)))?;
         let mut rules = Vec::new();
         for spec in &file.rules {
             let paths = if spec.paths.is_empty() { None } else { Some(globs(&spec.paths, text)?) };

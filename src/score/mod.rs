@@ -82,6 +82,24 @@ pub struct ScanConfig {
     pub salt: [u8; 16],
 }
 
+impl ScanConfig {
+    /// The policy's own patterns in use, compiled: what [`Scanner::new`] adds to the built-in
+    /// rules, and all of it that can fail (checking a policy needs nothing else, so commands
+    /// that never scan do not pay for building the built-in rules).
+    pub fn compile_extra(&self) -> Result<Vec<(ExtraPattern, Regex)>, BadPattern> {
+        let mut extra = Vec::new();
+        for pattern in &self.extra {
+            if self.disabled_families.contains(&pattern.family) {
+                continue;
+            }
+            let regex =
+                compile(&pattern.regex).map_err(|message| BadPattern { name: pattern.name.clone(), message })?;
+            extra.push((pattern.clone(), regex));
+        }
+        Ok(extra)
+    }
+}
+
 /// An `extend_patterns` regex that does not compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadPattern {
@@ -183,15 +201,7 @@ impl Scanner {
 
     /// A scanner for `config`; only the policy's own patterns can fail to compile.
     pub fn new(config: ScanConfig) -> Result<Scanner, BadPattern> {
-        let mut extra = Vec::new();
-        for pattern in &config.extra {
-            if config.disabled_families.contains(&pattern.family) {
-                continue;
-            }
-            let regex =
-                compile(&pattern.regex).map_err(|message| BadPattern { name: pattern.name.clone(), message })?;
-            extra.push((pattern.clone(), regex));
-        }
+        let extra = config.compile_extra()?;
         let set = RuleSet::get(&config.disabled_families);
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS.iter().map(|(f, w)| (f.to_string(), *w)).collect();
         weights.extend(config.weights.iter().map(|(f, w)| (f.clone(), *w)));
