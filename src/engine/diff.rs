@@ -169,14 +169,13 @@ impl Workspace {
         Ok(stats)
     }
 
-    /// The bytes of version `sha` of `path` (empty when absent).
+    /// The bytes of version `sha` of `path` (empty when absent): kept in `objects/` once it
+    /// left the tree, else what the path holds now, when its digest is `sha`.
     fn bytes_of(&self, path: &str, sha: Option<Sha256>) -> Result<Vec<u8>> {
         let Some(sha) = sha else { return Ok(Vec::new()) };
-        match self.version_bytes(path, &RestoreTo::Sha(sha.to_hex())) {
-            Ok((_, bytes)) => Ok(bytes),
-            // A version another path holds now (a rename): read it from the store directly.
-            Err(_) => self.stored_bytes(&sha).ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(path)),
-        }
+        self.stored_bytes(&sha)
+            .or_else(|| self.current_bytes(path).filter(|bytes| Sha256::of(bytes) == sha))
+            .ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(path))
     }
 
     fn stored_bytes(&self, sha: &Sha256) -> Option<Vec<u8>> {
@@ -185,6 +184,14 @@ impl Workspace {
         let mut bytes = Vec::new();
         std::fs::File::from(file.into_fd()).read_to_end(&mut bytes).ok()?;
         (Sha256::of(&bytes) == *sha).then_some(bytes)
+    }
+
+    fn current_bytes(&self, path: &str) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let opened = self.open_in(path, crate::durable::Scope::Workspace).ok()?;
+        let mut bytes = Vec::with_capacity(opened.stat.size as usize);
+        (&opened.file).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
     }
 }
 
