@@ -95,12 +95,20 @@ impl std::error::Error for NotASha256 {}
 impl FromStr for Sha256 {
     type Err = NotASha256;
 
+    /// Exactly 64 lowercase hex digits (the journal reads millions of these).
     fn from_str(s: &str) -> Result<Sha256, NotASha256> {
-        if s.len() != 64 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(NotASha256);
+        fn nibble(b: u8) -> Result<u8, NotASha256> {
+            match b {
+                b'0'..=b'9' => Ok(b - b'0'),
+                b'a'..=b'f' => Ok(b - b'a' + 10),
+                _ => Err(NotASha256),
+            }
         }
+        let hex: &[u8; 64] = s.as_bytes().try_into().map_err(|_| NotASha256)?;
         let mut out = [0u8; 32];
-        hex::decode_to_slice(s, &mut out).map_err(|_| NotASha256)?;
+        for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+            *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
+        }
         Ok(Sha256(out))
     }
 }
@@ -113,9 +121,25 @@ impl serde::Serialize for Sha256 {
 
 impl<'de> serde::Deserialize<'de> for Sha256 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Sha256, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        deserialize_or_empty(d)?.ok_or_else(|| serde::de::Error::custom(NotASha256))
     }
+}
+
+/// A digest, or `None` for `""`: read in place where the input allows (no string is copied).
+pub fn deserialize_or_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Sha256>, D::Error> {
+    struct Hex;
+    impl serde::de::Visitor<'_> for Hex {
+        type Value = Option<Sha256>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a sha256 digest in lowercase hex")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Option<Sha256>, E> {
+            if s.is_empty() { Ok(None) } else { s.parse().map(Some).map_err(E::custom) }
+        }
+    }
+    d.deserialize_str(Hex)
 }
 
 /// Streaming SHA-256.

@@ -299,8 +299,7 @@ mod version {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Sha256>, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        if s.is_empty() { Ok(None) } else { s.parse().map(Some).map_err(serde::de::Error::custom) }
+        crate::sha::deserialize_or_empty(d)
     }
 }
 
