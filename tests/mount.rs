@@ -816,6 +816,22 @@ while True:
 
 #[test]
 fn killing_the_daemon_in_batch_mode_loses_no_acknowledged_close() {
+    // Every renaming writer drains the batch, so a kill can find it empty by chance (more
+    // likely on a loaded machine): each attempt checks that nothing acknowledged was lost, and
+    // at least one must have found versions staged, so recovery's roll-forward was tested.
+    let mut rolled_total = 0;
+    for attempt in 1..=3 {
+        rolled_total += batch_kill_attempt(attempt);
+        if rolled_total > 0 {
+            break;
+        }
+    }
+    assert!(rolled_total > 0, "three kills found nothing staged: the test did not test recovery");
+}
+
+/// One mount in batch mode under 8 writers, killed mid-stream; returns the versions recovery
+/// installed.
+fn batch_kill_attempt(attempt: u32) -> usize {
     // A window long enough that the kill finds versions acknowledged and not installed.
     let ws = Ws::new();
     std::fs::create_dir_all(ws.abs(".resilient_write")).unwrap();
@@ -861,7 +877,6 @@ fn killing_the_daemon_in_batch_mode_loses_no_acknowledged_close() {
     }
     m.remount();
     let rolled = m.log().matches("installed a version the mount had acknowledged").count();
-    assert!(rolled > 0, "the kill found nothing staged: the test did not test recovery\n{}", m.log());
     for (path, &iteration) in &acked {
         let bytes = m.read(path).unwrap_or_else(|e| panic!("{path} is missing after the crash: {e}"));
         assert!(is_whole_version(&bytes), "{path} is torn");
@@ -877,11 +892,12 @@ fn killing_the_daemon_in_batch_mode_loses_no_acknowledged_close() {
     let verify = rwfs().arg("verify").arg("--workspace").arg(m.ws.path()).output().unwrap();
     assert!(verify.status.success(), "rwfs verify: {}", String::from_utf8_lossy(&verify.stdout));
     println!(
-        "batch kill: {} acknowledged closes by 8 writers, {} files checked, {rolled} versions installed by recovery",
+        "batch kill, attempt {attempt}: {} acknowledged closes by 8 writers, {} files checked, {rolled} versions installed by recovery",
         acked_lines(),
         acked.len()
     );
     m.unmount();
+    rolled
 }
 
 #[test]
