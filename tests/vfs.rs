@@ -1297,3 +1297,16 @@ fn a_files_draft_does_not_show_rwfs_own_note_among_its_attributes() {
     assert!(fx.vfs.getxattr(ino, OsStr::new("user.rwfs.target")).is_err());
     fx.close(fh, &p).unwrap();
 }
+
+#[test]
+fn a_version_staged_in_batch_mode_does_not_show_rwfs_own_note_either() {
+    // Closed, acknowledged and served from drafts/ until its install (xfstests generic/097).
+    let fx = batch_fx(Ws::new());
+    let p = process(331);
+    fx.put("staged.txt", b"staged\n", &p).unwrap();
+    assert_eq!(fx.backing("staged.txt"), None, "still staged");
+    let ino = fx.node("staged.txt").unwrap();
+    let names = fx.vfs.listxattr(ino).unwrap();
+    assert!(!String::from_utf8_lossy(&names).contains("rwfs"), "{names:?}");
+    assert!(fx.vfs.getxattr(ino, OsStr::new("user.rwfs.target")).is_err());
+}

@@ -193,11 +193,11 @@ impl Engine {
     }
 
     pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
+        // The draft's recovery note is rwfs's, not the file's.
+        if attr == super::draft::TARGET_XATTR && self.core.in_drafts(entry) {
+            return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
+        }
         if let Entry::Draft(draft) = entry {
-            // The draft's recovery note is rwfs's, not the file's.
-            if attr == super::draft::TARGET_XATTR {
-                return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
-            }
             // Through the draft's own descriptor: the kernel asks for `security.capability`
             // before the first write to every file it has not checked yet.
             return self.core.disk().file_xattr(draft.file(), attr).step("getxattr");
@@ -210,8 +210,8 @@ impl Engine {
         let disk = self.core.disk();
         let mut names =
             self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")?;
-        if let Entry::Draft(_) = entry {
-            // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062).
+        if self.core.in_drafts(entry) {
+            // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062, 097).
             names.retain(|name| name != super::draft::TARGET_XATTR);
         }
         Ok(names)
@@ -283,6 +283,16 @@ impl Core {
         }
         let (dir, name) = self.locate(entry, scope)?;
         Ok(op(&dir, &name))
+    }
+
+    /// Is `entry` served from `drafts/`: an open draft, or a version staged in batch mode and
+    /// not installed yet (see [`Core::on`])?
+    fn in_drafts(&self, entry: Entry<'_>) -> bool {
+        match (entry, &self.batch) {
+            (Entry::Draft(_), _) => true,
+            (Entry::Path(path), Some(batch)) => batch.view(path).is_some(),
+            (Entry::Path(_), None) => false,
+        }
     }
 
     /// Before a namespace change: a journaled one (`keep`) drains the batch, to keep the
