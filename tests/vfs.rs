@@ -1310,3 +1310,29 @@ fn a_version_staged_in_batch_mode_does_not_show_rwfs_own_note_either() {
     assert!(!String::from_utf8_lossy(&names).contains("rwfs"), "{names:?}");
     assert!(fx.vfs.getxattr(ino, OsStr::new("user.rwfs.target")).is_err());
 }
+
+#[test]
+fn fallocate_grows_a_draft_with_zeros_or_only_reserves_and_refuses_modes_that_change_bytes() {
+    let fx = Fx::new();
+    let p = process(332);
+    fx.put("f.bin", b"abc", &p).unwrap();
+    let fh = fx.open("f.bin", WRONLY, &p).unwrap();
+    // Blocks only: the file keeps its size and its bytes.
+    fx.vfs.fallocate(fh, 0, 1 << 20, libc::FALLOC_FL_KEEP_SIZE, &p).unwrap();
+    assert_eq!(fx.vfs.getattr(fx.node("f.bin").unwrap()).unwrap().stat.size, 3);
+    // Mode 0 past the end: the file grows with zeros, committed at close like a write.
+    fx.vfs.fallocate(fh, 2, 6, 0, &p).unwrap();
+    assert_eq!(fx.vfs.getattr(fx.node("f.bin").unwrap()).unwrap().stat.size, 8);
+    for mode in [
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+        libc::FALLOC_FL_ZERO_RANGE,
+        libc::FALLOC_FL_COLLAPSE_RANGE,
+    ] {
+        let e = fx.vfs.fallocate(fh, 0, 1, mode, &p).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP), "mode {mode:#x}");
+    }
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("f.bin").unwrap(), b"abc\0\0\0\0\0");
+    let rows = fx.ws.rows();
+    assert_eq!(rows.last().map(|r| (r.path.as_str(), r.bytes)), Some(("f.bin", 8)));
+}

@@ -207,6 +207,19 @@ impl Engine {
         Ok(())
     }
 
+    /// `fallocate` of a draft: blocks for `len` bytes from `offset`, and unless `keep_size` the
+    /// draft grown (with zeros, as by [`Engine::truncate_draft`]) to cover them. Returns whether
+    /// the draft's bytes changed.
+    pub fn allocate_draft(&self, draft: &mut Draft, offset: u64, len: u64, keep_size: bool) -> Result<bool> {
+        let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", super::tree::efbig()))?;
+        let grows = !keep_size && end > draft.len;
+        if grows {
+            self.truncate_draft(draft, end)?;
+        }
+        self.core.disk().reserve(&draft.file, offset, len).step("allocate draft")?;
+        Ok(grows)
+    }
+
     /// Make the draft the new version of `path`, durably, or refuse it. On success the returned
     /// file is the committed version (the draft's own descriptor).
     /// On a full disk, old versions make room and the commit is tried once more (`room.rs`).

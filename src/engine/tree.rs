@@ -243,6 +243,17 @@ impl Engine {
         self.core.disk().set_len(file, len).step("truncate")
     }
 
+    /// `fallocate` of a file opened in place: blocks for `len` bytes from `offset`, and unless
+    /// `keep_size` the file grown (with zeros) to cover them.
+    pub fn allocate(&self, file: &File, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+        let disk = self.core.disk();
+        let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", efbig()))?;
+        if !keep_size && end > disk.file_stat(file).step("stat")?.size {
+            disk.set_len(file, end).step("fallocate")?;
+        }
+        disk.reserve(file, offset, len).step("fallocate")
+    }
+
     pub fn sync_file(&self, file: &File, data_only: bool) -> Result<()> {
         let disk = self.core.disk();
         if data_only { disk.sync_data(file) } else { disk.sync(file) }.step("fsync")
@@ -551,4 +562,9 @@ impl Core {
         self.tracker.end(token);
         Ok(())
     }
+}
+
+/// A size or offset past what a file can hold.
+pub(super) fn efbig() -> std::io::Error {
+    std::io::Error::from_raw_os_error(nix::libc::EFBIG)
 }

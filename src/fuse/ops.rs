@@ -12,7 +12,6 @@ use fuser::{
     LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use nix::libc;
 
 use super::passthrough::{Answer, Passthrough};
 use super::pool::Pool;
@@ -482,16 +481,18 @@ impl Filesystem for Glue {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
-        _offset: u64,
-        _length: u64,
-        _mode: i32,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
         reply: ReplyEmpty,
     ) {
-        // posix_fallocate falls back to writing the range, which goes through the draft.
-        reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        match self.vfs.fallocate(fh.0, offset, length, mode, &self.caller(req)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.err(&e)),
+        }
     }
 }
 

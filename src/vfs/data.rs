@@ -322,6 +322,41 @@ impl Vfs {
         }
     }
 
+    /// `fallocate(2)` with `mode` 0 (allocate, growing the file with zeros as `truncate` does)
+    /// or `FALLOC_FL_KEEP_SIZE` (blocks only: no byte changes), on the draft or the in-place
+    /// file. Modes that change bytes inside the file (punching holes, zeroing, collapsing or
+    /// inserting ranges) are `EOPNOTSUPP`, which `posix_fallocate` and most tools answer by
+    /// writing the range, so the bytes go through the draft and the gate as any write.
+    pub fn fallocate(&self, fh: u64, offset: u64, len: u64, mode: i32, caller: &Caller) -> Result<()> {
+        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
+            return Err(os_error("fallocate", libc::EOPNOTSUPP));
+        }
+        let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
+        let target = self.with_handle(fh, |vfs, handle| match handle {
+            Handle::InPlace { file, .. } => vfs.engine.allocate(file, offset, len, keep_size).map(|()| None),
+            Handle::File { ino, writable: true, .. } => Ok(Some(*ino)),
+            Handle::File { .. } => Err(os_error("fallocate", libc::EBADF)),
+            Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
+        })?;
+        let Some(ino) = target else { return Ok(()) };
+        let file_node = self.file_node(ino)?;
+        let mut state = file_node.lock();
+        if self.is_unlinked(ino) {
+            let draft = self.unlinked_draft(ino, &mut state)?;
+            return self.engine.allocate_draft(draft, offset, len, keep_size).map(drop);
+        }
+        let path = self.path(ino)?;
+        self.ensure_draft(&path, &mut state)?;
+        let grew = match state.draft_mut() {
+            Some(draft) => self.engine.allocate_draft(draft, offset, len, keep_size)?,
+            None => false,
+        };
+        if grew {
+            state.changed_by(self.actor(caller));
+        }
+        Ok(())
+    }
+
     /// A draft to write into: the existing one, or a copy of the committed version. A file
     /// whose draft was refused takes no more bytes until it is truncated.
     fn ensure_draft(&self, path: &str, state: &mut FileState) -> Result<()> {
