@@ -686,23 +686,33 @@ fn is_whole_version(bytes: &[u8]) -> bool {
     len.parse::<usize>() == Ok(body.len()) && sha(body).to_hex() == digest
 }
 
+/// SIGKILL the daemon with the writers still writing, then stop the writers.
+fn kill_mid_stream(m: &mut Mounted, writers: impl IntoIterator<Item = std::process::Child>) {
+    m.kill();
+    for mut writer in writers {
+        let _ = writer.kill();
+        writer.wait().unwrap();
+    }
+}
+
+/// A writer process in the background: `python3 -c script args…`, its output discarded.
+fn writer(script: &str, args: &[&std::ffi::OsStr]) -> std::process::Child {
+    Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
     let mut m = Mounted::new();
     std::fs::create_dir(m.path("shared")).unwrap();
-    let writers: Vec<_> = (0..8)
-        .map(|w| {
-            Command::new("python3")
-                .arg("-c")
-                .arg(CRASH_WRITER)
-                .arg(m.mountpoint())
-                .arg(w.to_string())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let writers: Vec<_> =
+        (0..8).map(|w| writer(CRASH_WRITER, &[m.mountpoint().as_os_str(), w.to_string().as_ref()])).collect();
     // A writer that holds its draft open when the daemon dies: an orphan draft for certain.
     let held = b"a draft nobody closed\n".repeat(100);
     let mut holder = Command::new("python3")
@@ -724,11 +734,7 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
         assert!(std::time::Instant::now() < deadline, "the writers made no progress:\n{}", m.log());
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    m.kill();
-    for mut writer in writers.into_iter().chain([holder]) {
-        let _ = writer.kill();
-        writer.wait().unwrap();
-    }
+    kill_mid_stream(&mut m, writers.into_iter().chain([holder]));
 
     // What the dead daemon left: drafts that nobody committed.
     let drafts_dir = m.ws.abs(".resilient_write/drafts");
@@ -738,41 +744,10 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
     let rows_before = m.ws.rows().len();
 
     m.remount();
-    let rows = m.ws.rows();
-    let recovered: Vec<_> =
-        rows[rows_before..].iter().filter(|r| r.op() == Op::Recover && r.path.contains("/drafts/")).collect();
-    assert_eq!(recovered.len(), orphans.len(), "one recover row per orphan draft");
-    for orphan in &orphans {
-        assert_eq!(m.ws.object(&sha(orphan)).as_ref(), Some(orphan), "every orphan draft is kept in objects/");
-        assert!(recovered.iter().any(|r| r.prev_sha256 == Some(sha(orphan))), "and journaled");
-    }
+    let recovered = assert_orphans_kept_and_named(&m, rows_before, &orphans);
     let held_row = recovered.iter().find(|r| r.prev_sha256 == Some(sha(&held))).unwrap();
     assert_eq!(held_row.from.as_deref(), Some("shared/held.txt"), "the row names the draft's file");
-    let nameless: Vec<_> = recovered.iter().filter(|r| r.from.is_none()).map(|r| r.path.as_str()).collect();
-    assert!(
-        nameless.is_empty(),
-        "every recovered draft names its file: {} of {} do not",
-        nameless.len(),
-        recovered.len()
-    );
-    assert_eq!(std::fs::read_dir(&drafts_dir).unwrap().count(), 0, "no draft left behind");
-
-    // Every file holds one whole version, the one the journal says it holds.
-    let verify = rwfs().arg("verify").arg("--workspace").arg(m.ws.path()).output().unwrap();
-    assert!(verify.status.success(), "rwfs verify: {}", String::from_utf8_lossy(&verify.stdout));
-    let mut files = 0;
-    for entry in std::fs::read_dir(m.ws.abs("shared")).unwrap() {
-        let entry = entry.unwrap();
-        let name = format!("shared/{}", entry.file_name().to_string_lossy());
-        let bytes = std::fs::read(entry.path()).unwrap();
-        // Empty is a version too: the writer's `os.fsync` before Python flushed its buffer
-        // commits the empty new file (`.wN.tmp`), and the kill may come before its close.
-        assert!(bytes.is_empty() || is_whole_version(&bytes), "{name} is torn");
-        let last = rows_of(&m, &name).into_iter().rfind(|r| r.sha256.is_some() || r.op() == Op::Delete);
-        assert_eq!(last.and_then(|r| r.sha256), Some(sha(&bytes)), "{name} is its last journaled version");
-        assert_eq!(m.read(&name).unwrap(), bytes, "the new mount shows it");
-        files += 1;
-    }
+    let files = assert_whole_and_journaled(&m, "shared");
     assert!(files >= 4, "the shared files exist");
     println!(
         "crash: {rows_before} rows before the kill, {} orphan drafts recovered, {files} files whole and journaled",
@@ -782,6 +757,90 @@ fn killing_the_daemon_mid_write_loses_nothing_and_tears_nothing() {
     // And the remounted workspace takes writes again.
     m.write("shared/after.txt", b"after the crash\n").unwrap();
     assert_eq!(m.backing("shared/after.txt").unwrap(), b"after the crash\n");
+    m.unmount();
+}
+
+/// After a remount: each draft the dead daemon left (`orphans`, their bytes) is either kept in
+/// `objects/` and journaled by a `recover` row naming the file it was for, or was a version
+/// whose row was already durable, which recovery installed (rolled forward); `drafts/` is empty.
+/// Returns the `recover` rows.
+fn assert_orphans_kept_and_named(m: &Mounted, rows_before: usize, orphans: &[Vec<u8>]) -> Vec<rwfs::journal::Row> {
+    let rows = m.ws.rows();
+    let recovered: Vec<_> =
+        rows[rows_before..].iter().filter(|r| r.op() == Op::Recover && r.path.contains("/drafts/")).cloned().collect();
+    for orphan in orphans {
+        let kept = recovered.iter().any(|r| r.prev_sha256 == Some(sha(orphan)));
+        let acknowledged = rows[..rows_before].iter().any(|r| r.sha256 == Some(sha(orphan)));
+        assert!(kept || acknowledged, "a draft left by the crash is neither kept nor installed:\n{}", m.log());
+        if kept {
+            assert_eq!(m.ws.object(&sha(orphan)).as_ref(), Some(orphan), "a kept draft is in objects/");
+        }
+    }
+    let nameless: Vec<_> = recovered.iter().filter(|r| r.from.is_none()).map(|r| r.path.as_str()).collect();
+    assert!(
+        nameless.is_empty(),
+        "every recovered draft names its file: {} of {} do not",
+        nameless.len(),
+        recovered.len()
+    );
+    assert_eq!(std::fs::read_dir(m.ws.abs(".resilient_write/drafts")).unwrap().count(), 0, "no draft left behind");
+    recovered
+}
+
+/// Every file of `dir` (written by `CRASH_WRITER`s) holds one whole version, the last one the
+/// journal gives it, and the mount shows it; `rwfs verify` passes. Returns the files checked.
+fn assert_whole_and_journaled(m: &Mounted, dir: &str) -> usize {
+    let verify = rwfs().arg("verify").arg("--workspace").arg(m.ws.path()).output().unwrap();
+    assert!(verify.status.success(), "rwfs verify: {}", String::from_utf8_lossy(&verify.stdout));
+    let rows = m.ws.rows();
+    let mut files = 0;
+    for entry in std::fs::read_dir(m.ws.abs(dir)).unwrap() {
+        let entry = entry.unwrap();
+        let name = format!("{dir}/{}", entry.file_name().to_string_lossy());
+        let bytes = std::fs::read(entry.path()).unwrap();
+        // Empty is a version too: the writer's `os.fsync` before Python flushed its buffer
+        // commits the empty new file (`.wN.tmp`), and the kill may come before its close.
+        assert!(bytes.is_empty() || is_whole_version(&bytes), "{name} is torn");
+        let last = rows.iter().rfind(|r| r.path == name && (r.sha256.is_some() || r.op() == Op::Delete));
+        assert_eq!(last.and_then(|r| r.sha256), Some(sha(&bytes)), "{name} is its last journaled version");
+        assert_eq!(m.read(&name).unwrap(), bytes, "the new mount shows it");
+        files += 1;
+    }
+    files
+}
+
+#[test]
+fn fifty_kills_under_six_writers_tear_nothing_and_every_kept_draft_names_its_file() {
+    let mut m = Mounted::new();
+    std::fs::create_dir(m.path("shared")).unwrap();
+    let (mut orphans_total, mut rows_total) = (0, 0);
+    for kill in 1..=50 {
+        let start = m.ws.rows().len();
+        let writers: Vec<_> = (0..6)
+            .map(|w| writer(CRASH_WRITER, &[m.mountpoint().as_os_str(), (kill * 10 + w).to_string().as_ref()]))
+            .collect();
+        // Some commits, then the kill lands wherever the writers are.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while m.ws.rows().len() < start + 8 {
+            assert!(std::time::Instant::now() < deadline, "kill {kill}: the writers made no progress:\n{}", m.log());
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        kill_mid_stream(&mut m, writers);
+        let drafts_dir = m.ws.abs(".resilient_write/drafts");
+        let orphans: Vec<Vec<u8>> = match std::fs::read_dir(&drafts_dir) {
+            Ok(dir) => dir.map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect(),
+            Err(_) => Vec::new(),
+        };
+        let rows_before = m.ws.rows().len();
+        m.remount();
+        assert_orphans_kept_and_named(&m, rows_before, &orphans);
+        assert_whole_and_journaled(&m, "shared");
+        orphans_total += orphans.len();
+        rows_total = rows_before;
+    }
+    println!(
+        "50 kills under 6 writers: {rows_total} rows, {orphans_total} drafts left by the kills, each kept and named or installed"
+    );
     m.unmount();
 }
 
@@ -840,16 +899,8 @@ fn batch_kill_attempt(attempt: u32) -> usize {
     let logs = tempfile::tempdir().unwrap();
     let writers: Vec<_> = (0..8)
         .map(|w| {
-            Command::new("python3")
-                .arg("-c")
-                .arg(ACK_WRITER)
-                .arg(m.mountpoint())
-                .arg(w.to_string())
-                .arg(logs.path().join(format!("w{w}.log")))
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
+            let log = logs.path().join(format!("w{w}.log"));
+            writer(ACK_WRITER, &[m.mountpoint().as_os_str(), w.to_string().as_ref(), log.as_os_str()])
         })
         .collect();
     let acked_lines = || -> usize {
@@ -862,11 +913,7 @@ fn batch_kill_attempt(attempt: u32) -> usize {
         assert!(std::time::Instant::now() < deadline, "the writers made no progress:\n{}", m.log());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    m.kill();
-    for mut writer in writers {
-        let _ = writer.kill();
-        writer.wait().unwrap();
-    }
+    kill_mid_stream(&mut m, writers);
     // What each writer was told: the last acknowledged iteration of each of its files.
     let mut acked: std::collections::BTreeMap<String, u64> = Default::default();
     for w in 0..8 {
