@@ -2,7 +2,8 @@
 # run.sh: the upstream xfstests `generic` group (quick by default) against rwfs mounts.
 #
 #   integration/xfstests/run.sh XFSTESTS_SRC [--rwfs BIN] [--out DIR] [--group NAME] [--build-only]
-#                                            [--durability close|batch] [-- TESTS]
+#                                            [--durability close|batch] [--backing-size SIZE]
+#                                            [-- TESTS]
 #
 # XFSTESTS_SRC is a checkout of https://git.kernel.org/pub/scm/fs/xfs/xfstests-dev.git (or a
 # mirror of it) kept OUTSIDE this repository: the suite is on no package registry, so it is
@@ -17,7 +18,12 @@
 #   4. installs mount/mount.fuse.rwfs as /sbin/mount.fuse.rwfs for the run (mount -t fuse.rwfs
 #      WORKSPACE MNT is how xfstests mounts), removed again at exit if it was not there before;
 #   5. runs `./check -g generic/GROUP -E exclude` with FSTYP=fuse, FUSE_SUBTYP=.rwfs, TEST_DEV and
-#      SCRATCH_DEV two workspaces under OUT/backing and their mounts under OUT/mnt;
+#      SCRATCH_DEV two workspaces under OUT/backing and their mounts under OUT/mnt; OUT/backing
+#      is an ext4 filesystem of --backing-size (default 16g) in a sparse image file, mounted
+#      through a loop device (a 4g tmpfs where loop devices are missing): some tests fill their
+#      filesystem on purpose (fallocate of all free space), and rwfs keeps a deleted file's last
+#      version, so on the host's own filesystem they would fill the host's disk (generic/103
+#      left a 49 GB version there);
 #   6. writes OUT/summary.txt: passed / failed / not run counts and the failing tests.
 # Must run as root (mounts, chown, device nodes). Results of each test: OUT/xfstests/results/.
 # exclude: tests no FUSE filesystem can pass, one per line with the reason (see that file).
@@ -32,9 +38,10 @@ out=$PWD/xfstests-out
 group=quick
 build_only=0
 durability=close
+backing_size=16g
 extra=()
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -43,6 +50,7 @@ while [ $# -gt 0 ]; do
         --group) group=$2; shift ;;
         --build-only) build_only=1 ;;
         --durability) durability=$2; shift ;;
+        --backing-size) backing_size=$2; shift ;;
         -h | --help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 1 ;;
@@ -106,6 +114,17 @@ for name in test scratch; do
     for m in "$out/mnt/$name"; do
         if mountpoint -q "$m"; then umount "$m" || umount -l "$m"; fi
     done
+done
+mkdir -p "$out/backing"
+if mountpoint -q "$out/backing"; then umount "$out/backing" || umount -l "$out/backing"; fi
+rm -f "$out/backing.img"
+truncate -s "$backing_size" "$out/backing.img"
+if ! { mkfs.ext4 -q -F "$out/backing.img" && mount -o loop "$out/backing.img" "$out/backing"; } 2>/dev/null; then
+    echo "run.sh: no loop device: the workspaces live on a 4g tmpfs instead" >&2
+    rm -f "$out/backing.img"
+    mount -t tmpfs -o size=4g,mode=0755 rwfs-xfstests "$out/backing"
+fi
+for name in test scratch; do
     rm -rf "$out/backing/$name"
     mkdir -p "$out/backing/$name/.resilient_write" "$out/mnt/$name"
     # Keep the version store small on the shared disk (the run rewrites gigabytes).
@@ -123,6 +142,8 @@ cleanup() {
     for name in test scratch; do
         if mountpoint -q "$out/mnt/$name"; then umount "$out/mnt/$name" 2>/dev/null || umount -l "$out/mnt/$name"; fi
     done
+    if mountpoint -q "$out/backing"; then umount "$out/backing" 2>/dev/null || umount -l "$out/backing"; fi
+    rm -f "$out/backing.img"
     [ "$installed_helper" = 0 ] || rm -f "$helper"
 }
 trap cleanup EXIT
