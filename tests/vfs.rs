@@ -70,6 +70,7 @@ fn process(pid: u32) -> Caller {
         gid: nix::unistd::getgid().as_raw(),
         comm: Some(format!("p{pid}")),
         umask: 0,
+        groups: Vec::new(),
     }
 }
 
@@ -1335,4 +1336,41 @@ fn fallocate_grows_a_draft_with_zeros_or_only_reserves_and_refuses_modes_that_ch
     assert_eq!(fx.backing("f.bin").unwrap(), b"abc\0\0\0\0\0");
     let rows = fx.ws.rows();
     assert_eq!(rows.last().map(|r| (r.path.as_str(), r.bytes)), Some(("f.bin", 8)));
+}
+
+#[test]
+fn a_chmod_to_setgid_by_a_caller_outside_the_files_group_drops_the_bit() {
+    // As ext4 does (xfstests generic/375): the kernel leaves it to a FUSE filesystem.
+    let fx = Fx::new();
+    let root = process(333);
+    fx.put("sgid.txt", b"x", &root).unwrap();
+    std::fs::create_dir(fx.ws.abs("sgid.d")).unwrap();
+    for name in ["sgid.txt", "sgid.d"] {
+        let ino = fx.node(name).unwrap();
+        let chown = SetAttr { uid: Some(100), gid: Some(100), ..SetAttr::default() };
+        fx.vfs.setattr(ino, chown, &root).unwrap();
+        let chmod = |who: &Caller| {
+            fx.vfs.setattr(ino, SetAttr { mode: Some(0o2777), ..SetAttr::default() }, who).unwrap().stat.perm
+        };
+        let member = Caller { uid: 100, gid: 100, ..process(334) };
+        let supplementary = Caller { uid: 100, gid: 101, groups: vec![7, 100], ..process(335) };
+        let outsider = Caller { uid: 100, gid: 101, groups: vec![7], ..process(336) };
+        assert_eq!(chmod(&member), 0o2777, "{name}: the owner in the file's group");
+        assert_eq!(chmod(&supplementary), 0o2777, "{name}: in the group through a supplementary group");
+        assert_eq!(chmod(&outsider), 0o777, "{name}: outside the group, the bit is dropped");
+        assert_eq!(chmod(&root), 0o2777, "{name}: root keeps it");
+        // And so does setting the access ACL (`setfacl -m u::rwx,g::rwx,o::rwx`).
+        let acl: Vec<u8> =
+            [2u32.to_le_bytes().to_vec(), acl_entry(0x01, 7), acl_entry(0x04, 7), acl_entry(0x20, 7)].concat();
+        let acl_attr = OsStr::new("system.posix_acl_access");
+        fx.vfs.setxattr(ino, acl_attr, &acl, 0, &member).unwrap();
+        assert_eq!(fx.vfs.getattr(ino).unwrap().stat.perm, 0o2777, "{name}: an ACL set by a member");
+        fx.vfs.setxattr(ino, acl_attr, &acl, 0, &outsider).unwrap();
+        assert_eq!(fx.vfs.getattr(ino).unwrap().stat.perm, 0o777, "{name}: an ACL set by an outsider");
+    }
+}
+
+/// One entry of an ACL's extended attribute: tag, permissions, no qualifier.
+fn acl_entry(tag: u16, perm: u16) -> Vec<u8> {
+    [tag.to_le_bytes().to_vec(), perm.to_le_bytes().to_vec(), u32::MAX.to_le_bytes().to_vec()].concat()
 }

@@ -66,6 +66,7 @@ pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use diff::{FileDiff, FileStat, Rev, compare};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
+pub use inherit::ACL_ACCESS;
 pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
 pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use rewind::{Action, Rewind, Rewound, Step, describe as describe_selection};

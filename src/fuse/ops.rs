@@ -187,7 +187,10 @@ impl Filesystem for Glue {
     ) {
         let (atime, mtime, by_path) = (set_time(atime), set_time(mtime), fh.is_none());
         let set = SetAttr { mode, uid, gid, size, atime, mtime, by_path };
-        let caller = self.caller(req);
+        let mut caller = self.caller(req);
+        if mode.is_some_and(|m| m & crate::vfs::SETGID != 0) && caller.uid != 0 {
+            caller.groups = super::process::groups(req.pid());
+        }
         let job = move |vfs: &Vfs, blocked| match vfs.setattr(ino.0, set, &caller) {
             Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr)),
             Err(e) => reply.error(errno(&e, blocked)),
@@ -420,7 +423,7 @@ impl Filesystem for Glue {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -428,7 +431,11 @@ impl Filesystem for Glue {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        match self.vfs.setxattr(ino.0, name, value, flags) {
+        let mut caller = self.caller(req);
+        if name == crate::engine::ACL_ACCESS && caller.uid != 0 {
+            caller.groups = super::process::groups(req.pid());
+        }
+        match self.vfs.setxattr(ino.0, name, value, flags, &caller) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),
         }

@@ -26,7 +26,7 @@ impl Processes {
     /// own requests (tid 0) stay pid 0. A process gone before we look keeps its thread id.
     pub fn caller(&self, tid: u32, uid: u32, gid: u32) -> Caller {
         if tid == 0 {
-            return Caller { pid: 0, uid, gid, comm: None, umask: 0 };
+            return Caller { pid: 0, uid, gid, comm: None, umask: 0, groups: Vec::new() };
         }
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() > MAX_CACHED {
@@ -36,8 +36,15 @@ impl Processes {
             let pid = thread_group(tid).unwrap_or(tid);
             Process { pid, comm: process_name(pid) }
         });
-        Caller { pid: process.pid, uid, gid, comm: process.comm.clone(), umask: 0 }
+        Caller { pid: process.pid, uid, gid, comm: process.comm.clone(), umask: 0, groups: Vec::new() }
     }
+}
+
+/// The supplementary groups of thread `tid` (none when it is gone).
+pub fn groups(tid: u32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
+    let line = status.lines().find_map(|line| line.strip_prefix("Groups:")).unwrap_or_default();
+    line.split_whitespace().filter_map(|g| g.parse().ok()).collect()
 }
 
 /// The process (thread group) of thread `tid`.

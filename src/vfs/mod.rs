@@ -80,6 +80,9 @@ pub struct Options {
     pub read_only: bool,
 }
 
+/// The setgid bit of a mode.
+pub const SETGID: u32 = 0o2000;
+
 /// Who sends a request: the process (not the thread: FUSE names threads, the adapter maps
 /// them) and its credentials. `pid` 0 is the kernel itself (writeback of mapped pages).
 #[derive(Debug, Clone, Default)]
@@ -92,12 +95,20 @@ pub struct Caller {
     /// The process's umask, sent with the requests that create an entry (0 in others): rwfs
     /// applies it unless the directory has a default ACL (`engine/inherit.rs`).
     pub umask: u32,
+    /// The process's supplementary groups, read only for the requests that need them (a
+    /// `chmod` asking for the setgid bit); empty otherwise.
+    pub groups: Vec<u32>,
 }
 
 impl Caller {
     /// The kernel's own requests, and the daemon's (shutdown).
     pub fn kernel() -> Caller {
         Caller::default()
+    }
+
+    /// Is the caller in group `gid` (its own group or a supplementary one)?
+    pub fn in_group(&self, gid: u32) -> bool {
+        self.gid == gid || self.groups.contains(&gid)
     }
 
     /// The caller as the asker of a new entry.

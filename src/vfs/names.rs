@@ -10,7 +10,7 @@ use nix::libc;
 use super::data::os_error;
 use super::file::FileState;
 use super::table::ROOT;
-use super::{Attr, Caller, DirEntry, Handle, Vfs};
+use super::{Attr, Caller, DirEntry, Handle, SETGID, Vfs};
 use crate::durable::{FileKind, SetTime, Stat};
 use crate::engine::{Entry, RenameHow};
 use crate::error::{Error, Reason, Result};
@@ -175,6 +175,7 @@ impl Vfs {
         if let Some(size) = set.size {
             self.truncate(ino, size, set.by_path, caller)?;
         }
+        let set = SetAttr { mode: self.chmod_mode(ino, &set, caller)?, ..set };
         if touches_meta {
             let file_node = self.file_of(ino);
             let state = file_node.as_ref().map(|f| f.lock());
@@ -212,6 +213,7 @@ impl Vfs {
             self.truncate(ino, size, false, caller)?;
         }
         let touches_meta = set.touches_meta();
+        let set = SetAttr { mode: self.chmod_mode(ino, &set, caller)?, ..set };
         if touches_meta && let Some(file_node) = self.file_of(ino) {
             let mut state = file_node.lock();
             let draft = self.unlinked_draft(ino, &mut state)?;
@@ -227,6 +229,18 @@ impl Vfs {
             }
         }
         self.getattr(ino)
+    }
+
+    /// The mode a `chmod` sets: the setgid bit asked for by a caller outside the file's group
+    /// (and not root) is dropped, as the kernel's `setattr_copy` does for a local filesystem;
+    /// through FUSE the request arrives with it and the filesystem must drop it.
+    fn chmod_mode(&self, ino: u64, set: &SetAttr, caller: &Caller) -> Result<Option<u32>> {
+        let Some(mode) = set.mode.filter(|m| m & SETGID != 0 && caller.uid != 0) else { return Ok(set.mode) };
+        let gid = match set.gid {
+            Some(gid) => gid,
+            None => self.getattr(ino)?.stat.gid,
+        };
+        Ok(Some(if caller.in_group(gid) { mode } else { mode & !SETGID }))
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
@@ -602,9 +616,20 @@ impl Vfs {
         Ok(names.iter().flat_map(|n| n.as_bytes().iter().copied().chain([0])).collect())
     }
 
-    pub fn setxattr(&self, ino: u64, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
+    /// `setxattr`. Setting the access ACL of a setgid file by a caller outside its group (and
+    /// not root) also drops the setgid bit, as `posix_acl_update_mode` does on a local
+    /// filesystem: the backing filesystem sees rwfs's own credentials, which may keep it.
+    pub fn setxattr(&self, ino: u64, attr: &OsStr, value: &[u8], flags: i32, caller: &Caller) -> Result<()> {
         self.check_writable(&self.path(ino)?)?;
-        self.each_entry(ino, |vfs, entry| vfs.engine.set_xattr(entry, attr, value, flags))
+        self.each_entry(ino, |vfs, entry| vfs.engine.set_xattr(entry, attr, value, flags))?;
+        if attr == crate::engine::ACL_ACCESS && caller.uid != 0 {
+            let stat = self.getattr(ino)?.stat;
+            if stat.perm & SETGID != 0 && !caller.in_group(stat.gid) {
+                let perm = stat.perm & !SETGID;
+                self.each_entry(ino, |vfs, entry| vfs.engine.set_perm(entry, perm))?;
+            }
+        }
+        Ok(())
     }
 
     pub fn removexattr(&self, ino: u64, attr: &OsStr) -> Result<()> {
