@@ -1374,3 +1374,18 @@ fn a_chmod_to_setgid_by_a_caller_outside_the_files_group_drops_the_bit() {
 fn acl_entry(tag: u16, perm: u16) -> Vec<u8> {
     [tag.to_le_bytes().to_vec(), perm.to_le_bytes().to_vec(), u32::MAX.to_le_bytes().to_vec()].concat()
 }
+
+#[test]
+fn batch_mode_holds_a_bounded_number_of_staged_versions() {
+    // Each staged version holds descriptors until its install: a writer faster than the
+    // committer (10,000 creates under load) ran the daemon out of them. Past 1,024 staged
+    // versions a close waits for the committer instead, so with a window nothing else would
+    // end, the first versions are installed before the last close returns.
+    let fx = batch_fx(Ws::new());
+    let p = process(337);
+    for i in 0..1100 {
+        fx.put(&format!("f{i:04}"), b"x", &p).unwrap();
+    }
+    assert!(fx.backing("f0000").is_some(), "the batch made room by installing what it held");
+    assert!(fx.backing("f1099").is_none(), "the last close is still staged (the window is long)");
+}

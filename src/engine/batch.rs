@@ -29,6 +29,8 @@
 //!   install ([`Core::settle_path`] first): the committer is the only writer of its name.
 //! - The committer takes path locks one at a time and never holds the batch's own lock while
 //!   it does; nobody waits for the committer while holding a path lock.
+//! - At most [`MAX_STAGED`] versions are staged: a close beyond that waits for the committer
+//!   (before it takes any lock), so a fast writer cannot exhaust the daemon's descriptors.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -42,6 +44,11 @@ use crate::sha::Sha256;
 use super::Core;
 use super::commit::Current;
 use super::settle::Token;
+
+/// Versions staged and not yet installed, at most: each holds descriptors (its draft, its
+/// directory) until its install, so a writer faster than the committer (10,000 files created
+/// under load ran the daemon out of descriptors: `EMFILE`) waits for room at its next close.
+pub(crate) const MAX_STAGED: u64 = 1024;
 
 /// A version acknowledged at close, waiting for the group commit.
 pub(crate) struct Entry {
@@ -112,6 +119,18 @@ impl Batch {
         state.queue.push(entry);
         drop(state);
         self.work.notify_one();
+    }
+
+    /// Wait, hurrying the committer, while [`MAX_STAGED`] versions or more are staged and not
+    /// installed. Called before a close takes any lock, so the committer is never waited for
+    /// by someone holding one.
+    pub(crate) fn wait_for_room(&self) {
+        let mut state = self.lock();
+        while state.issued - state.finished >= MAX_STAGED && !state.closed {
+            state.hurry = true;
+            self.work.notify_one();
+            state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
     }
 
     /// The name in drafts/ of the version staged for `path`, if any.

@@ -490,8 +490,12 @@ impl Core {
             Err(e) => return Err(fail(e, draft)),
         };
         // A version of this path still staged in batch mode is installed first: the new one
-        // replaces it in the tree, and only the committer writes a staged name.
+        // replaces it in the tree, and only the committer writes a staged name. And the batch
+        // must have room for one more.
         self.settle_path(target.path.as_str());
+        if let Some(batch) = &self.batch {
+            batch.wait_for_room();
+        }
         let locked = target.path.clone();
         let _guard = self.locks.lock(&locked);
         let current = match self.current(&target) {
