@@ -125,12 +125,7 @@ impl Batch {
     /// installed. Called before a close takes any lock, so the committer is never waited for
     /// by someone holding one.
     pub(crate) fn wait_for_room(&self) {
-        let mut state = self.lock();
-        while state.issued - state.finished >= MAX_STAGED && !state.closed {
-            state.hurry = true;
-            self.work.notify_one();
-            state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
-        }
+        self.hurry_until(|state| state.issued - state.finished < MAX_STAGED || state.closed);
     }
 
     /// The name in drafts/ of the version staged for `path`, if any.
@@ -169,14 +164,16 @@ impl Batch {
 
     /// Commit everything staged so far now, and return once it is installed and durable.
     pub(crate) fn drain(&self) {
+        let target = self.lock().issued;
+        self.hurry_until(|state| state.finished >= target);
+    }
+
+    /// Hurry the committer and wait until `done` holds (checked first: no hurry if it does).
+    fn hurry_until(&self, done: impl Fn(&State) -> bool) {
         let mut state = self.lock();
-        let target = state.issued;
-        if state.finished >= target {
-            return;
-        }
-        state.hurry = true;
-        self.work.notify_one();
-        while state.finished < target {
+        while !done(&state) {
+            state.hurry = true;
+            self.work.notify_one();
             state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
     }

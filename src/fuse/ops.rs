@@ -98,6 +98,17 @@ impl Glue {
         self.processes.caller(req.pid(), req.uid(), req.gid())
     }
 
+    /// The caller of a request that may set the setgid bit (`setgid`: a chmod asking for it,
+    /// an access ACL), with its supplementary groups, which `Caller::may_set_setgid` needs:
+    /// read from `/proc` only for those requests, and not for root.
+    fn caller_for_setgid(&self, req: &Request, setgid: bool) -> Caller {
+        let mut caller = self.caller(req);
+        if setgid && caller.uid != 0 {
+            caller.groups = super::process::groups(req.pid());
+        }
+        caller
+    }
+
     /// The caller of a request that creates an entry, with the umask the kernel left to us
     /// (`FUSE_DONT_MASK`).
     fn creator(&self, req: &Request, umask: u32) -> Caller {
@@ -187,10 +198,7 @@ impl Filesystem for Glue {
     ) {
         let (atime, mtime, by_path) = (set_time(atime), set_time(mtime), fh.is_none());
         let set = SetAttr { mode, uid, gid, size, atime, mtime, by_path };
-        let mut caller = self.caller(req);
-        if mode.is_some_and(|m| m & crate::vfs::SETGID != 0) && caller.uid != 0 {
-            caller.groups = super::process::groups(req.pid());
-        }
+        let caller = self.caller_for_setgid(req, mode.is_some_and(|m| m & crate::vfs::SETGID != 0));
         let job = move |vfs: &Vfs, blocked| match vfs.setattr(ino.0, set, &caller) {
             Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr)),
             Err(e) => reply.error(errno(&e, blocked)),
@@ -431,10 +439,7 @@ impl Filesystem for Glue {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let mut caller = self.caller(req);
-        if name == crate::engine::ACL_ACCESS && caller.uid != 0 {
-            caller.groups = super::process::groups(req.pid());
-        }
+        let caller = self.caller_for_setgid(req, name == crate::engine::ACL_ACCESS);
         match self.vfs.setxattr(ino.0, name, value, flags, &caller) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(self.err(&e)),

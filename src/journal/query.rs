@@ -58,11 +58,8 @@ pub struct SessionSummary {
 
 /// Every session, in the order of their first row.
 pub fn sessions(source: &dyn RowSource) -> Result<Vec<SessionSummary>> {
-    if let Some(index) = source.index() {
-        match index.sessions() {
-            Ok(found) => return Ok(found),
-            Err(e) => stale(&e),
-        }
+    if let Some(found) = from_index(source, |index| index.sessions()) {
+        return Ok(found);
     }
     let mut order: Vec<String> = Vec::new();
     let mut found: BTreeMap<String, (SessionSummary, BTreeSet<String>)> = BTreeMap::new();
@@ -124,18 +121,23 @@ pub(crate) fn count_row<'r>(summary: &mut SessionSummary, row: &'r Row) -> Optio
     }
 }
 
-/// An index that failed to answer is not believed; the journal answers instead.
-fn stale(e: &std::io::Error) {
-    tracing::info!(error = %e, "journal index could not answer; reading the journal");
+/// The index's answer to `ask`; `None` when there is no index or it could not answer (an
+/// index that failed to answer is not believed): the caller reads the journal instead.
+fn from_index<T>(source: &dyn RowSource, ask: impl FnOnce(&Index<'_>) -> std::io::Result<T>) -> Option<T> {
+    let index = source.index()?;
+    match ask(&index) {
+        Ok(answer) => Some(answer),
+        Err(e) => {
+            tracing::info!(error = %e, "journal index could not answer; reading the journal");
+            None
+        }
+    }
 }
 
 /// The rows naming `path` (as their path, or as a rename's old path), oldest first.
 pub fn path_rows(source: &dyn RowSource, path: &str) -> Result<Vec<Entry>> {
-    if let Some(index) = source.index() {
-        match index.path_ordinals(path).and_then(|ords| index.entries(ords)) {
-            Ok(rows) => return Ok(rows),
-            Err(e) => stale(&e),
-        }
+    if let Some(rows) = from_index(source, |index| index.path_ordinals(path).and_then(|ords| index.entries(ords))) {
+        return Ok(rows);
     }
     let mut rows = Vec::new();
     source.each_entry(&mut |entry| {
@@ -174,11 +176,8 @@ impl Filter {
 
 /// The row with this `seq`.
 pub fn row_at_seq(source: &dyn RowSource, seq: u64) -> Result<Option<Row>> {
-    if let Some(index) = source.index() {
-        match index.seq_ordinal(seq).and_then(|ord| index.entries(ord)) {
-            Ok(rows) => return Ok(rows.into_iter().next().map(|e| e.row)),
-            Err(e) => stale(&e),
-        }
+    if let Some(rows) = from_index(source, |index| index.seq_ordinal(seq).and_then(|ord| index.entries(ord))) {
+        return Ok(rows.into_iter().next().map(|e| e.row));
     }
     let mut found = None;
     source.each_row(&mut |row| {
@@ -202,11 +201,12 @@ pub struct Tail {
 /// See [`Tail`].
 pub fn tail(source: &dyn RowSource, filter: &Filter, n: usize) -> Result<Tail> {
     let keep = if n == 0 { usize::MAX } else { n };
-    if let Some(index) = source.index() {
-        match tail_indexed(&index, filter, keep) {
-            Ok(rows) => return Ok(Tail { rows, problems: index.problems().to_vec(), len: index.len() }),
-            Err(e) => stale(&e),
-        }
+    let indexed = |index: &Index<'_>| {
+        let rows = tail_indexed(index, filter, keep)?;
+        Ok(Tail { rows, problems: index.problems().to_vec(), len: index.len() })
+    };
+    if let Some(tail) = from_index(source, indexed) {
+        return Ok(tail);
     }
     let mut rows: std::collections::VecDeque<Row> = std::collections::VecDeque::new();
     let scan = source.each_entry(&mut |entry| {
@@ -295,11 +295,8 @@ pub struct Touched {
 
 /// Every workspace path the selected rows changed, in path order.
 pub fn touched(source: &dyn RowSource, selection: &Selection) -> Result<Vec<Touched>> {
-    if let Some(index) = source.index() {
-        match relevant_rows(&index, selection) {
-            Ok(rows) => return touched_in(&Listed(rows), selection),
-            Err(e) => stale(&e),
-        }
+    if let Some(rows) = from_index(source, |index| relevant_rows(index, selection)) {
+        return touched_in(&Listed(rows), selection);
     }
     touched_in(source, selection)
 }

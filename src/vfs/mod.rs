@@ -106,9 +106,11 @@ impl Caller {
         Caller::default()
     }
 
-    /// Is the caller in group `gid` (its own group or a supplementary one)?
-    pub fn in_group(&self, gid: u32) -> bool {
-        self.gid == gid || self.groups.contains(&gid)
+    /// May the caller give a file of group `gid` the setgid bit (with `chmod`, or an ACL that
+    /// sets the mode)? Root may (`CAP_FSETID`), and so may a member of the group (its own group
+    /// or a supplementary one); for anyone else the bit is dropped, as ext4 drops it.
+    pub fn may_set_setgid(&self, gid: u32) -> bool {
+        self.uid == 0 || self.gid == gid || self.groups.contains(&gid)
     }
 
     /// The caller as the asker of a new entry.

@@ -240,7 +240,7 @@ impl Vfs {
             Some(gid) => gid,
             None => self.getattr(ino)?.stat.gid,
         };
-        Ok(Some(if caller.in_group(gid) { mode } else { mode & !SETGID }))
+        Ok(Some(if caller.may_set_setgid(gid) { mode } else { mode & !SETGID }))
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
@@ -624,7 +624,7 @@ impl Vfs {
         self.each_entry(ino, |vfs, entry| vfs.engine.set_xattr(entry, attr, value, flags))?;
         if attr == crate::engine::ACL_ACCESS && caller.uid != 0 {
             let stat = self.getattr(ino)?.stat;
-            if stat.perm & SETGID != 0 && !caller.in_group(stat.gid) {
+            if stat.perm & SETGID != 0 && !caller.may_set_setgid(stat.gid) {
                 let perm = stat.perm & !SETGID;
                 self.each_entry(ino, |vfs, entry| vfs.engine.set_perm(entry, perm))?;
             }
