@@ -288,8 +288,9 @@ fn feed(ui: Arc<Ui>, params: &BTreeMap<String, String>) -> Response {
     response
 }
 
-/// A query string's parameters, percent-decoded.
+/// A query string's parameters, decoded as a form (`+` a space, `%XX` a byte).
 fn params(query: &str) -> BTreeMap<String, String> {
+    let decode = |s: &str| percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
     query
         .split('&')
         .filter(|p| !p.is_empty())
@@ -298,27 +299,4 @@ fn params(query: &str) -> BTreeMap<String, String> {
             (decode(k), decode(v))
         })
         .collect()
-}
-
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
