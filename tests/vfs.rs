@@ -1389,3 +1389,56 @@ fn batch_mode_holds_a_bounded_number_of_staged_versions() {
     assert!(fx.backing("f0000").is_some(), "the batch made room by installing what it held");
     assert!(fx.backing("f1099").is_none(), "the last close is still staged (the window is long)");
 }
+
+#[test]
+fn batch_mode_readers_never_see_a_version_go_back_while_it_is_installed() {
+    // `git diff` through a batch mount failed with "short read while indexing": an install
+    // swaps the staged version into the tree (RENAME_EXCHANGE), which leaves the version it
+    // replaced under the staged one's name in drafts/ until the install is settled, and reads
+    // of the path still went there. Every version here names itself (`n` lines of `n`), and
+    // each close of a staged path installs the previous version first, so installs and reads
+    // overlap thousands of times: a reader must never see an older version than one it saw.
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
+    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 1\n").unwrap();
+    let fx = Fx::with(ws, EngineOptions { durability: Some(Durability::Batch), ..EngineOptions::default() });
+    let version = |n: usize| format!("{n:06}\n").repeat(n).into_bytes();
+    let number = |bytes: &[u8]| -> usize {
+        let n: usize = std::str::from_utf8(&bytes[..6]).unwrap().parse().unwrap();
+        assert_eq!(bytes, version(n), "a whole version");
+        n
+    };
+    fx.put("a.txt", &version(1), &process(400)).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for reader in 0..2u32 {
+            let (fx, done) = (&fx, &done);
+            s.spawn(move || {
+                let p = process(401 + reader);
+                let mut seen = 1;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let ino = fx.node("a.txt").unwrap();
+                    let size = fx.vfs.getattr(ino).unwrap().stat.size as usize;
+                    assert!(size / 7 >= seen, "stat went back from version {seen} to {}", size / 7);
+                    seen = size / 7;
+                    let fh = fx.vfs.open(ino, RDONLY, &p).unwrap().fh;
+                    let n = number(&fx.read(fh));
+                    fx.close(fh, &p).unwrap();
+                    assert!(n >= seen, "a read went back from version {seen} to {n}");
+                    seen = n;
+                }
+            });
+        }
+        let p = process(400);
+        for n in 2..=400 {
+            // Each version longer than the last, written over it in one call, without a
+            // truncation a reader could see.
+            let fh = fx.open("a.txt", WRONLY, &p).unwrap();
+            fx.write(fh, 0, &version(n), &p).unwrap();
+            fx.close(fh, &p).unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    fx.engine.make_all_durable();
+    assert_eq!(fx.backing("a.txt").unwrap(), version(400));
+}

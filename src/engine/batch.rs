@@ -25,6 +25,11 @@
 //!   cannot install.)
 //! - A path is in `views` from its row until its install is done; its token keeps the settle
 //!   watermark below its row until the install is durable, so recovery looks at it.
+//! - An install by exchange leaves the version it replaced under the staged name in drafts/: a
+//!   reader there would see the path go back a version. So every use of a staged name is a
+//!   [`Reading`], and the committer marks the view installing, waits for the readings under
+//!   way to end, installs, and ends the view at once (before the directory syncs); a reading
+//!   that starts meanwhile waits for that and then goes to the tree.
 //! - A staged path is never staged again, re-drafted, renamed, linked or deleted before its
 //!   install ([`Core::settle_path`] first): the committer is the only writer of its name.
 //! - The committer takes path locks one at a time and never holds the batch's own lock while
@@ -84,14 +89,53 @@ pub(crate) struct Batch {
     work: Condvar,
     /// Callers of [`Batch::drain`] sleep here.
     done: Condvar,
+    /// Readings waiting for an install, and the committer waiting for readings, sleep here.
+    views_changed: Condvar,
+}
+
+/// A staged version as readers find it.
+struct View {
+    /// Its name in drafts/.
+    name: String,
+    /// Readings of that name under way.
+    readers: u32,
+    /// The committer is installing it: new readings wait.
+    installing: bool,
+}
+
+/// A use of a staged version's name in drafts/ (see [`Batch::read`]): while it lasts, the
+/// name holds that version.
+pub(crate) struct Reading<'b> {
+    batch: &'b Batch,
+    path: String,
+    name: String,
+}
+
+impl Reading<'_> {
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        let mut state = self.batch.lock();
+        if let Some(view) = state.views.get_mut(&self.path)
+            && view.name == self.name
+        {
+            view.readers -= 1;
+        }
+        drop(state);
+        self.batch.views_changed.notify_all();
+    }
 }
 
 #[derive(Default)]
 struct State {
     /// Staged and not yet taken by the committer, in row order.
     queue: Vec<Entry>,
-    /// Path → name in drafts/ of its staged version, until the install.
-    views: HashMap<String, String>,
+    /// Path → its staged version, until the install.
+    views: HashMap<String, View>,
     /// Tickets handed out so far.
     issued: u64,
     /// Every ticket below this one is installed (or failed and journaled as aborted).
@@ -103,7 +147,13 @@ struct State {
 
 impl Batch {
     pub(crate) fn new(window: Duration) -> Batch {
-        Batch { window, state: Mutex::default(), work: Condvar::new(), done: Condvar::new() }
+        Batch {
+            window,
+            state: Mutex::default(),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            views_changed: Condvar::new(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -115,7 +165,8 @@ impl Batch {
         let mut state = self.lock();
         entry.ticket = state.issued;
         state.issued += 1;
-        state.views.insert(entry.target.path.to_string(), entry.staged.temp_name().unwrap_or_default().to_string());
+        let name = entry.staged.temp_name().unwrap_or_default().to_string();
+        state.views.insert(entry.target.path.to_string(), View { name, readers: 0, installing: false });
         state.queue.push(entry);
         drop(state);
         self.work.notify_one();
@@ -128,13 +179,36 @@ impl Batch {
         self.hurry_until(|state| state.issued - state.finished < MAX_STAGED || state.closed);
     }
 
-    /// The name in drafts/ of the version staged for `path`, if any.
-    pub(crate) fn view(&self, path: &str) -> Option<String> {
+    /// Whether a version is staged for `path`.
+    pub(crate) fn has_view(&self, path: &str) -> bool {
         let state = self.lock();
-        if state.views.is_empty() {
-            return None;
+        !state.views.is_empty() && state.views.contains_key(path)
+    }
+
+    /// Start using the name in drafts/ of the version staged for `path`, if any; `None` also
+    /// once its install began (waiting for it to end): the tree has it then.
+    pub(crate) fn read(&self, path: &str) -> Option<Reading<'_>> {
+        let mut state = self.lock();
+        loop {
+            let view = state.views.get_mut(path)?;
+            if !view.installing {
+                view.readers += 1;
+                let name = view.name.clone();
+                return Some(Reading { batch: self, path: path.to_string(), name });
+            }
+            state = self.views_changed.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
-        state.views.get(path).cloned()
+    }
+
+    /// The committer is about to install the staged version of `path`: no new reading of its
+    /// name, and the ones under way ended.
+    fn begin_install(&self, path: &str) {
+        let mut state = self.lock();
+        let Some(view) = state.views.get_mut(path) else { return };
+        view.installing = true;
+        while state.views.get(path).is_some_and(|v| v.readers > 0) {
+            state = self.views_changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
     }
 
     /// Staged new names directly inside directory `dir` (`""`: the root).
@@ -208,9 +282,11 @@ impl Batch {
     /// The path's staged version is installed (or abandoned): reads go to the tree again.
     fn unview(&self, path: &str, name: Option<&str>) {
         let mut state = self.lock();
-        if state.views.get(path).map(String::as_str) == name {
+        if state.views.get(path).map(|v| v.name.as_str()) == name {
             state.views.remove(path);
         }
+        drop(state);
+        self.views_changed.notify_all();
     }
 
     fn finish(&self, ticket: u64) {
@@ -250,11 +326,16 @@ impl Core {
                 failed.push((entry, Error::io("journal sync", std::io::Error::other(e.to_string()))));
             }
         }
-        // 3. Installs, in row order.
+        // 3. Installs, in row order; each path read from the tree from its install on (an
+        //    exchange leaves the replaced version under the staged name).
         let mut installed: Vec<(Entry, Option<Displaced>, Option<Current>)> = Vec::with_capacity(ready.len());
         for entry in ready {
             let _guard = self.locks.lock(&entry.target.path);
-            match self.put_in_place(&entry.target, &entry.staged) {
+            let path = entry.target.path.as_str();
+            batch.begin_install(path);
+            let put = self.put_in_place(&entry.target, &entry.staged);
+            batch.unview(path, entry.staged.temp_name());
+            match put {
                 Ok((displaced, current)) => installed.push((entry, displaced, current)),
                 Err(e) => failed.push((entry, e)),
             }
@@ -274,8 +355,6 @@ impl Core {
         // 5. Settle.
         for (entry, displaced, current) in installed {
             let Entry { target, staged, token, .. } = entry;
-            let name = staged.temp_name().map(str::to_string);
-            batch.unview(target.path.as_str(), name.as_deref());
             if dir_failed.contains(target.parent.rel()) {
                 // Visible but maybe not durable: only the next start can tell.
                 drop(token);

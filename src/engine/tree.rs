@@ -274,10 +274,10 @@ impl Engine {
 }
 
 impl Core {
-    /// The directory and name of an entry.
     /// Run `op` on the entry: a path's version staged in batch mode while it has one (see
-    /// `batch.rs`), else the tree's entry. A staged version installed meanwhile is no longer in
-    /// drafts/ (`ENOENT`): it is then found in the tree.
+    /// `batch.rs`: the committer does not install it while `op` runs), else the tree's entry.
+    /// A staged version abandoned meanwhile is no longer in drafts/ (`ENOENT`): the tree has
+    /// the path's version then.
     pub(crate) fn on<T>(
         &self,
         entry: Entry<'_>,
@@ -285,9 +285,9 @@ impl Core {
         op: impl Fn(&Dir, &str) -> std::io::Result<T>,
     ) -> Result<std::io::Result<T>> {
         if let (Entry::Path(path), Some(batch)) = (entry, &self.batch)
-            && let Some(name) = batch.view(path)
+            && let Some(reading) = batch.read(path)
         {
-            match op(&self.drafts_dir()?, &name) {
+            match op(&self.drafts_dir()?, reading.name()) {
                 Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => {}
                 done => return Ok(done),
             }
@@ -301,7 +301,7 @@ impl Core {
     fn in_drafts(&self, entry: Entry<'_>) -> bool {
         match (entry, &self.batch) {
             (Entry::Draft(_), _) => true,
-            (Entry::Path(path), Some(batch)) => batch.view(path).is_some(),
+            (Entry::Path(path), Some(batch)) => batch.has_view(path),
             (Entry::Path(_), None) => false,
         }
     }
