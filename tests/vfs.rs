@@ -1442,3 +1442,77 @@ fn batch_mode_readers_never_see_a_version_go_back_while_it_is_installed() {
     fx.engine.make_all_durable();
     assert_eq!(fx.backing("a.txt").unwrap(), version(400));
 }
+
+/// `size` bytes of comment lines for `app.env`, with `line` put at the line start at or before
+/// `at`.
+fn env_text(size: usize, at: usize, line: &str) -> Vec<u8> {
+    let filler = b"# a comment line of the environment file, nothing in it\n";
+    let mut text: Vec<u8> = filler.iter().copied().cycle().take(size).collect();
+    let at = text[..at].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    text.splice(at..at + line.len(), line.bytes());
+    text
+}
+
+/// Write `text` to `path` from its start in `chunk`-byte writes, then close: the index of the
+/// write refused, if any, and the close's result.
+fn write_in_chunks(fx: &Fx, path: &str, text: &[u8], chunk: usize, who: &Caller) -> (Option<usize>, Result<()>) {
+    let fh = fx.open(path, TRUNC, who).unwrap();
+    let mut refused = None;
+    for (i, piece) in text.chunks(chunk).enumerate() {
+        if let Err(e) = fx.write(fh, (i * chunk) as u64, piece, who) {
+            assert_eq!(e.kind(), ErrorKind::Blocked, "{e}");
+            refused = Some(i);
+            break;
+        }
+    }
+    (refused, fx.close(fh, who))
+}
+
+#[test]
+fn a_draft_s_bytes_are_scanned_once_and_judged_as_the_whole_file() {
+    let fx = Fx::new();
+    let p = process(450);
+    let scanned = || fx.engine.scanned_bytes();
+    // One write: judged then, and that judgement is the commit's (nothing scanned at close).
+    let small = env_text(4000, 0, "");
+    let before = scanned();
+    fx.put("app.env", &small, &p).unwrap();
+    assert_eq!(scanned() - before, small.len() as u64, "scanned once, at the write");
+    // A blockable value the bytes alone do not make certain: refused at close, as the whole
+    // file, however it was written; a write after the first means the whole is judged again.
+    let secret = "DB_PASSWORD=Zq8vLm2pXr7tKw4n\n";
+    let medium = env_text(4000, 2000, secret);
+    blocked(fx.put("app.env", &medium, &p));
+    let (refused, closed) = write_in_chunks(&fx, "app.env", &medium, 1000, &p);
+    assert_eq!(refused, None, "not certain from any one write");
+    blocked(closed);
+    assert_eq!(fx.backing("app.env").unwrap(), small, "the tree keeps the clean version");
+
+    // A big file written from its start: its 16 MiB windows are judged as they fill, so the
+    // same value is refused at the write that fills its window, not at close.
+    let window = rwfs::engine::SCAN_MAX;
+    let mib = 1 << 20;
+    let big = env_text(window + 3 * mib, 5 * mib, secret);
+    let (refused, closed) = write_in_chunks(&fx, "app.env", &big, mib, &p);
+    assert_eq!(refused, Some(window / mib), "refused at the write past the first window");
+    blocked(closed);
+    // Clean, past the first window: every byte scanned, and only the first window's twice (its
+    // writes are checked as they come, before the file is known to be big).
+    let clean = env_text(window + 8 * mib, 0, "");
+    let before = scanned();
+    let (refused, closed) = write_in_chunks(&fx, "app.env", &clean, mib, &p);
+    assert_eq!(refused, None);
+    closed.unwrap();
+    let twice = scanned() - before;
+    assert!(twice >= clean.len() as u64, "every byte scanned: {twice} of {}", clean.len());
+    assert!(twice <= (clean.len() + window + mib) as u64, "scanned once past the first window: {twice} bytes");
+    assert_eq!(fx.backing("app.env").unwrap(), clean);
+    // The windows a commit makes, wherever the value sits: across the first window's end
+    // (caught by the overlap), in the last (judged at close).
+    for at in [window - 10, window + 6 * mib] {
+        let text = env_text(window + 8 * mib, at, secret);
+        let (_, closed) = write_in_chunks(&fx, "app.env", &text, mib, &p);
+        blocked(closed);
+        assert_eq!(fx.backing("app.env").unwrap(), clean, "value at byte {at}");
+    }
+}

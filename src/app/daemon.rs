@@ -245,7 +245,12 @@ impl Daemon for Shared {
             "drafts_open": drafts,
             "last_commit": last.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
             "kernel_passthrough": requests.kernel_passthrough,
-            "requests": {"read": requests.reads, "write": requests.writes, "passthrough_opens": requests.passthrough_opens},
+            "requests": {
+                "read": requests.reads,
+                "write": requests.writes,
+                "passthrough_opens": requests.passthrough_opens,
+                "scanned_bytes": self.engine.scanned_bytes(),
+            },
         })
     }
 

@@ -519,9 +519,10 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
             let n = |k: &str| requests.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
             let kernel = if m["kernel_passthrough"].as_bool() == Some(true) { "on" } else { "off" };
             outln!(
-                "requests   {} reads, {} writes served by the daemon; kernel passthrough {kernel} ({} opens)",
+                "requests   {} reads, {} writes served by the daemon, {} bytes scanned; kernel passthrough {kernel} ({} opens)",
                 n("read"),
                 n("write"),
+                n("scanned_bytes"),
                 n("passthrough_opens")
             );
         }

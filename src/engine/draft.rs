@@ -8,10 +8,15 @@
 //! ```text
 //!   start    empty (a new file, or O_TRUNC) or a copy of the current version (copy_file_range)
 //!   write    pwrite into the draft; a running sha256 while writes continue where the last
-//!            ended; the written window (with the bytes just before it) checked by the gate's
-//!            `early`: a certain refusal quarantines the draft at once → blocked
+//!            ended; the written window (with the bytes just before it) checked by the gate: a
+//!            certain refusal (`Judgement::is_certain`) quarantines the draft at once → blocked. A draft
+//!            written from its start past 16 MiB is judged window by window as its windows fill
+//!            (the windows the commit would judge; a blocking one refuses at once), and its
+//!            bytes past the first window are left to those windows
 //!   commit   digest (running, or one read of the draft), the whole draft judged by the gate
-//!            (refused → quarantined, `block` row, envelope), then the commit protocol with the
+//!            (refused → quarantined, `block` row, envelope) — except what the writes judged
+//!            already: each byte is scanned once, and the verdict is the one a judgement of
+//!            the finished draft gives, however it was written — then the commit protocol with the
 //!            draft itself as the staged file: no copy — the draft is renamed into place
 //!            (RENAME_NOREPLACE for a new file, RENAME_EXCHANGE otherwise, the previous
 //!            version then sits in drafts/ until it is moved into objects/)
@@ -41,7 +46,7 @@ use crate::store::open_or_create;
 
 use super::batch::{Batch, Entry};
 use super::commit::version_row;
-use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX};
+use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX, next_window};
 use super::{Committed, Core, Engine};
 
 /// The drafts' directory inside the state directory.
@@ -79,6 +84,27 @@ pub struct Draft {
     dirty: bool,
     /// Started empty (a new file, or `O_TRUNC`): a version even if nothing is written.
     fresh: bool,
+    /// What the gate judged of it already (meaningful while `digest` runs).
+    judged: Judged,
+}
+
+/// What the gate has judged of a draft written sequentially from its start, so that its commit
+/// judges only the rest. Each state gives exactly what a judgement of the finished draft would:
+/// a whole draft's judgement is kept only while the draft is that one write, and windows are
+/// judged only where the commit's windowed judgement would put them (full, not the last).
+#[derive(Debug, Default)]
+enum Judged {
+    /// Nothing yet: the commit judges it all.
+    #[default]
+    Nothing,
+    /// The draft is one write at its start, judged then as the new version of `path`
+    /// (`None`: not scanned, as binary).
+    Whole { path: String, judgement: Option<Box<Judgement>> },
+    /// A draft over [`SCAN_MAX`]: its windows before the one at `next` judged as `path`'s,
+    /// none blocking.
+    Windows { path: String, next: u64 },
+    /// Binary, seen in its first window: never judged.
+    Binary,
 }
 
 impl std::fmt::Debug for Draft {
@@ -95,6 +121,15 @@ pub struct DraftError {
 }
 
 impl Draft {
+    fn new(file: File, name: String, len: u64, digest: Option<(Hasher, u64)>, fresh: bool) -> Draft {
+        Draft { file, name, len, digest, tail: Vec::new(), dirty: false, fresh, judged: Judged::Nothing }
+    }
+
+    /// A draft whose commit failed: changed, and hashed or judged again by the next one.
+    fn failed(file: File, name: String, len: u64, tail: Vec<u8>) -> Draft {
+        Draft { file, name, len, digest: None, tail, dirty: true, fresh: true, judged: Judged::Nothing }
+    }
+
     pub fn len(&self) -> u64 {
         self.len
     }
@@ -135,8 +170,14 @@ impl Draft {
                 let keep = EARLY_CONTEXT.saturating_sub(data.len()).min(self.tail.len());
                 self.tail.drain(..self.tail.len() - keep);
                 self.tail.extend_from_slice(&data[data.len().saturating_sub(EARLY_CONTEXT)..]);
+                if matches!(self.judged, Judged::Whole { .. }) {
+                    self.judged = Judged::Nothing;
+                }
             }
-            _ => self.digest = None,
+            _ => {
+                self.digest = None;
+                self.judged = Judged::Nothing;
+            }
         }
     }
 
@@ -202,6 +243,7 @@ impl Engine {
             draft.digest = Some((Hasher::new(), 0));
             draft.tail.clear();
         }
+        draft.judged = Judged::Nothing;
         draft.len = len;
         draft.dirty = true;
         Ok(())
@@ -323,7 +365,7 @@ impl Core {
             Ok(stat.size)
         })();
         match filled {
-            Ok(len) => Ok(Draft { file, name, len, digest: None, tail: Vec::new(), dirty: false, fresh: false }),
+            Ok(len) => Ok(Draft::new(file, name, len, None, false)),
             Err(e) => {
                 let _ = disk.unlink(&dir, &name);
                 Err(e)
@@ -345,7 +387,7 @@ impl Core {
         }
         let (len, digest) = started?;
         let fresh = matches!(base, DraftBase::New { .. } | DraftBase::Truncated);
-        Ok(Draft { file, name, len, digest, tail: Vec::new(), dirty: false, fresh })
+        Ok(Draft::new(file, name, len, digest, fresh))
     }
 
     /// Give a new draft its attributes and bytes; its length and running digest.
@@ -383,15 +425,18 @@ impl Core {
         };
         disk.write_at(&draft.file, data, offset).step("write draft")?;
         draft.wrote(offset, data);
-        // A window the gate would not scan (binary) needs no copy of the data.
-        if !super::gate::scannable_joined(&context, data) {
-            return Ok(());
-        }
-        let mut window = context;
-        window.extend_from_slice(data);
-        if self.gate.early(path, &window).is_none() {
-            return Ok(());
-        }
+        // Written from its start: the windows now full are judged (and no more), and bytes
+        // past the first window are left to the windows.
+        let sequential = draft.digest.is_some();
+        let filled = if sequential { self.judge_filled_windows(path, draft)? } else { None };
+        let refused = match filled {
+            Some(judgement) => judgement,
+            None if sequential && offset >= SCAN_MAX as u64 => return Ok(()),
+            None => match self.judge_written(path, draft, offset, context, data) {
+                Some(judgement) => judgement,
+                None => return Ok(()),
+            },
+        };
         let Some(draft) = slot.take() else { unreachable!("checked above") };
         let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
         let prev = self.current(&target)?.map(|c| c.sha);
@@ -399,10 +444,63 @@ impl Core {
         // The envelope's lines are the file's: judge the whole draft when it can be held.
         let judgement = match whole.as_deref().and_then(|w| self.gate.judge(path, w)) {
             Some(j) if j.blocks() => j,
-            _ => self.gate.early(path, &window).expect("judged above"),
+            _ => refused,
         };
         let dir = self.drafts_dir()?;
         Err(self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor))
+    }
+
+    /// The gate's check of bytes just written at `offset` (with `context`, the bytes before
+    /// them): a judgement when the bytes alone are certainly refused. When the draft is this one
+    /// write, the judgement is kept for its commit.
+    fn judge_written(
+        &self,
+        path: &str,
+        draft: &mut Draft,
+        offset: u64,
+        context: Vec<u8>,
+        data: &[u8],
+    ) -> Option<Judgement> {
+        let whole = draft.digest.is_some() && offset == 0 && draft.len == data.len() as u64;
+        // A window the gate would not scan (binary) needs no copy of the data.
+        let judgement = if super::gate::scannable_joined(&context, data) {
+            let mut window = context;
+            window.extend_from_slice(data);
+            self.gate.judge(path, &window)
+        } else {
+            None
+        };
+        if judgement.as_ref().is_some_and(Judgement::is_certain) {
+            return judgement;
+        }
+        if whole && data.len() <= SCAN_MAX {
+            draft.judged = Judged::Whole { path: path.to_string(), judgement: judgement.map(Box::new) };
+        }
+        None
+    }
+
+    /// Judge the windows of a draft written sequentially from its start that are full and not
+    /// its last (bytes follow them), as its commit would (see [`Judged`]): a blocking window's
+    /// judgement.
+    fn judge_filled_windows(&self, path: &str, draft: &mut Draft) -> Result<Option<Judgement>> {
+        loop {
+            let next = match &draft.judged {
+                Judged::Windows { path: judged_as, next } if judged_as == path => *next,
+                Judged::Binary => return Ok(None),
+                // Nothing yet, or judged as another path (renamed while written): from the start.
+                _ => 0,
+            };
+            if draft.len <= next + SCAN_MAX as u64 {
+                return Ok(None);
+            }
+            let (start, end) = (next as usize, next as usize + SCAN_MAX);
+            let window = self.read_draft_range(draft, start, end)?;
+            match self.gate.judge_window(path, start, &window) {
+                None => draft.judged = Judged::Binary,
+                Some(judgement) if judgement.blocks() => return Ok(Some(judgement)),
+                Some(_) => draft.judged = Judged::Windows { path: path.to_string(), next: next_window(end) as u64 },
+            }
+        }
     }
 
     /// Quarantine the draft's file and journal the refusal.
@@ -454,32 +552,32 @@ impl Core {
         Ok((hasher.finish(), keep.then_some(buf)))
     }
 
-    /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window, holes
-    /// skipped (they read as zeros: nothing to find there).
-    fn judge_draft_windows(&self, path: &str, draft: &Draft) -> Result<Option<Judgement>> {
+    /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window from the one
+    /// at `from` (the windows before it judged already), holes skipped (they read as zeros:
+    /// nothing to find there).
+    fn judge_draft_windows(&self, path: &str, draft: &Draft, from: u64) -> Result<Option<Judgement>> {
         let disk = self.disk();
         let extents = disk.data_extents(&draft.file, draft.len).step("find the draft's data")?;
         let next_data = |offset: usize| {
             let offset = offset as u64;
             extents.iter().find(|(_, end)| *end > offset).map(|(start, _)| (*start).max(offset) as usize)
         };
-        self.gate.judge_windows_with(
-            path,
-            draft.len as usize,
-            |start, end| {
-                let mut buf = vec![0u8; end - start];
-                let mut got = 0;
-                while got < buf.len() {
-                    match disk.read_at(&draft.file, &mut buf[got..], (start + got) as u64).step("read draft")? {
-                        0 => break,
-                        n => got += n,
-                    }
-                }
-                buf.truncate(got);
-                Ok(std::borrow::Cow::Owned(buf))
-            },
-            next_data,
-        )
+        let read = |start, end| self.read_draft_range(draft, start, end).map(std::borrow::Cow::Owned);
+        self.gate.judge_windows_with(path, from as usize, draft.len as usize, read, next_data)
+    }
+
+    /// The draft's bytes from `start` to `end` (fewer only past its end).
+    fn read_draft_range(&self, draft: &Draft, start: usize, end: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; end - start];
+        let mut got = 0;
+        while got < buf.len() {
+            match self.disk().read_at(&draft.file, &mut buf[got..], (start + got) as u64).step("read draft")? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        buf.truncate(got);
+        Ok(buf)
     }
 
     fn commit_draft(&self, mut draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
@@ -512,10 +610,19 @@ impl Core {
         }
         // One pass over the draft when it must be judged or hashed; none for a big file
         // written sequentially (up to the sparse digest's threshold, where the running SHA-256
-        // is the version's name).
+        // is the version's name), nor for one its writes judged whole. What the writes judged
+        // is judged no more.
+        let sequential = draft.digest.as_ref().is_some_and(|(_, hashed)| *hashed == draft.len);
+        let prior = if sequential { std::mem::take(&mut draft.judged) } else { Judged::Nothing };
+        let (prior_whole, from) = match prior {
+            Judged::Whole { path, judgement } if path == target.path.as_str() => (Some(judgement.map(|j| *j)), 0),
+            Judged::Windows { path, next } if path == target.path.as_str() => (None, next),
+            Judged::Binary => (Some(None), 0),
+            _ => (None, 0),
+        };
         let running = draft.complete_digest().filter(|_| draft.len <= SPARSE_DIGEST_MIN);
-        let (sha, whole) = match (running, draft.len <= SCAN_MAX as u64) {
-            (Some(sha), false) => (sha, None),
+        let (sha, whole) = match running {
+            Some(sha) if prior_whole.is_some() || draft.len > SCAN_MAX as u64 => (sha, None),
             _ => match self.read_draft_whole(&draft) {
                 Ok(read) => read,
                 Err(e) => return Err(fail(e, draft)),
@@ -525,11 +632,12 @@ impl Core {
             Ok(dir) => dir,
             Err(e) => return Err(fail(e, draft)),
         };
-        let judged = match whole.as_deref() {
-            Some(whole) => Ok(self.gate.judge(target.path.as_str(), whole)),
+        let judged = match (prior_whole, whole.as_deref()) {
+            (Some(judged), _) => Ok(judged),
+            (None, Some(whole)) => Ok(self.gate.judge(target.path.as_str(), whole)),
             // Too big to hold: judged in windows read back from the draft (binary drafts are
             // recognised from the first window and not scanned).
-            None => self.judge_draft_windows(target.path.as_str(), &draft),
+            (None, None) => self.judge_draft_windows(target.path.as_str(), &draft, from),
         };
         let judged = match judged {
             Ok(judged) => judged,
@@ -579,8 +687,7 @@ impl Core {
         let home = match dir.try_clone() {
             Ok(home) => home,
             Err(e) => {
-                let draft = Draft { file, name, len, digest: None, tail, dirty: true, fresh: true };
-                return Err(fail(Error::io("dup drafts directory", e), draft));
+                return Err(fail(Error::io("dup drafts directory", e), Draft::failed(file, name, len, tail)));
             }
         };
         let staged = Staged::adopt(file, home, name.clone(), sha, len, Some(TARGET_XATTR));
@@ -589,9 +696,7 @@ impl Core {
                 Ok(done) => Ok(done),
                 Err(failed) => {
                     let (error, staged) = *failed;
-                    let draft =
-                        Draft { file: staged.into_file(), name, len, digest: None, tail, dirty: true, fresh: true };
-                    Err(fail(error, draft))
+                    Err(fail(error, Draft::failed(staged.into_file(), name, len, tail)))
                 }
             };
         }
@@ -600,15 +705,7 @@ impl Core {
             Err(error) => {
                 // Still in drafts/ unless the failure came after the install.
                 let here = matches!(disk.stat(&dir, &name), Ok(Some(s)) if s.id == staged.file().id());
-                let draft = here.then(|| Draft {
-                    file: staged.into_file(),
-                    name,
-                    len,
-                    digest: None,
-                    tail,
-                    dirty: true,
-                    fresh: true,
-                });
+                let draft = here.then(|| Draft::failed(staged.into_file(), name, len, tail));
                 Err(Box::new(DraftError { error, draft }))
             }
         }

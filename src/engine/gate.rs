@@ -9,9 +9,10 @@
 //!            → rejections/<id>.json and rejections/latest.json (the envelope) → Reason::Blocked
 //! ```
 //!
-//! `early` is the mount's per-write check: it refuses at `write()` only what is certain from the
-//! written window alone (a high-confidence leak the policy blocks); the whole version is judged
-//! again at commit, which catches secrets that span writes.
+//! The mount's per-write check refuses at `write()` only what is certain from the written
+//! window alone ([`Judgement::is_certain`]: a high-confidence leak the policy blocks); the whole
+//! version is judged at commit, which catches secrets that span writes (`draft.rs` says which
+//! bytes the writes judged already, so that none is scanned twice).
 //!
 //! Invariants: refused content never reaches the tree and is in `objects/` before its row is
 //! written; the row and the envelope name the same digest; an identical retry (same path, same
@@ -20,6 +21,7 @@
 //! with nothing new stored or journaled.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::json;
@@ -40,6 +42,11 @@ use super::Core;
 pub const SCAN_MAX: usize = 16 << 20;
 /// How much consecutive windows of a large version overlap when it is judged in windows.
 pub const WINDOW_OVERLAP: usize = 64 << 10;
+
+/// Where the window after the one ending at `end` starts.
+pub(crate) fn next_window(end: usize) -> usize {
+    end - WINDOW_OVERLAP
+}
 /// Content with a NUL byte in its first this many bytes is binary and not scanned (as git does).
 const BINARY_PROBE: usize = 8000;
 /// The state directory's rejection envelopes.
@@ -51,6 +58,9 @@ pub const LATEST: &str = "latest.json";
 pub(crate) struct Gate {
     policy: Policy,
     scanner: Scanner,
+    /// Bytes scanned since the engine opened (`rwfs status`; each byte a writer sends through
+    /// the mount is scanned once, see `draft.rs`).
+    scanned: AtomicU64,
     /// Refused writes → retries left.
     budgets: Mutex<HashMap<Attempt, u32>>,
 }
@@ -102,6 +112,16 @@ impl Judgement {
     pub fn blocks(&self) -> bool {
         self.decision.action == Action::Block
     }
+
+    /// A refusal the bytes alone make certain (every blocking finding a high-confidence
+    /// leak): the mount refuses it at the `write()` that completes it.
+    pub fn is_certain(&self) -> bool {
+        self.blocks()
+            && self.report.findings.iter().zip(&self.decision.findings).all(|(f, action)| {
+                *action != Action::Block || (f.kind == Kind::Leak && f.confidence == Confidence::High)
+            })
+            && self.decision.findings.contains(&Action::Block)
+    }
 }
 
 /// Where refused content is taken from.
@@ -144,11 +164,16 @@ impl Gate {
         // Without entropy the hashes are merely unsalted; nothing else depends on it.
         let _ = getrandom::fill(&mut salt);
         let scanner = policy.scanner(salt);
-        Gate { policy, scanner, budgets: Mutex::default() }
+        Gate { policy, scanner, scanned: AtomicU64::new(0), budgets: Mutex::default() }
     }
 
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// Bytes scanned so far.
+    pub fn scanned_bytes(&self) -> u64 {
+        self.scanned.load(Ordering::Relaxed)
     }
 
     /// Score `content` as the new version of `path`; `None` when it is not scanned (binary, or
@@ -157,9 +182,7 @@ impl Gate {
         if !scannable(content) {
             return None;
         }
-        let report = self.scanner.scan(content, Some(path));
-        let decision = self.policy.decide(&report, path);
-        Some(Judgement { report, decision })
+        Some(self.judge_any(Some(path), content))
     }
 
     /// Judge bytes larger than [`SCAN_MAX`] window by window (windows overlap by
@@ -171,32 +194,32 @@ impl Gate {
             return self.judge(path, content);
         }
         let read = |start: usize, end: usize| Ok(std::borrow::Cow::Borrowed(&content[start..end]));
-        self.judge_windows_with(path, content.len(), read, Some).unwrap_or(None)
+        self.judge_windows_with(path, 0, content.len(), read, Some).unwrap_or(None)
     }
 
     /// [`Gate::judge_windows`] of `len` bytes that `read(start, end)` brings in one window at a
-    /// time (a draft on disk: at most one window in memory). `next_data(offset)` is where data
-    /// resumes at or after `offset` (`None`: only zeros from there on): holes hold nothing to
-    /// find, so windows skip them, and judging a sparse file costs its data, not its length.
+    /// time (a draft on disk: at most one window in memory), from the window starting at `from`
+    /// (0, or a [`next_window`] after windows judged already, none blocking). `next_data(offset)`
+    /// is where data resumes at or after `offset` (`None`: only zeros from there on): holes hold
+    /// nothing to find, so windows skip them, and judging a sparse file costs its data, not its
+    /// length.
     pub(crate) fn judge_windows_with<'a>(
         &self,
         path: &str,
+        from: usize,
         len: usize,
         mut read: impl FnMut(usize, usize) -> Result<std::borrow::Cow<'a, [u8]>>,
         mut next_data: impl FnMut(usize) -> Option<usize>,
     ) -> Result<Option<Judgement>> {
-        let mut start = 0;
+        let mut start = from;
         loop {
             let end = (start + SCAN_MAX).min(len);
             let window = read(start, end)?;
-            if start == 0 && window[..window.len().min(BINARY_PROBE)].contains(&0) {
-                return Ok(None);
-            }
-            let judgement = self.judge_any(Some(path), &window);
+            let Some(judgement) = self.judge_window(path, start, &window) else { return Ok(None) };
             if judgement.blocks() || end == len {
                 return Ok(Some(judgement));
             }
-            start = end - WINDOW_OVERLAP;
+            start = next_window(end);
             match next_data(start) {
                 Some(data) if data < len => start = start.max(data),
                 _ => return Ok(Some(judgement)),
@@ -204,23 +227,21 @@ impl Gate {
         }
     }
 
+    /// One window of a windowed judgement, starting at `start`: `None` when the content is
+    /// binary (a NUL in the first window's probe), and then no window is judged.
+    pub(crate) fn judge_window(&self, path: &str, start: usize, window: &[u8]) -> Option<Judgement> {
+        if start == 0 && window[..window.len().min(BINARY_PROBE)].contains(&0) {
+            return None;
+        }
+        Some(self.judge_any(Some(path), window))
+    }
+
     /// Score and judge `content` unconditionally (the risk-score tool).
     pub(crate) fn judge_any(&self, path: Option<&str>, content: &[u8]) -> Judgement {
+        self.scanned.fetch_add(content.len() as u64, Ordering::Relaxed);
         let report = self.scanner.scan(content, path);
         let decision = self.policy.decide(&report, path.unwrap_or(""));
         Judgement { report, decision }
-    }
-
-    /// The mount's check of one written window: a judgement only when the window alone is
-    /// certainly refused (every blocking finding a high-confidence leak).
-    pub fn early(&self, path: &str, window: &[u8]) -> Option<Judgement> {
-        let judgement = self.judge(path, window)?;
-        let certain = judgement.blocks()
-            && judgement.report.findings.iter().zip(&judgement.decision.findings).all(|(f, action)| {
-                *action != Action::Block || (f.kind == Kind::Leak && f.confidence == Confidence::High)
-            })
-            && judgement.decision.findings.contains(&Action::Block);
-        certain.then_some(judgement)
     }
 
     /// Count a refusal of `sha` at `path` by `actor`'s tool: the budget left, or `None` when it

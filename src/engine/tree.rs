@@ -267,6 +267,11 @@ impl Engine {
         self.core.disk().statfs(&self.core.ws.root).step("statfs")
     }
 
+    /// Bytes the gate has scanned since the engine opened.
+    pub fn scanned_bytes(&self) -> u64 {
+        self.core.gate.scanned_bytes()
+    }
+
     /// The errno the policy gives a blocked write through the mount.
     pub fn blocked_errno(&self) -> i32 {
         self.core.gate.policy().blocked_errno()
