@@ -495,15 +495,20 @@ fn write_files(dir: &Path, n: usize, mode: FileMode) -> io::Result<()> {
 }
 
 /// Write `bytes` to a new file in 1 MiB writes, then fsync and close.
-fn write_sequential(path: &Path, bytes: u64) -> io::Result<()> {
+fn write_sequential(path: &Path, bytes: u64, text: bool) -> io::Result<()> {
     const CHUNK: usize = 1 << 20;
-    let mut buf = pseudo_random(CHUNK, bytes);
+    const LINE: &[u8] = b"    let total = values.iter().map(|v| v.weight * 3).sum::<u64>(); // ordinary source\n";
+    let mut buf = if text { LINE.iter().copied().cycle().take(CHUNK).collect() } else { pseudo_random(CHUNK, bytes) };
     let mut file = OpenOptions::new().write(true).create_new(true).mode(0o644).open(path)?;
     let mut written = 0u64;
     let mut k = 0u64;
     while written < bytes {
         // Distinct chunks: the first 8 bytes count them.
-        buf[..8].copy_from_slice(&k.to_le_bytes());
+        if text {
+            buf[..8].copy_from_slice(format!("{:07}\n", k % 10_000_000).as_bytes());
+        } else {
+            buf[..8].copy_from_slice(&k.to_le_bytes());
+        }
         let n = CHUNK.min((bytes - written) as usize);
         file.write_all(&buf[..n])?;
         written += n as u64;
@@ -1039,7 +1044,8 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
     if wants(Workload::Seq) {
         let bytes = args.seq_mib << 20;
         notes.push(
-            "seq, rss: pseudo-random bytes in 1 MiB writes (binary: the gate hashes them but does not scan them)"
+            "seq, rss: pseudo-random bytes in 1 MiB writes (binary: the gate hashes them but does not scan them); \
+             seq text: lines of source, which the gate scans"
                 .to_string(),
         );
         let mut row =
@@ -1047,29 +1053,36 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         row.bytes = Some(bytes);
         let mut bare = Row::new("  same, on a pass-through path (FUSE without the gate)", None);
         bare.bytes = Some(bytes);
+        let mut text = Row::new("  same, text (scanned)", None);
+        text.bytes = Some(bytes);
         for round in 0..rounds(Workload::Seq) {
             for side in b.order(round) {
                 let (dir, mounted) = b.place(side, "seq")?;
-                let t = timed(|| write_sequential(&dir.join("big"), bytes))?;
+                let t = timed(|| write_sequential(&dir.join("big"), bytes, false))?;
                 drop(mounted);
                 push(&mut row, side, t);
                 if side == Side::Mount {
                     let (dir, mounted) = b.place_with(side, "seq", &["seq/**"])?;
-                    let t = timed(|| write_sequential(&dir.join("big"), bytes))?;
+                    let t = timed(|| write_sequential(&dir.join("big"), bytes, false))?;
                     drop(mounted);
                     push(&mut bare, side, t);
                 }
+                let (dir, mounted) = b.place(side, "seq")?;
+                let t = timed(|| write_sequential(&dir.join("text"), bytes, true))?;
+                drop(mounted);
+                push(&mut text, side, t);
             }
             eprintln!(
-                "seq    round {}: {}  pass-through mount {:.2}s",
+                "seq    round {}: {}  pass-through mount {:.2}s  text {}",
                 round + 1,
                 pair(&row),
-                bare.mount.last().copied().unwrap_or(f64::NAN)
+                bare.mount.last().copied().unwrap_or(f64::NAN),
+                pair(&text)
             );
             cleanup_native(&b)?;
         }
         bare.native = row.native.clone();
-        rows.extend([row, bare]);
+        rows.extend([row, bare, text]);
     }
 
     if wants(Workload::Stat) {
@@ -1197,7 +1210,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
     if wants(Workload::Rss) {
         let mounted = b.mount()?;
         let idle = mounted.peak_rss()?;
-        let t = timed(|| write_sequential(&b.mnt.join("big"), args.rss_mib << 20))?;
+        let t = timed(|| write_sequential(&b.mnt.join("big"), args.rss_mib << 20, false))?;
         let peak = mounted.peak_rss()?;
         drop(mounted);
         let target = 64.0;
