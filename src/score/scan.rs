@@ -16,19 +16,38 @@
 
 use std::ops::Range;
 
-use aho_corasick::automaton::Automaton;
-use aho_corasick::{Anchored, MatchKind, dfa};
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::{Anchored, MatchKind, PatternID, dfa};
 
 /// Every anchor in one DFA (ASCII case-insensitive, all overlapping occurrences).
+///
+/// The DFA is `aho-corasick`'s, copied into a table laid out for this walk: bytes that no
+/// anchor tells apart (upper and lower case among them) share one class, states are numbered
+/// breadth first (the shallow states, where source code keeps the walk, sit together) with the
+/// match states last, so a step is a class lookup, one table load and one compare.
 ///
 /// A DFA scan is bound by the latency of its table lookups: each byte's next state depends on
 /// the previous one. [`Anchors::find`] therefore cuts the input into [`LANES`] parts and walks
 /// them in lock step, one independent state per lane, so the lookups of different lanes
-/// overlap in the CPU (about 1.8× the throughput of one walk). Lane `k` starts
-/// `longest anchor - 1` bytes before its part, so no occurrence that crosses a cut is lost,
-/// and reports only occurrences that end inside its part, so none is reported twice.
+/// overlap in the CPU. Lane `k` starts `longest anchor - 1` bytes before its part, so no
+/// occurrence that crosses a cut is lost, and reports only occurrences that end inside its
+/// part, so none is reported twice.
 pub struct Anchors {
-    dfa: dfa::DFA,
+    /// Byte → class.
+    classes: [u8; 256],
+    /// `trans[state + class]`: the next state. States are premultiplied by the number of
+    /// classes, so a state is the offset of its row.
+    trans: Vec<u32>,
+    start: u32,
+    /// States from this one on are match states.
+    first_match: u32,
+    /// Match state `first_match + j * stride` ends the anchors `ends[ends_at[j]..ends_at[j + 1]]`.
+    ends_at: Vec<u32>,
+    ends: Vec<u32>,
+    stride: u32,
+    /// Anchor → its length.
+    lens: Vec<usize>,
+    longest: usize,
 }
 
 /// An anchor occurrence: where it starts and which anchor.
@@ -42,6 +61,8 @@ pub struct Hit {
 const LANES: usize = 4;
 /// Below this many bytes per lane one walk is as fast.
 const MIN_LANE: usize = 256;
+/// Bytes per lane walked between two recordings of the matches met.
+const BLOCK: usize = 64;
 
 impl Anchors {
     pub fn new(words: &[String]) -> Result<Anchors, String> {
@@ -50,7 +71,77 @@ impl Anchors {
             .match_kind(MatchKind::Standard)
             .build(words)
             .map_err(|e| e.to_string())?;
-        Ok(Anchors { dfa })
+        let begin = dfa.start_state(Anchored::No).map_err(|e| e.to_string())?;
+        let next = |sid: StateID, byte: u8| dfa.next_state(Anchored::No, sid, byte);
+        // Every state reachable from the start, breadth first; `number[sid]` is its place.
+        let mut states = vec![begin];
+        let mut number: Vec<Option<usize>> = vec![None; begin.as_usize() + 1];
+        number[begin.as_usize()] = Some(0);
+        let mut i = 0;
+        while let Some(&sid) = states.get(i) {
+            for byte in 0..=255 {
+                let to = next(sid, byte);
+                if to.as_usize() >= number.len() {
+                    number.resize(to.as_usize() + 1, None);
+                }
+                if number[to.as_usize()].is_none() {
+                    number[to.as_usize()] = Some(states.len());
+                    states.push(to);
+                }
+            }
+            i += 1;
+        }
+        let place = |sid: StateID| number[sid.as_usize()].unwrap_or(0);
+        // Bytes that take every state to the same state are one class.
+        let mut classes = [0u8; 256];
+        let mut samples: Vec<u8> = Vec::new();
+        for byte in 0..=255 {
+            let alike = |&sample: &u8| states.iter().all(|&sid| next(sid, sample) == next(sid, byte));
+            classes[usize::from(byte)] = match samples.iter().position(alike) {
+                Some(class) => class as u8,
+                None => {
+                    samples.push(byte);
+                    (samples.len() - 1) as u8
+                }
+            };
+        }
+        // Plain states first, then the match states.
+        let (plain, matching): (Vec<StateID>, Vec<StateID>) = states.iter().partition(|&&sid| !dfa.is_match(sid));
+        let stride = samples.len();
+        u32::try_from(states.len() * stride).map_err(|_| "anchor automaton too large".to_string())?;
+        let mut id = vec![0u32; states.len()];
+        for (n, &sid) in plain.iter().chain(&matching).enumerate() {
+            id[place(sid)] = (n * stride) as u32;
+        }
+        let trans: Vec<u32> = plain
+            .iter()
+            .chain(&matching)
+            .flat_map(|&sid| samples.iter().map(move |&byte| (sid, byte)))
+            .map(|(sid, byte)| id[place(next(sid, byte))])
+            .collect();
+        // What the walk's unchecked load relies on: a row starts at every state.
+        let row_at = |sid: u32| (sid as usize).is_multiple_of(stride) && sid as usize + stride <= trans.len();
+        if !(trans.iter().all(|&sid| row_at(sid)) && classes.iter().all(|&c| usize::from(c) < stride)) {
+            return Err("anchor automaton table out of shape".to_string());
+        }
+        let mut ends_at = vec![0];
+        let mut ends = Vec::new();
+        for &sid in &matching {
+            ends.extend((0..dfa.match_len(sid)).map(|m| dfa.match_pattern(sid, m).as_u32()));
+            ends_at.push(ends.len() as u32);
+        }
+        let lens = (0..dfa.patterns_len()).map(|p| dfa.pattern_len(PatternID::must(p))).collect();
+        Ok(Anchors {
+            classes,
+            trans,
+            start: id[0],
+            first_match: (plain.len() * stride) as u32,
+            ends_at,
+            ends,
+            stride: stride as u32,
+            lens,
+            longest: dfa.max_pattern_len(),
+        })
     }
 
     /// Every occurrence of every anchor, in order of their end.
@@ -59,23 +150,47 @@ impl Anchors {
     }
 
     fn walk<const K: usize>(&self, hay: &[u8]) -> Vec<Hit> {
-        let dfa = &self.dfa;
-        let overlap = dfa.max_pattern_len().saturating_sub(1);
+        let overlap = self.longest.saturating_sub(1);
         let part = hay.len() / K;
         // Lane k reports ends in (cut[k], cut[k + 1]] and reads from cut[k] - overlap.
         let cut = |k: usize| if k == K { hay.len() } else { k * part };
         let from: [usize; K] = std::array::from_fn(|k| cut(k).saturating_sub(overlap));
-        let mut state = [dfa.start_state(Anchored::No).expect("unanchored start"); K];
+        let mut state = [self.start; K];
         let mut hits: [Vec<Hit>; K] = std::array::from_fn(|_| Vec::new());
         let common = (0..K).map(|k| cut(k + 1) - from[k]).min().unwrap_or(0);
-        for i in 0..common {
-            for k in 0..K {
-                self.step(hay, from[k] + i, cut(k), &mut state[k], &mut hits[k]);
+        let lanes: [&[u8]; K] = std::array::from_fn(|k| &hay[from[k]..from[k] + common]);
+        let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
+        // Match states met in a block, as (state, lane, offset), recorded after the block: the
+        // walk itself makes no call, so its states stay in registers.
+        let mut met = [(0u32, 0usize, 0usize); BLOCK * LANES];
+        for block in (0..common).step_by(BLOCK) {
+            let mut n = 0;
+            for i in block..(block + BLOCK).min(common) {
+                for k in 0..K {
+                    let at = state[k] as usize + usize::from(classes[usize::from(lanes[k][i])]);
+                    // SAFETY: every state starts a row and every class is below the row
+                    // length (`Anchors::new` checks both), so `at < trans.len()`.
+                    let sid = unsafe { *trans.get_unchecked(at) };
+                    state[k] = sid;
+                    if sid >= first_match {
+                        met[n] = (sid, k, i);
+                        n += 1;
+                    }
+                }
+            }
+            for &(sid, k, i) in &met[..n] {
+                if from[k] + i >= cut(k) {
+                    self.record(sid, from[k] + i, &mut hits[k]);
+                }
             }
         }
         for k in 0..K {
             for at in from[k] + common..cut(k + 1) {
-                self.step(hay, at, cut(k), &mut state[k], &mut hits[k]);
+                let sid = trans[state[k] as usize + usize::from(classes[usize::from(hay[at])])];
+                state[k] = sid;
+                if sid >= first_match && at >= cut(k) {
+                    self.record(sid, at, &mut hits[k]);
+                }
             }
         }
         let mut all = std::mem::take(&mut hits[0]);
@@ -85,24 +200,12 @@ impl Anchors {
         all
     }
 
-    /// Feed the byte at `at` to one lane; record the anchors ending there if past `report`.
-    #[inline(always)]
-    fn step(
-        &self,
-        hay: &[u8],
-        at: usize,
-        report: usize,
-        state: &mut aho_corasick::automaton::StateID,
-        hits: &mut Vec<Hit>,
-    ) {
-        let dfa = &self.dfa;
-        let sid = dfa.next_state(Anchored::No, *state, hay[at]);
-        *state = sid;
-        if dfa.is_special(sid) && dfa.is_match(sid) && at >= report {
-            for m in 0..dfa.match_len(sid) {
-                let anchor = dfa.match_pattern(sid, m);
-                hits.push(Hit { start: at + 1 - dfa.pattern_len(anchor), anchor: anchor.as_usize() });
-            }
+    /// The anchors that match state `sid` ends at `at`.
+    fn record(&self, sid: u32, at: usize, hits: &mut Vec<Hit>) {
+        let j = ((sid - self.first_match) / self.stride) as usize;
+        for &anchor in &self.ends[self.ends_at[j] as usize..self.ends_at[j + 1] as usize] {
+            let anchor = anchor as usize;
+            hits.push(Hit { start: at + 1 - self.lens[anchor], anchor });
         }
     }
 }
