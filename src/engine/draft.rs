@@ -8,16 +8,16 @@
 //! ```text
 //!   start    empty (a new file, or O_TRUNC) or a copy of the current version (copy_file_range)
 //!   write    pwrite into the draft; a running sha256 while writes continue where the last
-//!            ended; the written window (with the bytes just before it) checked by the gate: a
-//!            certain refusal (`Judgement::is_certain`) quarantines the draft at once → blocked. A draft
-//!            written from its start past 16 MiB is judged window by window as its windows fill
-//!            (the windows the commit would judge; a blocking one refuses at once), and its
-//!            bytes past the first window are left to those windows
+//!            ended; the written window (with the bytes just before it) checked by the gate:
+//!            a certain refusal (`Judgement::is_certain`) quarantines the draft at once →
+//!            blocked. A draft written from its start past 16 MiB is judged window by window
+//!            as its windows fill (the windows the commit would judge; a blocking one refuses
+//!            at once), and its bytes past the first window are left to those windows
 //!   commit   digest (running, or one read of the draft), the whole draft judged by the gate
 //!            (refused → quarantined, `block` row, envelope) — except what the writes judged
-//!            already: each byte is scanned once, and the verdict is the one a judgement of
-//!            the finished draft gives, however it was written — then the commit protocol with the
-//!            draft itself as the staged file: no copy — the draft is renamed into place
+//!            already (`Judged`): the verdict is the one a judgement of the finished draft
+//!            gives, however it was written — then the commit protocol with the draft itself
+//!            as the staged file: no copy — the draft is renamed into place
 //!            (RENAME_NOREPLACE for a new file, RENAME_EXCHANGE otherwise, the previous
 //!            version then sits in drafts/ until it is moved into objects/)
 //! ```
