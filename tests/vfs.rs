@@ -788,8 +788,14 @@ const PIDS: &[u32] = &[1001, 1002, 1003];
 /// A workspace whose mount acknowledges closes in `batch` durability, with a window long
 /// enough that nothing is installed behind the test's back.
 fn batch_fx(ws: Ws) -> Fx {
+    batch_fx_with_window(ws, 10_000)
+}
+
+/// A workspace whose mount acknowledges closes in `batch` durability with a window of
+/// `window_ms`.
+fn batch_fx_with_window(ws: Ws, window_ms: u64) -> Fx {
     std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
-    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 10000\n").unwrap();
+    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), format!("batch_window_ms: {window_ms}\n")).unwrap();
     Fx::with(ws, EngineOptions { durability: Some(Durability::Batch), ..EngineOptions::default() })
 }
 
@@ -1398,10 +1404,7 @@ fn batch_mode_readers_never_see_a_version_go_back_while_it_is_installed() {
     // of the path still went there. Every version here names itself (`n` lines of `n`), and
     // each close of a staged path installs the previous version first, so installs and reads
     // overlap thousands of times: a reader must never see an older version than one it saw.
-    let ws = Ws::new();
-    std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
-    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 1\n").unwrap();
-    let fx = Fx::with(ws, EngineOptions { durability: Some(Durability::Batch), ..EngineOptions::default() });
+    let fx = batch_fx_with_window(Ws::new(), 1);
     let version = |n: usize| format!("{n:06}\n").repeat(n).into_bytes();
     let number = |bytes: &[u8]| -> usize {
         let n: usize = std::str::from_utf8(&bytes[..6]).unwrap().parse().unwrap();

@@ -181,8 +181,7 @@ impl Batch {
 
     /// Whether a version is staged for `path`.
     pub(crate) fn has_view(&self, path: &str) -> bool {
-        let state = self.lock();
-        !state.views.is_empty() && state.views.contains_key(path)
+        self.lock().views.contains_key(path)
     }
 
     /// Start using the name in drafts/ of the version staged for `path`, if any; `None` also
