@@ -47,6 +47,7 @@ pub mod policy;
 pub mod score;
 pub mod sha;
 pub mod store;
+pub mod temporary;
 pub mod tools;
 pub mod vfs;
 pub mod wake;

@@ -288,7 +288,8 @@ fn a_refused_sed_i_names_the_file_it_edits_not_only_its_temporary_file() {
     let envelope: serde_json::Value =
         serde_json::from_slice(&m.ws.read(".resilient_write/rejections/latest.json").unwrap()).unwrap();
     let context = &envelope["context"];
-    assert!(context["path"].as_str().is_some_and(|p| p.starts_with("conf/sed")), "{context}");
+    assert_eq!(context["path"], "conf/app.toml", "{context}");
+    assert!(context["written_as"].as_str().is_some_and(|p| p.starts_with("conf/sed")), "{context}");
     assert_eq!(context["temporary_for"], "conf/app.toml", "{context}");
     let message = context["message"].as_str().unwrap();
     assert!(message.contains("conf/app.toml is unchanged") && message.contains("sed"), "{message}");

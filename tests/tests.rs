@@ -12,6 +12,7 @@ mod journal_index;
 mod model;
 mod vfs;
 
+mod agents;
 mod bad_state;
 mod cli;
 mod fuzz;

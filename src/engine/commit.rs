@@ -379,10 +379,11 @@ impl Core {
         if plan.gated {
             // The whole new version when it fits the scanner; else the bytes sent, in windows.
             let whole = self.whole_version(&plan.content, current.as_ref())?;
+            let judged_as = self.judged_as(target.path.as_str(), plan.actor);
             let judged = match (&whole, &plan.content) {
-                (Some(content), _) => self.gate.judge(target.path.as_str(), content).map(|j| (j, &content[..])),
+                (Some(content), _) => self.gate.judge(&judged_as, content).map(|j| (j, &content[..])),
                 (None, Content::Bytes(bytes) | Content::Append(bytes)) => {
-                    self.gate.judge_windows(target.path.as_str(), bytes).map(|j| (j, *bytes))
+                    self.gate.judge_windows(&judged_as, bytes).map(|j| (j, *bytes))
                 }
                 (None, Content::Version { .. }) => None,
             };

@@ -418,6 +418,7 @@ impl Core {
 
     fn write_draft(&self, slot: &mut Option<Draft>, path: &str, offset: u64, data: &[u8], actor: &Actor) -> Result<()> {
         let disk = self.disk();
+        let written = path;
         let draft = slot.as_mut().ok_or_else(|| Error::from(Reason::NotFound))?;
         let context = match &draft.digest {
             Some((_, hashed)) if *hashed == offset => draft.tail.clone(),
@@ -425,6 +426,9 @@ impl Core {
         };
         disk.write_at(&draft.file, data, offset).step("write draft")?;
         draft.wrote(offset, data);
+        // A temporary copy is judged as the file it stands for (its kind: `crate::temporary`).
+        let judged_as = self.judged_as(path, actor);
+        let path = judged_as.as_str();
         // Written from its start: the windows now full are judged (and no more), and bytes
         // past the first window are left to the windows.
         let sequential = draft.digest.is_some();
@@ -438,7 +442,7 @@ impl Core {
             },
         };
         let Some(draft) = slot.take() else { unreachable!("checked above") };
-        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+        let target = resolve(disk, &self.ws.root, written, Scope::Workspace, false)?;
         let prev = self.current(&target)?.map(|c| c.sha);
         let (sha, whole) = self.read_draft_whole(&draft)?;
         // The envelope's lines are the file's: judge the whole draft when it can be held.
@@ -614,9 +618,10 @@ impl Core {
         // is judged no more.
         let sequential = draft.digest.as_ref().is_some_and(|(_, hashed)| *hashed == draft.len);
         let prior = if sequential { std::mem::take(&mut draft.judged) } else { Judged::Nothing };
+        let judged_as = self.judged_as(target.path.as_str(), actor);
         let (prior_whole, from) = match prior {
-            Judged::Whole { path, judgement } if path == target.path.as_str() => (Some(judgement.map(|j| *j)), 0),
-            Judged::Windows { path, next } if path == target.path.as_str() => (None, next),
+            Judged::Whole { path, judgement } if path == judged_as => (Some(judgement.map(|j| *j)), 0),
+            Judged::Windows { path, next } if path == judged_as => (None, next),
             Judged::Binary => (Some(None), 0),
             _ => (None, 0),
         };
@@ -634,10 +639,10 @@ impl Core {
         };
         let judged = match (prior_whole, whole.as_deref()) {
             (Some(judged), _) => Ok(judged),
-            (None, Some(whole)) => Ok(self.gate.judge(target.path.as_str(), whole)),
+            (None, Some(whole)) => Ok(self.gate.judge(&judged_as, whole)),
             // Too big to hold: judged in windows read back from the draft (binary drafts are
             // recognised from the first window and not scanned).
-            (None, None) => self.judge_draft_windows(target.path.as_str(), &draft, from),
+            (None, None) => self.judge_draft_windows(&judged_as, &draft, from),
         };
         let judged = match judged {
             Ok(judged) => judged,

@@ -285,7 +285,11 @@ impl Core {
     }
 
     fn refuse_inner(&self, r: Refusal<'_>) -> Result<Error> {
-        let Some(budget) = self.gate.spend(r.actor, r.path.as_str(), r.sha) else {
+        // A temporary copy is refused as the file it stands for: that file's budget, row and
+        // envelope (the temporary name is kept in the row's `from` and `written_as`).
+        let edited = self.temporary_target(r.path.as_str(), r.actor, r.prev.is_none());
+        let subject = edited.as_deref().unwrap_or(r.path.as_str());
+        let Some(budget) = self.gate.spend(r.actor, subject, r.sha) else {
             return Ok(Reason::RetryBudgetSpent { sha: r.sha }.into());
         };
         match r.content {
@@ -311,8 +315,8 @@ impl Core {
         let rule_ids: Vec<&str> = blocking.iter().map(|(r, _)| r.as_str()).collect();
         let appended = self.journal.append(Change {
             op: Op::Block,
-            path: r.path.to_string(),
-            from: None,
+            path: subject.to_string(),
+            from: edited.as_ref().map(|_| r.path.to_string()),
             sha256: Some(r.sha),
             prev_sha256: r.prev,
             bytes: r.bytes,
@@ -322,13 +326,12 @@ impl Core {
             reason: Some(format!("content_blocked rules={}", rule_ids.join(","))),
         })?;
         let id = rejection_id(&appended.ts, appended.seq);
-        let edited = if r.prev.is_none() { self.edited_through(r.path, r.actor) } else { None };
         let message = match &edited {
             Some(file) => format!(
-                "the workspace policy blocks {} in {}, the temporary file {} writes to replace {file}; nothing was written and {file} is unchanged",
+                "the workspace policy blocks {} in {file} (written by {} as its temporary file {}); nothing was written and {file} is unchanged",
                 rule_ids.join(", "),
-                r.path.as_str(),
                 r.actor.comm.as_deref().unwrap_or("the writer"),
+                r.path.as_str(),
             ),
             None => format!("the workspace policy blocks {}; nothing was written", rule_ids.join(", ")),
         };
@@ -351,8 +354,9 @@ impl Core {
             .collect();
         let context = json!({
             "tool": tool_of(r.actor),
-            "path": r.path.as_str(),
+            "path": subject,
             "temporary_for": edited,
+            "written_as": r.path.as_str(),
             "reason": "content_blocked",
             "message": message,
             "rejection_id": id,
@@ -384,21 +388,38 @@ impl Core {
         Ok(Reason::Blocked(Box::new(Rejection { id, rules: blocking, sha256: r.sha, envelope: text })).into())
     }
 
-    /// The file a refused new file was the temporary copy of, when the writer's command line
-    /// says: `sed -i EXPR app/settings.py` writes `app/sedXXXXXX` and renames it over
-    /// `app/settings.py`, so a refusal naming only the temporary file would not tell the user
-    /// which file they tried to change. The one argument naming an existing file of the same
-    /// directory (by its last component), else nothing.
-    fn edited_through(&self, temp: &WorkspacePath, actor: &Actor) -> Option<String> {
+    /// The file that `path`, written by `actor`, is a temporary copy, swap or backup file of
+    /// (`crate::temporary`): the gate judges, counts and names it as that file. The name says
+    /// which file for most; for a name that does not (sed's), the writer's command line, when
+    /// the temporary file is new (`fresh`).
+    pub(crate) fn temporary_target(&self, path: &str, actor: &Actor, fresh: bool) -> Option<String> {
+        let temporary = crate::temporary::of(path)?;
+        match temporary.target {
+            Some(target) => Some(target),
+            None if fresh => self.edited_through(path, actor),
+            None => None,
+        }
+    }
+
+    /// The path the gate judges `path` as: the file it is a temporary copy of, else itself.
+    pub(crate) fn judged_as(&self, path: &str, actor: &Actor) -> String {
+        self.temporary_target(path, actor, true).unwrap_or_else(|| path.to_string())
+    }
+
+    /// The file a new temporary file was the copy of, when the writer's command line says:
+    /// `sed -i EXPR app/settings.py` writes `app/sedXXXXXX` and renames it over
+    /// `app/settings.py`. The one argument naming an existing file of the same directory (by
+    /// its last component), else nothing.
+    fn edited_through(&self, temp: &str, actor: &Actor) -> Option<String> {
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", actor.pid?)).ok()?;
-        let dir = temp.parent();
+        let dir = temp.rsplit_once('/').map_or("", |(dir, _)| dir);
         let mut named = cmdline
             .split(|b| *b == 0)
             .skip(1)
             .filter_map(|arg| std::str::from_utf8(arg).ok())
             .filter_map(|arg| arg.rsplit('/').next().filter(|n| !n.is_empty() && *n != "." && *n != ".."))
             .map(|name| if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") })
-            .filter(|path| path != temp.as_str())
+            .filter(|path| path != temp)
             .filter(|path| {
                 let disk = self.disk();
                 let found = self

@@ -159,7 +159,9 @@ pub struct Filter {
     /// Rows whose `seq` is below this (the next page back of a paginated view).
     pub before: Option<u64>,
     /// Rows of these paths are left out, their refusals (`block` rows) excepted: editors' swap
-    /// and backup files (policy `editor_files`) unless `rwfs log --all`.
+    /// and backup files (policy `editor_files`) unless `rwfs log --all`; with it, rows of
+    /// temporary copies renamed over their file (`crate::temporary::is_copy`: Claude Code's
+    /// `x.tmp.<pid>.<hex>`, sed's `sedXXXXXX`), whose save is the rename's row.
     pub leave_out: Option<globset::GlobSet>,
 }
 
@@ -170,7 +172,9 @@ impl Filter {
             && self.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
             && self.since.is_none_or(|since| humantime::parse_rfc3339(&row.ts).is_ok_and(|ts| ts >= since))
             && self.before.is_none_or(|before| row.seq.is_some_and(|seq| seq < before))
-            && !self.leave_out.as_ref().is_some_and(|g| row.op() != super::Op::Block && g.is_match(&row.path))
+            && !self.leave_out.as_ref().is_some_and(|g| {
+                row.op() != super::Op::Block && (g.is_match(&row.path) || crate::temporary::is_copy(&row.path))
+            })
     }
 }
 
