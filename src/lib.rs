@@ -26,6 +26,8 @@
 //! - [`vfs`]: the mount's filesystem without a kernel — nodes, handles, each file's draft state
 //!   machine, the commit points; [`fuse`] serves it through fuser.
 //! - [`tools`]: the Resilient Write tools without a transport; [`mcp`] serves them through rmcp.
+//! - [`notice`] and [`temporary`]: what a refusal says to the agent that caused it (the
+//!   writer's stderr line, a hook's paragraph), and which file a temporary name stands for.
 //! - `cli` and `app`: argument parsing and wiring for the `rwfs` binary.
 //! - [`wake`]: blocking hand-over between threads (a queue, a one-shot reply) that never spins.
 //!
@@ -43,6 +45,7 @@ pub mod error;
 pub mod fuse;
 pub mod journal;
 pub mod mcp;
+pub mod notice;
 pub mod policy;
 pub mod score;
 pub mod sha;

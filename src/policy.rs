@@ -27,6 +27,8 @@
 //!   max_age_days: 30                         #   versions older than this go
 //!   interval_seconds: 600                    #   how often the daemon enforces it
 //! session_hosts: [claude, codex, aider]      # process names that host agents (journal::session)
+//! stderr_notice: true                        # the mount tells a refused writer why on its stderr
+//!                                            #   (default: on under `rwfs run`, off under `rwfs mount`)
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -201,6 +203,8 @@ struct PolicyFile {
     #[serde(default)]
     session_hosts: Option<Vec<String>>,
     #[serde(default)]
+    stderr_notice: Option<bool>,
+    #[serde(default)]
     retention: Option<RetentionSpec>,
 }
 
@@ -297,6 +301,7 @@ pub struct Policy {
     max_gated_bytes: u64,
     retention: Retention,
     session_hosts: Option<Vec<String>>,
+    stderr_notice: Option<bool>,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -441,6 +446,7 @@ impl Policy {
             pass_through_patterns,
             blocked_errno,
             session_hosts: file.session_hosts,
+            stderr_notice: file.stderr_notice,
         })
     }
 
@@ -507,6 +513,12 @@ impl Policy {
     /// (`session_hosts`; see `journal::session`); `None`: the defaults.
     pub fn session_hosts(&self) -> Option<&[String]> {
         self.session_hosts.as_deref()
+    }
+
+    /// Does the mount write a refused writer one line on its standard error saying why
+    /// (`stderr_notice`)? `None`: the command's default (on under `rwfs run`).
+    pub fn stderr_notice(&self) -> Option<bool> {
+        self.stderr_notice
     }
 
     pub fn pass_through_patterns(&self) -> &[String] {

@@ -17,6 +17,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("wake", &["wake"]),
     ("journal", &["error", "sha", "durable", "journal", "wake", "temporary"]),
     ("temporary", &["temporary"]),
+    ("notice", &["durable", "notice"]),
     ("store", &["error", "sha", "durable", "store"]),
     ("score", &["error", "sha", "score"]),
     ("policy", &["error", "sha", "score", "policy"]),
@@ -38,7 +39,13 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "temporary",
         ],
     ),
-    ("vfs", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "vfs"]),
+    (
+        "vfs",
+        &[
+            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "vfs",
+            "notice",
+        ],
+    ),
     // The adapter: the filesystem, and the types it converts (stats, errors, the engine it starts).
     ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake"]),
     (

@@ -400,10 +400,10 @@ fn a_vim_save_with_its_swap_file_reads_as_one_version_in_the_log() {
     );
     let shown: Vec<Value> = log(&[]).iter().map(|r| r["path"].clone()).collect();
     assert_eq!(shown, ["notes.txt", "notes.txt"], "the log shows the create and the one save");
-    // A refusal in an editor's file is never left out.
+    // A refusal in an editor's file is never left out, and names the file it stands for.
     let err = m.write(".secret.py.swp", aws_secret_line(48).as_bytes()).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES), "still gated");
-    assert!(log(&[]).iter().any(|r| r["op"] == "block" && r["path"] == ".secret.py.swp"));
+    assert!(log(&[]).iter().any(|r| r["op"] == "block" && r["path"] == "secret.py" && r["from"] == ".secret.py.swp"));
 }
 
 #[test]

@@ -79,6 +79,11 @@ pub enum Request {
     Verify,
     /// `rwfs ui` on a mounted workspace: the URL of the page the daemon serves.
     Ui,
+    /// `rwfs hook`: the refusals the asking hook's agent (its harness: `session::harness_of`)
+    /// has not been told of; `paths` are the workspace paths its tool named.
+    Untold {
+        paths: Vec<String>,
+    },
     /// Settle drafts, unmount and exit.
     Shutdown,
 }
@@ -320,6 +325,7 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             Ok(rewound_json(&rewound))
         }
         Request::Follow { .. } => Err(Reason::InvalidArgument { what: "follow: its own connection" }.into()),
+        Request::Untold { paths } => Ok(untold_json(actor.pid, &paths, engine)),
         Request::Verify => Ok(verify_json(&crate::engine::verify(engine.workspace())?)),
         Request::Status => {
             let mut status = daemon.status();
@@ -336,6 +342,21 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
         // `handle` stops the daemon after answering.
         Request::Shutdown => Ok(json!({"ok": true})),
     }
+}
+
+/// The refusals the agent of the hook `pid` (the connected process) has not been told of:
+/// `{"ok": true, "agent": {pid, start, comm} | null, "notices": [{path, text, line}]}`.
+fn untold_json(pid: Option<u32>, paths: &[String], engine: &Engine) -> Value {
+    let lineage = pid.map(crate::journal::session::lineage).unwrap_or_default();
+    let Some(agent) = crate::journal::session::harness_of(&lineage) else {
+        return json!({"ok": true, "agent": null, "notices": []});
+    };
+    let notices: Vec<Value> = engine
+        .untold_refusals(agent, paths)
+        .iter()
+        .map(|n| json!({"path": n.path, "text": n.paragraph(), "line": n.line()}))
+        .collect();
+    json!({"ok": true, "agent": agent, "notices": notices})
 }
 
 /// Stream the journal's lines past `offset` to `stream` until the client leaves.
@@ -426,9 +447,17 @@ pub fn answers(root: &Path) -> bool {
 
 /// Send `request` (and `body`) to the daemon of the workspace at `root`; its answer.
 pub fn call(root: &Path, request: Request, body: &[u8]) -> Result<Value> {
+    call_within(root, request, body, None)
+}
+
+/// [`call`], giving up when the daemon has not answered within `wait` (a hook must not hold up
+/// its harness).
+pub fn call_within(root: &Path, request: Request, body: &[u8], wait: Option<Duration>) -> Result<Value> {
     let link = root.join(STATE_DIR).join(SOCKET_LINK);
     let mut stream =
         UnixStream::connect(&link).map_err(|e| Error::io("connect to the daemon", e).at(link.display().to_string()))?;
+    stream.set_read_timeout(wait).step("socket timeout")?;
+    stream.set_write_timeout(wait).step("socket timeout")?;
     let line = serde_json::to_string(&Envelope { rwfs_control: 1, request }).expect("request serializes");
     writeln!(stream, "{line}").step("send request")?;
     stream.write_all(body).step("send content")?;

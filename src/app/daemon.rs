@@ -44,6 +44,8 @@ pub struct MountRequest {
     pub blocked_errno: Option<i32>,
     /// Let the kernel do the I/O of pass-through files where it can.
     pub kernel_passthrough: bool,
+    /// Tell refused writers why on their stderr (`None`: the policy's `stderr_notice`, else off).
+    pub stderr_notice: Option<bool>,
     pub pass_through: Vec<String>,
     /// Serve MCP over streamable HTTP here too.
     pub mcp_http: Option<std::net::SocketAddr>,
@@ -86,6 +88,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
             allow_other: request.allow_other,
             blocked_errno: request.blocked_errno,
             kernel_passthrough: request.kernel_passthrough,
+            stderr_notice: request.stderr_notice,
         },
     )?;
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<&'static str>(4);

@@ -6,6 +6,7 @@
 //! kind and reason are printed on stderr).
 
 mod history;
+mod hook;
 mod mount;
 mod run;
 mod scan;
@@ -175,6 +176,16 @@ pub enum Command {
     /// .github/copilot-instructions.md): what a refused write means on the mount, and which
     /// MCP tool fits which write, with this workspace's policy thresholds.
     AgentRules(AgentRulesArgs),
+    /// The hook an agent harness runs after its tools: reads the harness's hook JSON on stdin
+    /// and prints, as the harness's additional context, every refusal of a write through the
+    /// mount that this agent (the harness process, and everything it runs) has not been told
+    /// of yet — file, rule, line, replacement, what to do. Prints `{}` when there is none, and
+    /// never fails the tool call. Installed by `rwfs hooks`.
+    Hook(HookArgs),
+    /// Print a harness's hook configuration that runs `rwfs hook` (Claude Code's settings.json
+    /// `hooks`, Codex's hooks.json), or merge it into the harness's file with `--install`; for
+    /// aider (no hooks), what reaches its model instead.
+    Hooks(HooksArgs),
     /// Print a shell completion script: `rwfs completions bash > /etc/bash_completion.d/rwfs`,
     /// `rwfs completions zsh > "${fpath[1]}/_rwfs"`, `rwfs completions fish >
     /// ~/.config/fish/completions/rwfs.fish`.
@@ -224,6 +235,8 @@ impl Command {
             | Command::Completions(_)
             | Command::Man
             | Command::AgentRules(_)
+            | Command::Hook(_)
+            | Command::Hooks(_)
             | Command::Mcp(_)
             | Command::Ui(_) => false,
         }
@@ -295,6 +308,11 @@ pub struct MountArgs {
     /// and write them directly (FUSE passthrough, Linux ≥ 6.9, as root; used where available).
     #[arg(long)]
     pub no_kernel_passthrough: bool,
+    /// Tell a refused writer why, one line on its standard error (a terminal, pipe or socket;
+    /// never a file) before its write or close fails [default: the policy's stderr_notice,
+    /// else off; `rwfs run` turns it on].
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    pub stderr_notice: Option<String>,
     /// Also serve MCP over streamable HTTP at ADDR (loopback, e.g. 127.0.0.1:8765), path /mcp,
     /// with a bearer token kept in the state directory (printed when first generated).
     #[arg(long, value_name = "ADDR")]
@@ -303,8 +321,9 @@ pub struct MountArgs {
 
 #[derive(Debug, Args)]
 pub struct AgentRulesArgs {
-    /// The agent the rules are for: `claude` (CLAUDE.md), `codex` (AGENTS.md), `cursor`
-    /// (.cursorrules), `copilot` (.github/copilot-instructions.md) or `generic`.
+    /// The agent the rules are for: `claude` (CLAUDE.md), `codex` (AGENTS.md), `aider`
+    /// (CONVENTIONS.md), `cursor` (.cursorrules), `copilot` (.github/copilot-instructions.md)
+    /// or `generic`.
     #[arg(long = "for", value_enum, default_value = "generic", value_name = "AGENT")]
     pub agent: Agent,
     /// Only the mount's section (for an agent without the rwfs MCP server).
@@ -312,11 +331,34 @@ pub struct AgentRulesArgs {
     pub mount_only: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Print the notices as plain text, one paragraph each, instead of the harness's JSON.
+    #[arg(long)]
+    pub text: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// The harness: `claude` (Claude Code's settings.json), `codex` (Codex's hooks.json) or
+    /// `aider` (no hooks: what reaches its model instead).
+    #[arg(long = "for", value_enum, value_name = "AGENT")]
+    pub agent: Agent,
+    /// Merge the hooks into the harness's file instead of printing them: `.claude/settings.json`
+    /// in the workspace (Claude Code), `$CODEX_HOME/hooks.json` (Codex, `~/.codex`), or `--file`.
+    #[arg(long)]
+    pub install: bool,
+    /// The file `--install` merges into.
+    #[arg(long, value_name = "FILE", requires = "install")]
+    pub file: Option<PathBuf>,
+}
+
 /// The agents `rwfs agent-rules` writes for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Agent {
     Claude,
     Codex,
+    Aider,
     Cursor,
     Copilot,
     Generic,
@@ -328,8 +370,21 @@ impl Agent {
         match self {
             Agent::Claude => "CLAUDE.md",
             Agent::Codex | Agent::Generic => "AGENTS.md",
+            Agent::Aider => "CONVENTIONS.md",
             Agent::Cursor => ".cursorrules",
             Agent::Copilot => ".github/copilot-instructions.md",
+        }
+    }
+
+    /// The harness's name, as a person says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex CLI",
+            Agent::Aider => "aider",
+            Agent::Cursor => "Cursor",
+            Agent::Copilot => "GitHub Copilot",
+            Agent::Generic => "a generic agent",
         }
     }
 }

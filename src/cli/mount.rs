@@ -41,6 +41,7 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
         allow_other: args.allow_other,
         blocked_errno,
         kernel_passthrough: !args.no_kernel_passthrough,
+        stderr_notice: args.stderr_notice.as_deref().map(|v| v == "on"),
         pass_through: args.pass_through,
         mcp_http: args.mcp_http,
         options,

@@ -91,6 +91,11 @@ fn run_command(cli: Cli) -> Result<Exit> {
             }
             Ok(Exit::Ok)
         }
+        Command::Hook(args) => {
+            super::hook::hook(cli.workspace.as_deref(), &args);
+            Ok(Exit::Ok)
+        }
+        Command::Hooks(args) => super::hook::hooks(&root, &args).map(|()| Exit::Ok),
         Command::AgentRules(args) => {
             let policy = Workspace::open(&root, &options)
                 .and_then(|ws| ws.policy(options.policy_file.as_deref()))

@@ -81,6 +81,16 @@ fn mount_daemon(root: &Path, allow_unsafe_root: bool) -> Result<()> {
     let exe = std::env::current_exe().step("find the rwfs binary")?;
     let mut cmd = Command::new(exe);
     cmd.arg("mount").arg("--daemon").arg(root);
+    // Under `rwfs run` a refused writer is told why on its stderr, unless the policy says.
+    let policy_says = crate::engine::Workspace::open(root, &Default::default())
+        .and_then(|ws| {
+            ws.policy(std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).as_deref().map(Path::new))
+        })
+        .ok()
+        .and_then(|p| p.stderr_notice());
+    if policy_says.is_none() {
+        cmd.args(["--stderr-notice", "on"]);
+    }
     if allow_unsafe_root {
         cmd.arg("--allow-unsafe-root");
     }

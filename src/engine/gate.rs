@@ -63,6 +63,8 @@ pub(crate) struct Gate {
     scanned: AtomicU64,
     /// Refused writes → retries left.
     budgets: Mutex<HashMap<Attempt, u32>>,
+    /// Which agent was told of which refusal of a write through the mount (`told.rs`).
+    pub(crate) told: super::told::Told,
 }
 
 /// A refused write as its retry budget is keyed: who, which tool, which path, which content.
@@ -164,7 +166,7 @@ impl Gate {
         // Without entropy the hashes are merely unsalted; nothing else depends on it.
         let _ = getrandom::fill(&mut salt);
         let scanner = policy.scanner(salt);
-        Gate { policy, scanner, scanned: AtomicU64::new(0), budgets: Mutex::default() }
+        Gate { policy, scanner, scanned: AtomicU64::new(0), budgets: Mutex::default(), told: Default::default() }
     }
 
     pub fn policy(&self) -> &Policy {
@@ -276,20 +278,29 @@ pub(crate) fn tool_of(actor: &Actor) -> &'static str {
 impl Core {
     /// Quarantine refused content, journal the refusal, write its envelope, and return the
     /// error the front end reports.
+    /// A temporary copy is refused as the file it stands for (`crate::temporary`): that file's
+    /// budget, row and envelope, and the error names it; the temporary name is kept in the
+    /// row's `from` and the envelope's `written_as`.
     pub(crate) fn refuse(&self, refusal: Refusal<'_>) -> Error {
-        let at = refusal.path.to_string();
+        let edited = self.temporary_target(refusal.path.as_str(), refusal.actor, refusal.prev.is_none());
+        let at = edited.clone().unwrap_or_else(|| refusal.path.to_string());
         tracing::info!(path = %at, pid = refusal.actor.pid, comm = refusal.actor.comm.as_deref(), "blocked");
-        match self.refuse_inner(refusal) {
+        match self.refuse_inner(refusal, edited) {
             Ok(e) | Err(e) => e.at(at),
         }
     }
 
-    fn refuse_inner(&self, r: Refusal<'_>) -> Result<Error> {
-        // A temporary copy is refused as the file it stands for: that file's budget, row and
-        // envelope (the temporary name is kept in the row's `from` and `written_as`).
-        let edited = self.temporary_target(r.path.as_str(), r.actor, r.prev.is_none());
+    fn refuse_inner(&self, r: Refusal<'_>, edited: Option<String>) -> Result<Error> {
         let subject = edited.as_deref().unwrap_or(r.path.as_str());
+        // A mount writer's lineage: whom `rwfs hook` tells of this refusal (`told.rs`).
+        let lineage = match (r.actor.via, r.actor.pid) {
+            (Via::Fuse, Some(pid)) => Some(crate::journal::session::lineage(pid)),
+            _ => None,
+        };
         let Some(budget) = self.gate.spend(r.actor, subject, r.sha) else {
+            if let Some(lineage) = lineage {
+                self.gate.told.record(subject, Some(r.sha), lineage, crate::notice::Notice::spent(subject));
+            }
             return Ok(Reason::RetryBudgetSpent { sha: r.sha }.into());
         };
         match r.content {
@@ -379,12 +390,20 @@ impl Core {
             "comm": r.actor.comm,
             "uid": r.actor.uid,
             "via": r.actor.via,
+            // The writer and its ancestors by pid and start time: what `rwfs hook` matches.
+            "writer": lineage.as_ref().map(|l| json!({"lineage": l})),
         });
         if let serde_json::Value::Object(map) = context {
             envelope.context = map;
         }
         let text = envelope.to_json();
         self.write_rejection(&id, text.as_bytes())?;
+        if let Some(lineage) = lineage
+            && let Ok(value) = serde_json::to_value(&envelope)
+            && let Some(notice) = crate::notice::Notice::of_envelope(&value)
+        {
+            self.gate.told.record(subject, Some(r.sha), lineage, notice);
+        }
         Ok(Reason::Blocked(Box::new(Rejection { id, rules: blocking, sha256: r.sha, envelope: text })).into())
     }
 

@@ -40,6 +40,7 @@ mod room;
 mod settle;
 mod spares;
 mod state;
+mod told;
 mod tree;
 mod verify;
 mod workspace;

@@ -276,6 +276,22 @@ impl Engine {
     pub fn blocked_errno(&self) -> i32 {
         self.core.gate.policy().blocked_errno()
     }
+
+    /// The policy's `stderr_notice` (`None`: unset, the command decides).
+    pub fn stderr_notice(&self) -> Option<bool> {
+        self.core.gate.policy().stderr_notice()
+    }
+
+    /// The refusals of writes through the mount that `agent` (a harness process) has not been
+    /// told of yet, now counted as told; `paths` are the workspace paths its tool named (see
+    /// `told.rs` for which refusals are an agent's).
+    pub fn untold_refusals(
+        &self,
+        agent: &crate::journal::session::Process,
+        paths: &[String],
+    ) -> Vec<crate::notice::Notice> {
+        self.core.gate.told.untold(agent, paths)
+    }
 }
 
 impl Core {

@@ -60,6 +60,9 @@ pub struct MountOptions {
     /// Let the kernel read and write files on pass-through paths itself (FUSE passthrough)
     /// where it and the daemon's privileges allow.
     pub kernel_passthrough: bool,
+    /// Tell a refused writer why on its standard error; the policy's `stderr_notice` (else
+    /// off) when `None`.
+    pub stderr_notice: Option<bool>,
 }
 
 /// A live mount.
@@ -124,7 +127,8 @@ impl Mount {
             Arc::new(Notifications { notifier: OnceLock::new(), thread: Pool::new(1, "rwfs-inval").map_err(spawn)? });
         let blocked = options.blocked_errno.unwrap_or_else(|| engine.blocked_errno());
         let fsname = engine.workspace().path().display().to_string();
-        let vfs = Vfs::new(engine, vfs::Options { read_only: options.read_only }, kernel.clone());
+        let stderr_notice = options.stderr_notice.or_else(|| engine.stderr_notice()).unwrap_or(false);
+        let vfs = Vfs::new(engine, vfs::Options { read_only: options.read_only, stderr_notice }, kernel.clone());
         let mut config = fuser::Config::default();
         config.mount_options = vec![
             fuser::MountOption::FSName(fsname),

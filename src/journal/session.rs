@@ -111,6 +111,55 @@ fn explicit(pid: u32) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
+/// One process, as a refusal's writer and its ancestors are recorded and an agent is matched:
+/// its pid and start time (clock ticks after boot, so that a recycled pid is another process),
+/// and its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    pub start: u64,
+    pub comm: String,
+}
+
+impl Process {
+    /// Process `pid` now, if it exists.
+    pub fn of(pid: u32) -> Option<Process> {
+        stat(pid).map(|(start, comm, _)| Process { pid, start, comm })
+    }
+
+    /// Is `self` the same process as `other` (pid and start time)?
+    pub fn is(&self, other: &Process) -> bool {
+        self.pid == other.pid && self.start == other.start
+    }
+}
+
+/// Process `pid` and its ancestors, nearest first (at most 64, init left out); empty when it
+/// is gone.
+pub fn lineage(pid: u32) -> Vec<Process> {
+    let mut out = Vec::new();
+    let mut at = pid;
+    for _ in 0..MAX_DEPTH {
+        let Some((start, comm, ppid)) = stat(at) else { break };
+        out.push(Process { pid: at, start, comm });
+        if ppid <= 1 {
+            break;
+        }
+        at = ppid;
+    }
+    out
+}
+
+/// Programs that run a command for another (shells, launchers): a hook's harness is its nearest
+/// ancestor that is none of these.
+const LAUNCHERS: &[&str] =
+    &["sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "env", "timeout", "nice", "nohup", "rwfs"];
+
+/// The agent harness a hook runs for: the hook's (`lineage[0]`) nearest ancestor that is not a
+/// shell or a launcher — a harness runs its hook commands itself or through `sh -c`.
+pub fn harness_of(lineage: &[Process]) -> Option<&Process> {
+    lineage.iter().skip(1).find(|p| !LAUNCHERS.contains(&p.comm.as_str()))
+}
+
 /// `(start time, name, parent)` of `pid`, from `/proc/<pid>/stat`.
 fn stat(pid: u32) -> Option<(u64, String, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -136,6 +185,16 @@ mod tests {
         assert!(first.is_some());
         assert_eq!(sessions.of_pid(me), first);
         assert_eq!(sessions.of_pid(u32::MAX), None, "no such process");
+    }
+
+    #[test]
+    fn a_lineage_starts_with_the_process_and_climbs_to_its_parents() {
+        let me = std::process::id();
+        let mine = lineage(me);
+        assert_eq!(mine[0].pid, me);
+        assert!(mine[0].is(&Process::of(me).unwrap()));
+        assert_eq!(mine.get(1).map(|p| p.pid), Some(std::os::unix::process::parent_id()).filter(|p| *p > 1));
+        assert!(lineage(u32::MAX).is_empty());
     }
 
     #[test]

@@ -315,7 +315,7 @@ impl Vfs {
             }
             Err(e) => {
                 if is_refusal(&e) {
-                    self.refused(ino, &mut state, caller);
+                    self.refused(ino, &mut state, caller, &e);
                 }
                 Err(e)
             }
@@ -391,8 +391,14 @@ impl Vfs {
 
     /// The draft was refused and quarantined: the file refuses further writes and commits; a
     /// pending file keeps an empty placeholder until its last handle closes (it never reaches
-    /// the tree); the kernel forgets the refused pages.
-    fn refused(&self, ino: u64, state: &mut FileState, caller: &Caller) {
+    /// the tree); the kernel forgets the refused pages; the writer is told why on its standard
+    /// error when the mount does that (`stderr.rs`), before it sees the errno.
+    fn refused(&self, ino: u64, state: &mut FileState, caller: &Caller, error: &crate::error::Error) {
+        if self.stderr_notice
+            && let Some(notice) = notice_of(error)
+        {
+            super::stderr::tell(caller.pid, &notice.line());
+        }
         let placeholder = if self.is_pending(ino)
             && let Ok(path) = self.path(ino)
         {
@@ -642,7 +648,7 @@ impl Vfs {
                     state.resume(draft, authors);
                 }
                 if is_refusal(&error) {
-                    self.refused(ino, state, caller);
+                    self.refused(ino, state, caller, &error);
                 }
                 Err(error)
             }
@@ -711,6 +717,18 @@ fn read_full(mut read: impl FnMut(&mut [u8], u64) -> Result<usize>, buf: &mut [u
         }
     }
     Ok(got)
+}
+
+/// What a refusal tells its writer: from its envelope, or (an identical retry once the budget
+/// is spent, which has none) that it was refused before.
+fn notice_of(error: &crate::error::Error) -> Option<crate::notice::Notice> {
+    match error.reason() {
+        crate::error::Reason::Blocked(rejection) => serde_json::from_str(&rejection.envelope)
+            .ok()
+            .and_then(|envelope| crate::notice::Notice::of_envelope(&envelope)),
+        crate::error::Reason::RetryBudgetSpent { .. } => error.path().map(crate::notice::Notice::spent),
+        _ => None,
+    }
 }
 
 /// A refusal whose draft the engine quarantined: secrets (`Blocked`), or a version over the

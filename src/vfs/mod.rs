@@ -54,6 +54,7 @@
 mod data;
 mod file;
 mod names;
+mod stderr;
 mod table;
 
 use std::collections::HashMap;
@@ -78,6 +79,8 @@ use table::Table;
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub read_only: bool,
+    /// Tell a refused writer why, one line on its standard error (`stderr.rs`).
+    pub stderr_notice: bool,
 }
 
 /// The setgid bit of a mode.
@@ -181,6 +184,7 @@ pub struct Vfs {
     /// Last closes whose commit is still to run (see [`Vfs::release_handle`]).
     closing: AtomicUsize,
     read_only: bool,
+    stderr_notice: bool,
     /// Time of the last commit through the mount (for status).
     last_commit: Mutex<Option<SystemTime>>,
 }
@@ -198,6 +202,7 @@ impl Vfs {
             next_handle: AtomicU64::new(1),
             closing: AtomicUsize::new(0),
             read_only: options.read_only,
+            stderr_notice: options.stderr_notice,
             last_commit: Mutex::default(),
         });
         let weak = Arc::downgrade(&vfs);
