@@ -3,6 +3,7 @@
 //! that reports every refusal to the agent that caused it, and the real harnesses (Claude Code,
 //! Codex CLI, aider) driven by a scripted model endpoint, asserted on what the model read next.
 
+mod harnesses;
 mod hook;
 mod stderr;
 mod temporary;
