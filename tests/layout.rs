@@ -37,6 +37,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "envelope",
             "wake",
             "temporary",
+            "notice",
         ],
     ),
     (

@@ -33,6 +33,7 @@ fn generated_rules_name_only_listed_tools_and_the_policy_s_numbers_for_every_age
     for (agent, file) in [
         ("claude", "CLAUDE.md"),
         ("codex", "AGENTS.md"),
+        ("aider", "CONVENTIONS.md"),
         ("cursor", ".cursorrules"),
         ("copilot", ".github/copilot-instructions.md"),
         ("generic", "AGENTS.md"),
@@ -49,6 +50,11 @@ fn generated_rules_name_only_listed_tools_and_the_policy_s_numbers_for_every_age
         }
         assert!(text.contains("allows 5") && text.contains("high ≥ 0.8"), "{agent}: the policy's numbers");
         assert!(text.contains("Permission denied"), "{agent}: the mount's section");
+        for failure in
+            ["EACCES: permission denied, write", "I/O error", "Failed to write file", "rwfs hooks --for claude"]
+        {
+            assert!(text.contains(failure), "{agent}: names each harness's failure text and the hook: {failure}");
+        }
     }
     let mount_only = rwfs().arg("-w").arg(mcp.ws.path()).args(["agent-rules", "--mount-only"]).output().unwrap();
     let mount_only = String::from_utf8(mount_only.stdout).unwrap();
