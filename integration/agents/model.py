@@ -16,7 +16,8 @@ harness-neutral, {"shell": "COMMAND"}, sent as whichever shell tool the request 
 (Claude Code's Bash, Codex's exec_command or shell). Other requests (titles, summaries, quota
 probes) get a short text and take no turn.
 
-Every request is appended to RECORD as one JSON line: {"path", "agent": bool, "turn": n, "body"}.
+Every request is appended to RECORD as one JSON line: {"path", "agent": bool, "turn": n, "at": its
+arrival (seconds since the epoch), "body"}.
 The assertions read what the harness sent after each call: what its model would have read.
 Only the standard library; one thread per connection; stops on SIGTERM.
 """
@@ -24,6 +25,7 @@ import http.server
 import json
 import sys
 import threading
+import time
 
 scenario = json.load(open(sys.argv[1]))
 record = open(sys.argv[2], "a", buffering=1)
@@ -50,7 +52,7 @@ def next_turn(body, path):
             turn = turns[state["turn"]] if state["turn"] < len(turns) else {"text": "done"}
             state["turn"] += 1
         record.write(json.dumps({"path": path, "agent": agent, "turn": state["turn"] - 1 if agent else None,
-                                 "body": body}) + "\n")
+                                 "at": time.time(), "body": body}) + "\n")
     return turn
 
 

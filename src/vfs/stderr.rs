@@ -6,10 +6,12 @@
 //! The rule for where the line may go, decided from `/proc/PID/fd/2`'s link text alone (no
 //! request reaches any filesystem, this one included, before the decision):
 //!
-//! - a **terminal** (`/dev/pts/N`, `/dev/ttyN`, `/dev/console`, confirmed with `isatty` on the
-//!   descriptor opened), a **pipe** (`pipe:[…]`) or a **socket** (`socket:[…]`): yes — where a
-//!   program's own diagnostics are read (a shell tool captures a pipe or a socketpair, a person
-//!   reads a terminal);
+//! - a **terminal** in line mode (`/dev/pts/N`, `/dev/ttyN`, `/dev/console`, confirmed with
+//!   `tcgetattr` on the descriptor opened: `ICANON` set), a **pipe** (`pipe:[…]`) or a
+//!   **socket** (`socket:[…]`): yes — where a program's own diagnostics are read (a shell tool
+//!   captures a pipe or a socketpair, a person reads a terminal);
+//! - a terminal in raw mode: never — a full-screen program (an agent's TUI, an editor) draws
+//!   there, and a stray line would garble its screen;
 //! - anything else: never — a **regular file** is a record the user redirected (`2> err.log`,
 //!   `>out.bin 2>&1`) and may even be the file being written; `/dev/null` asked for silence;
 //!   other devices and anonymous inodes are not text streams; a closed fd 2 has no reader.
@@ -92,10 +94,22 @@ fn write_reopened(fd2: &str, stream: Stream, bytes: &[u8]) -> std::io::Result<()
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(fd2)?;
-    if stream == Stream::Terminal && !nix::unistd::isatty(&file).unwrap_or(false) {
-        return Err(std::io::Error::other("not a terminal"));
+    if stream == Stream::Terminal && !line_mode_terminal(&file) {
+        return Err(std::io::Error::other("not a terminal in line mode"));
     }
     file.write(bytes).and_then(|n| if n == bytes.len() { Ok(()) } else { Err(std::io::Error::other("short write")) })
+}
+
+/// Is `file` a terminal in canonical (line) mode? A terminal in raw mode belongs to a
+/// full-screen program (an agent's TUI, an editor), whose screen a stray line would garble.
+fn line_mode_terminal(file: &std::fs::File) -> bool {
+    let mut termios = std::mem::MaybeUninit::<libc::termios>::uninit();
+    // SAFETY: tcgetattr fills the struct it is given, or fails and leaves it unread.
+    if unsafe { libc::tcgetattr(file.as_raw_fd(), termios.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: tcgetattr succeeded, so the struct is initialised.
+    unsafe { termios.assume_init() }.c_lflag & libc::ICANON != 0
 }
 
 /// A socket: borrowed from the writer (`pidfd_getfd`), written without blocking or signals.
