@@ -408,6 +408,35 @@ fn a_lock_file_or_journal_that_is_a_directory_is_a_typed_error() {
 }
 
 #[test]
+fn a_directory_where_a_journal_key_file_should_be_is_named_as_such() {
+    for (name, step) in [("journal.head", "journal head"), ("journal.key", "journal key")] {
+        let ws = Ws::new();
+        let engine = ws.open();
+        write(&engine, "a.txt", b"a", WriteMode::Create).unwrap();
+        engine.close().unwrap();
+        let path = ws.abs(&format!(".resilient_write/keys/{name}"));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let out = rwfs(ws.path(), &["write", "b.txt"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        let stderr = stderr.lines().find(|l| l.starts_with("rwfs: ")).unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert!(stderr.contains(&format!(".resilient_write/keys/{name}: ")), "{name}: {stderr}");
+        assert!(stderr.contains(step), "{name}: {stderr}");
+        let other = if name == "journal.head" { "journal key" } else { "journal head" };
+        assert!(!stderr.contains(other), "{name}: {stderr}");
+        if name == "journal.head" {
+            // Reading needs no head: the commands that only read work, and verify reports it.
+            assert_eq!(rwfs(ws.path(), &["log"]).status.code(), Some(0), "{name}: log");
+            let verify = rwfs(ws.path(), &["verify", "--json"]);
+            assert_eq!(verify.status.code(), Some(1), "{name}: {}", text(&verify.stderr));
+            let report: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+            assert!(report["problems"].to_string().contains("journal head"), "{report}");
+        }
+    }
+}
+
+#[test]
 fn a_journal_symlinked_outside_is_not_followed() {
     let parent = tempfile::tempdir().unwrap();
     let outside = parent.path().join("outside.jsonl");

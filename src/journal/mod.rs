@@ -42,13 +42,17 @@ pub fn open(disk: Arc<dyn Disk>, state: &Dir, visit: impl FnMut(Entry)) -> Resul
     if !existed {
         disk.sync_dir(state).step("fsync state directory")?;
     }
-    let keys = seal::load(&*disk, state).step("read journal key")?;
+    let keys = seal::load(&*disk, state)?;
     let scan = scan::scan(&*disk, &file, &keys, visit).step("read journal")?;
     for problem in &scan.problems {
         tracing::warn!(%problem, "journal");
     }
-    let (key, keys_dir) = seal::ensure_key(&*disk, state).step("create journal key")?;
-    let (head, head_existed) = seal::open_head(&*disk, &keys_dir).step("open journal head")?;
+    let (key, keys_dir) = seal::ensure_key(&*disk, state)
+        .step("create journal key")
+        .map_err(|e| e.at(format!("{}/{}/{KEY_FILE}", crate::durable::STATE_DIR, seal::KEYS_DIR)))?;
+    let (head, head_existed) = seal::open_head(&*disk, &keys_dir)
+        .step("open journal head (if it is not a file, remove it: rwfs writes a new one and journals a tamper row)")
+        .map_err(|e| e.at(format!("{}/{}/{HEAD_FILE}", crate::durable::STATE_DIR, seal::KEYS_DIR)))?;
     let mut generation = keys.head.as_deref().and_then(|slots| key.newest(slots)).map_or(0, |h| h.generation) + 1;
     if !head_existed {
         // Before any keyed row: a keyed row without a head is evidence of tampering.
@@ -84,6 +88,6 @@ pub fn read(disk: &dyn Disk, state: &Dir, visit: impl FnMut(Entry)) -> Result<Sc
 }
 
 fn read_file(disk: &dyn Disk, state: &Dir, file: &File, visit: impl FnMut(Entry)) -> Result<Scan> {
-    let keys = seal::load(disk, state).step("read journal key")?;
+    let keys = seal::load(disk, state)?;
     scan::scan(disk, file, &keys, visit).step("read journal")
 }

@@ -36,6 +36,7 @@
 use std::io;
 
 use crate::durable::{Dir, Disk, File, FileKind};
+use crate::error::{Error, Result};
 use crate::sha::{Sha256, hmac_sha256};
 
 /// The keys' directory inside the state directory.
@@ -150,24 +151,39 @@ pub struct Keys {
     pub head: Option<Vec<Head>>,
 }
 
-/// Read the key and the head, if there are any (nothing is created).
-pub fn load(disk: &dyn Disk, state: &Dir) -> io::Result<Keys> {
+/// Read the key and the head, if there are any (nothing is created). An error names the file
+/// it concerns. A head that is there but cannot be read as a file (a directory, say) reads as
+/// a head with no valid slot: the scan reports it (`HeadForged`), and the engine's open, which
+/// must rewrite it, fails naming it.
+pub fn load(disk: &dyn Disk, state: &Dir) -> Result<Keys> {
     let keys = match disk.open_dir(state, KEYS_DIR) {
         Ok(keys) => keys,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Keys::default()),
-        Err(e) => return Err(e),
+        Err(e) => return Err(Error::io("open journal keys directory", e).at(state_path(KEYS_DIR))),
     };
-    let seal = match read_small(disk, &keys, KEY_FILE)? {
+    let key_error = |e| Error::io("read journal key", e).at(state_path(&format!("{KEYS_DIR}/{KEY_FILE}")));
+    let seal = match read_small(disk, &keys, KEY_FILE).map_err(key_error)? {
         Some(bytes) if bytes.len() >= 32 => {
             let mut key = [0u8; 32];
             key.copy_from_slice(&bytes[..32]);
             Some(Seal::new(key))
         }
-        Some(_) => return Err(io::Error::other("keys/journal.key is shorter than 32 bytes")),
+        Some(_) => return Err(key_error(io::Error::other("keys/journal.key is shorter than 32 bytes"))),
         None => None,
     };
-    let head = read_small(disk, &keys, HEAD_FILE)?.map(|bytes| Head::parse_slots(&bytes));
+    let head = match read_small(disk, &keys, HEAD_FILE) {
+        Ok(bytes) => bytes.map(|bytes| Head::parse_slots(&bytes)),
+        Err(e) => {
+            tracing::warn!(error = %e, "the journal head (keys/journal.head) cannot be read");
+            Some(Vec::new())
+        }
+    };
     Ok(Keys { seal, head })
+}
+
+/// `name` inside the state directory, as errors name it.
+fn state_path(name: &str) -> String {
+    format!("{}/{name}", crate::durable::STATE_DIR)
 }
 
 /// The key, created (durably, before any row uses it) when there is none; the keys directory.
