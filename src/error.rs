@@ -175,6 +175,9 @@ pub enum Reason {
     },
     /// `rwfs unmount` of a path no rwfs mount serves.
     NotMounted,
+    /// The daemon took a CLI request and closed the connection without a whole answer: it
+    /// stopped or died meanwhile.
+    DaemonGone,
     /// The kernel refused the mount (no `/dev/fuse`, no permission, no `fusermount3`).
     FuseUnavailable,
     /// A malformed argument (a digest, a time, a mode).
@@ -233,7 +236,8 @@ impl Reason {
             | ObjectMissing { .. }
             | WorkspaceLocked { .. }
             | AlreadyMounted { .. }
-            | DeadMount { .. } => ErrorKind::StalePrecondition,
+            | DeadMount { .. }
+            | DaemonGone => ErrorKind::StalePrecondition,
             ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
             NoSpace | TooBig { .. } => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
@@ -279,6 +283,7 @@ impl Reason {
             AlreadyMounted { .. } => "already_mounted",
             DeadMount { .. } => "dead_mount",
             NotMounted => "not_mounted",
+            DaemonGone => "daemon_gone",
             FuseUnavailable => "fuse_unavailable",
             InvalidArgument { .. } => "invalid_argument",
             BadPolicy { .. } => "bad_policy",
@@ -349,6 +354,11 @@ impl fmt::Display for Reason {
                  `rwfs unmount {mountpoint}` removes it (nothing acknowledged is lost), `rwfs mount` again to resume"
             ),
             NotMounted => f.write_str("not mounted: no rwfs mount there (`rwfs status` lists this workspace's mounts)"),
+            DaemonGone => f.write_str(
+                "the daemon serving this workspace stopped or died before it answered, so whether the request \
+                 took effect is unknown: `rwfs log` shows the rows it wrote; `rwfs status` shows whether a daemon \
+                 still runs (if its mount is dead, `rwfs unmount DIR` removes it); then run the command again",
+            ),
             FuseUnavailable => f.write_str(
                 "the kernel refused the FUSE mount: mounting needs /dev/fuse (modprobe fuse) and, as a normal \
                  user, fusermount3 (package fuse3) on PATH; or run as root",

@@ -394,6 +394,83 @@ fn every_command_answers_the_same_unmounted_and_through_the_daemon() {
     }
 }
 
+/// `rwfs verify` and `verify --json` on `ws`: the transcript and both exit codes.
+fn verify_transcript(ws: &std::path::Path) -> String {
+    let mut transcript = String::new();
+    for args in [&["verify"][..], &["verify", "--json"]] {
+        let out = rwfs_in(ws, args, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        transcript +=
+            &format!("$ rwfs {} -> {:?}\n{}\n{stderr}", args.join(" "), out.status.code(), comparable(&out.stdout));
+    }
+    transcript
+}
+
+#[test]
+fn verify_reports_the_same_through_the_daemon_and_right_after_unmount() {
+    let mut transcripts = Vec::new();
+    for through in [Through::OwnEngine, Through::Daemon] {
+        let mut mounted = (through == Through::Daemon).then(crate::support::mount::Mounted::new);
+        let own = (through == Through::OwnEngine).then(Ws::new);
+        let ws = mounted.as_ref().map_or_else(|| own.as_ref().unwrap(), |m| &m.ws);
+        let (root, journal) = (ws.path().to_path_buf(), ws.abs(".resilient_write/journal.jsonl"));
+        let mut transcript = Vec::new();
+        ok(&rwfs(ws, &["write", "f.txt"], b"v1\n"));
+        ok(&rwfs(ws, &["write", "g.txt"], b"g\n"));
+        ok(&rwfs(ws, &["write", "h.txt"], b"h\n"));
+        transcript.push(verify_transcript(&root));
+        // A file edited behind rwfs (the backing tree: the mount is elsewhere).
+        ws.put("f.txt", b"edited behind rwfs\n");
+        transcript.push(verify_transcript(&root));
+        // A tampered row: the second row's size changed in place.
+        let text = std::fs::read_to_string(&journal).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        assert!(lines[1].contains("\"bytes\":2,"), "{}", lines[1]);
+        lines[1] = lines[1].replace("\"bytes\":2,", "\"bytes\":9,");
+        std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+        transcript.push(verify_transcript(&root));
+        // Right after `rwfs unmount` returns (its daemon may still be on its way out).
+        if let Some(m) = mounted.as_mut() {
+            m.unmount();
+        }
+        transcript.push(verify_transcript(&root));
+        transcripts.push(transcript);
+    }
+    for (i, (own, daemon)) in transcripts[0].iter().zip(&transcripts[1]).enumerate() {
+        let code = if i == 0 { "Some(0)" } else { "Some(1)" };
+        assert!(own.contains(&format!("-> {code}")) && !own.contains("Some(2)"), "{own}");
+        assert_eq!(own, daemon, "unmounted (left) and through the daemon (right) differ");
+    }
+}
+
+#[test]
+fn a_daemon_that_dies_mid_answer_is_reported_as_gone_with_what_to_do() {
+    let ws = Ws::new();
+    std::fs::create_dir(ws.abs(".resilient_write")).unwrap();
+    // A daemon that reads the request and dies after half an answer line.
+    let listener = std::os::unix::net::UnixListener::bind(ws.abs(".resilient_write/rwfs.sock")).unwrap();
+    let served = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(&stream).read_line(&mut line).unwrap();
+            if line.contains("rwfs_control") {
+                stream.write_all(b"{\"ok\": tr").unwrap();
+                return;
+            }
+        }
+    });
+    let out = rwfs(&ws, &["rm", "f.txt"], b"");
+    served.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("daemon_gone"), "{stderr}");
+    assert!(stderr.contains("stopped or died"), "{stderr}");
+    assert!(stderr.contains("rwfs status"), "{stderr}");
+    assert!(!stderr.contains("not JSON"), "{stderr}");
+}
+
 #[test]
 fn a_closed_stdout_ends_the_output_not_the_process() {
     let ws = Ws::new();

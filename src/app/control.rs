@@ -326,7 +326,8 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
         }
         Request::Follow { .. } => Err(Reason::InvalidArgument { what: "follow: its own connection" }.into()),
         Request::Untold { paths } => Ok(untold_json(actor.pid, &paths, engine)),
-        Request::Verify => Ok(verify_json(&crate::engine::verify(engine.workspace())?)),
+        // The report is the answer, whatever it found: `ok` says the request was served.
+        Request::Verify => Ok(json!({"ok": true, "report": verify_json(&crate::engine::verify(engine.workspace())?)})),
         Request::Status => {
             let mut status = daemon.status();
             status["ok"] = json!(true);
@@ -459,10 +460,22 @@ pub fn call_within(root: &Path, request: Request, body: &[u8], wait: Option<Dura
     stream.set_read_timeout(wait).step("socket timeout")?;
     stream.set_write_timeout(wait).step("socket timeout")?;
     let line = serde_json::to_string(&Envelope { rwfs_control: 1, request }).expect("request serializes");
-    writeln!(stream, "{line}").step("send request")?;
-    stream.write_all(body).step("send content")?;
+    let gone = || Error::from(Reason::DaemonGone).at(root.display().to_string());
+    let hung_up =
+        |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe);
+    let sent = writeln!(stream, "{line}").and_then(|()| stream.write_all(body));
+    match sent {
+        Err(e) if hung_up(&e) => return Err(gone()),
+        sent => sent.step("send request")?,
+    }
     let mut answer = String::new();
-    BufReader::new(stream).read_line(&mut answer).step("read answer")?;
+    match BufReader::new(stream).read_line(&mut answer) {
+        Err(e) if hung_up(&e) => return Err(gone()),
+        // Every answer ends with a newline: without it (nothing, or part of a line) the daemon
+        // went away mid-answer.
+        Ok(_) if !answer.ends_with('\n') => return Err(gone()),
+        read => read.step("read answer")?,
+    };
     let value: Value = serde_json::from_str(&answer)
         .map_err(|_| Error::io("read answer", std::io::Error::other("the daemon's answer is not JSON")))?;
     if value["ok"] == json!(true) {

@@ -400,10 +400,17 @@ fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
 /// `rwfs verify`: by the daemon when one serves the workspace (through a mount the key and
 /// `objects/` are hidden from this process), else here.
 fn verify_cmd(root: &Path, options: &Options, as_json: bool) -> Result<Exit> {
+    let here = || -> Result<serde_json::Value> { Ok(control::verify_json(&verify(&existing(root, options)?)?)) };
     let report = if control::answers(root) {
-        control::call(root, Request::Verify, &[])?
+        match control::call(root, Request::Verify, &[]) {
+            Ok(answer) => answer["report"].clone(),
+            // The daemon went away meanwhile (`rwfs unmount` returns once the mount is gone,
+            // before its daemon has exited): nothing hides the state directory any more.
+            Err(e) if e.code() == "daemon_gone" || e.step() == Some("connect to the daemon") => here()?,
+            Err(e) => return Err(e),
+        }
     } else {
-        control::verify_json(&verify(&existing(root, options)?)?)
+        here()?
     };
     let exit = if report["ok"] == json!(true) { Exit::Ok } else { Exit::Negative };
     if as_json {

@@ -35,7 +35,7 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         PreconditionFailed { .. } | WorkspaceLocked { .. } | AlreadyMounted { .. } => libc::EAGAIN,
         NoSuchWorkspace => libc::ENOENT,
         NotAWorkspace | NotMounted => libc::EINVAL,
-        DeadMount { .. } => libc::ENOTCONN,
+        DeadMount { .. } | DaemonGone => libc::ENOTCONN,
         FuseUnavailable => libc::EPERM,
         NotFound | VersionNotFound | AbsentAtTime => libc::ENOENT,
         AmbiguousVersion => libc::EINVAL,
