@@ -166,6 +166,47 @@ fn the_api_needs_the_token_refuses_other_origins_and_hosts_pages_the_journal_and
     assert_eq!(ws.read("src/new.txt"), None, "the file the agent created is removed");
 }
 
+impl Page {
+    /// The first event of `/api/feed?after=OFFSET`: its `data:` line.
+    fn first_feed_event(&self, offset: u64) -> String {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "GET /api/feed?after={offset} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.addr, self.token
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&got).into_owned();
+            if let Some(data) = text.split_once("data: ").and_then(|(_, rest)| rest.split_once("\n\n")) {
+                return data.0.to_string();
+            }
+            let n = stream.read(&mut buf).expect("the feed sends an event");
+            assert!(n > 0, "the feed ended: {text}");
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+#[test]
+fn the_feed_from_an_offset_inside_a_row_starts_at_the_next_whole_row() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let journal = std::fs::read_to_string(ws.abs(".resilient_write/journal.jsonl")).unwrap();
+    let lines: Vec<&str> = journal.lines().collect();
+    let page = Page::start(&ws);
+    let second = lines[0].len() as u64 + 1;
+    for (offset, want) in
+        [(0, lines[0]), (5, lines[1]), (second - 1, lines[1]), (second, lines[1]), (second + 7, lines[2])]
+    {
+        let event = page.first_feed_event(offset);
+        assert!(serde_json::from_str::<Value>(&event).is_ok(), "after={offset}: {event}");
+        assert_eq!(event, want, "after={offset}");
+    }
+}
+
 #[test]
 fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
     for program in ["chromium", "chromedriver"] {

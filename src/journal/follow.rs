@@ -3,7 +3,8 @@
 //!
 //! The follower sleeps in `poll(2)` on an inotify watch of `journal.jsonl` (and on the reader
 //! it serves, to notice when it leaves); each wake-up reads the complete lines past its offset
-//! and hands them over. A line without its newline yet is kept until the rest arrives. A file
+//! and hands them over. A line without its newline yet is kept until the rest arrives. An
+//! offset inside a line starts at the next line (the tail of a row is not a row). A file
 //! shorter than the offset (a failed batch the writer cut off again) moves the offset back.
 //!
 //! Rows are handed over once the writer has written them: the writer makes a batch durable
@@ -33,11 +34,18 @@ pub fn follow(
     let mut file = std::fs::File::open(path)?;
     let mut partial: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
+    // An offset inside a line (a caller's own arithmetic, a hand-made URL): the rest of that
+    // line is no row; the lines start after it.
+    let mut inside_line = offset > 0 && {
+        let mut before = [0u8; 1];
+        std::os::unix::fs::FileExt::read_at(&file, &mut before, offset - 1)? == 1 && before[0] != b'\n'
+    };
     loop {
         let len = file.metadata()?.len();
         if len < offset {
             offset = len - len.min(partial.len() as u64);
             partial.clear();
+            inside_line = false;
         }
         if len > offset {
             file.seek(SeekFrom::Start(offset))?;
@@ -53,7 +61,9 @@ pub fn follow(
                 let mut chunk = &buf[..n];
                 while let Some(i) = chunk.iter().position(|&b| b == b'\n') {
                     partial.extend_from_slice(&chunk[..i]);
-                    if !partial.is_empty() && !line(&partial) {
+                    if std::mem::take(&mut inside_line) {
+                        // The tail of the line the offset fell in.
+                    } else if !partial.is_empty() && !line(&partial) {
                         return Ok(());
                     }
                     partial.clear();
@@ -114,5 +124,23 @@ mod tests {
         .unwrap();
         writer.join().unwrap();
         assert_eq!(seen, (0..50).map(|i| format!("row {i}")).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_offset_inside_a_line_starts_at_the_next_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        std::fs::write(&path, b"first row\nsecond row\nthird\n").unwrap();
+        for (offset, first) in
+            [(0, "first row"), (3, "second row"), (9, "second row"), (10, "second row"), (12, "third")]
+        {
+            let mut seen = None;
+            follow(&path, offset, None, |l| {
+                seen = Some(String::from_utf8(l.to_vec()).unwrap());
+                false
+            })
+            .unwrap();
+            assert_eq!(seen.as_deref(), Some(first), "offset {offset}");
+        }
     }
 }
