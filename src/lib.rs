@@ -29,6 +29,7 @@
 //! - [`notice`] and [`temporary`]: what a refusal says to the agent that caused it (the
 //!   writer's stderr line, a hook's paragraph), and which file a temporary name stands for.
 //! - `cli` and `app`: argument parsing and wiring for the `rwfs` binary.
+//! - [`time`]: the journal's sub-second stamp and the one parser of times given to rwfs.
 //! - [`wake`]: blocking hand-over between threads (a queue, a one-shot reply) that never spins.
 //!
 //! Boundaries (checked by `tests/layout.rs`): arrows only point down; `engine`, `journal`,
@@ -51,6 +52,7 @@ pub mod score;
 pub mod sha;
 pub mod store;
 pub mod temporary;
+pub mod time;
 pub mod tools;
 pub mod vfs;
 pub mod wake;

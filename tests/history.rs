@@ -354,3 +354,41 @@ fn a_directory_tree_removed_with_rm_rf_through_the_mount_comes_back_with_rewind_
     assert_eq!(mode, 0o600, "modes come back too");
     assert_eq!(std::fs::read(m.path("other.txt")).unwrap(), b"changed after\n", "paths outside the glob stay");
 }
+
+#[test]
+fn rows_have_sub_second_times_and_rewind_to_a_time_inside_one_second_selects_exactly_the_rows_after_it() {
+    let ws = Ws::new();
+    {
+        let engine = ws.open();
+        for (i, text) in ["one\n", "two\n", "three\n", "four\n"].iter().enumerate() {
+            write_as(&engine, "notes.txt", text.as_bytes(), &in_session("agent"));
+            write_as(&engine, &format!("new{i}.txt"), b"made\n", &in_session("agent"));
+        }
+    }
+    let rows = ws.rows();
+    assert!(rows.iter().all(|r| rwfs::time::parse(&r.ts).is_some() && r.ts.contains('.')), "sub-second stamps");
+    // The time of the third row (notes.txt = "two"): every later row is undone, none before.
+    let at = &rows[2].ts;
+    let times: Vec<_> = rows.iter().map(|r| rwfs::time::parse(&r.ts).unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "stamps in row order");
+    // For each form the CLI takes: the stamp itself, and the same instant with an offset.
+    let shifted = {
+        let t = rwfs::time::parse(at).unwrap() + std::time::Duration::from_secs(3600);
+        let s = rwfs::time::stamp(t);
+        format!("{}+01:00", s.trim_end_matches('Z'))
+    };
+    for to in [at.clone(), shifted] {
+        let out =
+            rwfs().args(["rewind", "--json", "--dry-run", "--to", &to, "--workspace"]).arg(ws.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut paths: Vec<String> =
+            plan["steps"].as_array().unwrap().iter().map(|s| s["path"].as_str().unwrap().to_string()).collect();
+        paths.sort();
+        assert_eq!(paths, ["new1.txt", "new2.txt", "new3.txt", "notes.txt"], "--to {to}: {plan}");
+    }
+    let out = rwfs().args(["rewind", "--to", at, "--workspace"]).arg(ws.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(ws.read("notes.txt").unwrap(), b"two\n");
+    assert!(ws.read("new0.txt").is_some() && ws.read("new1.txt").is_none());
+}

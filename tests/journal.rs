@@ -175,7 +175,11 @@ fn rows_carry_the_reference_keys_in_sorted_order() {
     let id = object["journal_id"].as_str().unwrap();
     assert!(id.starts_with("wj_") && id.len() == 23, "{id}");
     let ts = object["ts"].as_str().unwrap();
-    assert!(humantime::parse_rfc3339(ts).is_ok() && ts.ends_with('Z') && ts.len() == 20, "{ts}");
+    // RFC 3339 in UTC with microseconds: `2026-11-24T10:02:11.123456Z`.
+    assert!(
+        rwfs::time::parse(ts).is_some() && ts.ends_with('Z') && ts.len() == 27 && ts.as_bytes()[19] == b'.',
+        "{ts}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

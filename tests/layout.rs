@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("durable", &["error", "sha", "durable"]),
     ("wake", &["wake"]),
-    ("journal", &["error", "sha", "durable", "journal", "wake", "temporary"]),
+    ("time", &["error", "time"]),
+    ("journal", &["error", "sha", "durable", "journal", "wake", "temporary", "time"]),
     ("temporary", &["temporary"]),
     ("notice", &["durable", "notice"]),
     ("store", &["error", "sha", "durable", "store"]),
@@ -38,6 +39,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "wake",
             "temporary",
             "notice",
+            "time",
         ],
     ),
     (
@@ -51,13 +53,16 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake"]),
     (
         "tools",
-        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools"],
+        &[
+            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools",
+            "time",
+        ],
     ),
     (
         "mcp",
         &[
             "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools",
-            "mcp",
+            "mcp", "time",
         ],
     ),
 ];

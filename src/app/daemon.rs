@@ -246,7 +246,7 @@ impl Daemon for Shared {
             "workspace": self.workspace,
             "mountpoint": self.mountpoint,
             "drafts_open": drafts,
-            "last_commit": last.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+            "last_commit": last.map(crate::time::stamp),
             "kernel_passthrough": requests.kernel_passthrough,
             "requests": {
                 "read": requests.reads,

@@ -257,7 +257,7 @@ fn invalid(what: &'static str) -> Error {
 }
 
 fn parse_time(s: &str) -> Result<std::time::SystemTime> {
-    humantime::parse_rfc3339_weak(s).map_err(|_| invalid("time (RFC 3339)"))
+    crate::time::parse_at(s, std::time::SystemTime::now())
 }
 
 /// Who wrote a row: `comm[pid]`, or its caller.

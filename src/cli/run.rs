@@ -584,14 +584,7 @@ pub(super) fn who(row: &Row) -> String {
     who
 }
 
-/// `--at`: an RFC 3339 time, a UTC "YYYY-MM-DD HH:MM:SS", or a duration ago.
+/// `--at`, `--to`, `--since`: a time as `crate::time::parse_at` reads it.
 pub(super) fn parse_time(s: &str) -> Result<SystemTime> {
-    if let Ok(t) = humantime::parse_rfc3339_weak(s) {
-        return Ok(t);
-    }
-    let ago = s.strip_suffix(" ago").unwrap_or(s);
-    humantime::parse_duration(ago).ok().and_then(|d| SystemTime::now().checked_sub(d)).ok_or_else(|| {
-        Reason::InvalidArgument { what: "time (RFC 3339, \"YYYY-MM-DD HH:MM:SS\" UTC, or a duration such as 10m)" }
-            .into()
-    })
+    crate::time::parse_at(s, SystemTime::now())
 }

@@ -465,9 +465,9 @@ impl Core {
 }
 
 /// The id of the envelope of the refusal journaled at `ts` with `seq`: its file is
-/// `rejections/<id>.json`.
+/// `rejections/<id>.json`. Letters, digits and `_` only (`rj_20261124T100211123456Z_17`).
 pub fn rejection_id(ts: &str, seq: u64) -> String {
-    format!("rj_{}_{}", ts.replace([':', '-'], ""), seq)
+    format!("rj_{}_{}", ts.replace([':', '-', '.'], ""), seq)
 }
 
 /// What of a refusal's envelope may be shown to a person looking at the history (the page of

@@ -429,7 +429,7 @@ pub(crate) fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> 
             let mut state = history.versions.first().and_then(|v| v.entry.row.prev_sha256);
             for version in &history.versions {
                 let row = &version.entry.row;
-                let Ok(ts) = humantime::parse_rfc3339(&row.ts) else {
+                let Some(ts) = crate::time::parse(&row.ts) else {
                     continue;
                 };
                 if ts > *when {

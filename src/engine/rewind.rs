@@ -101,7 +101,7 @@ pub struct Rewound {
 pub fn describe(selection: &Selection) -> String {
     match selection {
         Selection::AfterSeq(seq) => format!("seq {seq}"),
-        Selection::AfterTime(t) => format!("time {}", humantime::format_rfc3339_seconds(*t)),
+        Selection::AfterTime(t) => format!("time {}", crate::time::stamp(*t)),
         Selection::Session(s) => format!("session {s}"),
         Selection::Group(g) => format!("group {g}"),
     }

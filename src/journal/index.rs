@@ -549,7 +549,7 @@ impl<'t> Tables<'t> {
 
 /// A row's time as unix nanoseconds (`None`: unparseable or before 1970).
 fn unix_ns(ts: &str) -> Option<u64> {
-    humantime::parse_rfc3339(ts).ok().map(time_ns)
+    crate::time::parse(ts).map(time_ns)
 }
 
 fn time_ns(t: std::time::SystemTime) -> u64 {

@@ -170,7 +170,7 @@ impl Filter {
     pub fn matches(&self, row: &Row) -> bool {
         self.path.as_ref().is_none_or(|p| row.path == *p)
             && self.session.as_ref().is_none_or(|s| row.session.as_deref() == Some(s.as_str()))
-            && self.since.is_none_or(|since| humantime::parse_rfc3339(&row.ts).is_ok_and(|ts| ts >= since))
+            && self.since.is_none_or(|since| crate::time::parse(&row.ts).is_some_and(|ts| ts >= since))
             && self.before.is_none_or(|before| row.seq.is_some_and(|seq| seq < before))
             && !self.leave_out.as_ref().is_some_and(|g| {
                 row.op() != super::Op::Block && (g.is_match(&row.path) || crate::temporary::is_copy(&row.path))
@@ -272,7 +272,7 @@ impl Selection {
     fn matches(&self, row: &Row) -> bool {
         match self {
             Selection::AfterSeq(seq) => row.seq.is_some_and(|s| s > *seq),
-            Selection::AfterTime(t) => humantime::parse_rfc3339(&row.ts).is_ok_and(|ts| ts > *t),
+            Selection::AfterTime(t) => crate::time::parse(&row.ts).is_some_and(|ts| ts > *t),
             Selection::Session(name) => row.session.as_deref() == Some(name.as_str()),
             Selection::Group(group) => row.group.as_deref() == Some(group.as_str()),
         }

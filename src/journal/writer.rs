@@ -278,7 +278,7 @@ impl Writer {
     fn commit(&mut self, batch: Vec<Request>) {
         let (saved_seq, saved_chain) = (self.next_seq, self.chain);
         let now = SystemTime::now();
-        let ts = humantime::format_rfc3339_seconds(now).to_string();
+        let ts = crate::time::stamp(now);
         let millis = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let mut buf = Vec::with_capacity(batch.len() * 400 + 1);
         if self.needs_newline {

@@ -39,7 +39,7 @@ pub mod validate;
 pub mod write;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::{Map, Value, json};
 
@@ -238,44 +238,16 @@ pub fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Now, as every timestamp rwfs writes: UTC, whole seconds, `%Y-%m-%dT%H:%M:%SZ`.
+/// Now, as the reference's tools write their timestamps: UTC, whole seconds,
+/// `%Y-%m-%dT%H:%M:%SZ` (journal rows have sub-second stamps: `crate::time`).
 pub fn now_utc() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+    crate::time::seconds(SystemTime::now())
 }
 
-/// An RFC 3339 time: `Z`, a numeric offset or no zone (UTC); or a bare date (midnight UTC).
+/// A time argument or field: RFC 3339 with `Z`, a numeric offset or no zone (UTC), or a bare
+/// date (`crate::time::parse`).
 pub fn parse_time(input: &str) -> Option<SystemTime> {
-    let s = input.trim();
-    if s.len() == 10 {
-        return humantime::parse_rfc3339_weak(&format!("{s}T00:00:00Z")).ok();
-    }
-    let tail = s.get(19..)?;
-    let (body, offset) = match s.strip_suffix(['Z', 'z']) {
-        Some(body) => (body, 0i64),
-        None => match tail.rfind(['+', '-']) {
-            Some(i) => (&s[..19 + i], parse_offset(&tail[i..])?),
-            None => (s, 0),
-        },
-    };
-    let local = humantime::parse_rfc3339_weak(body).ok()?;
-    let shift = Duration::from_secs(offset.unsigned_abs());
-    if offset >= 0 { local.checked_sub(shift) } else { local.checked_add(shift) }
-}
-
-/// `+HH:MM`, `+HHMM` or `+HH` (or `-`): seconds east of UTC.
-fn parse_offset(s: &str) -> Option<i64> {
-    let sign = match s.as_bytes().first()? {
-        b'+' => 1,
-        b'-' => -1,
-        _ => return None,
-    };
-    let digits: String = s[1..].chars().filter(|c| *c != ':').collect();
-    if !digits.bytes().all(|b| b.is_ascii_digit()) || !matches!(digits.len(), 2 | 4) || s[1..].len() > 5 {
-        return None;
-    }
-    let hours: i64 = digits[..2].parse().ok()?;
-    let minutes: i64 = if digits.len() == 4 { digits[2..].parse().ok()? } else { 0 };
-    (hours <= 23 && minutes <= 59).then_some(sign * (hours * 3600 + minutes * 60))
+    crate::time::parse(input)
 }
 
 #[cfg(test)]
@@ -289,21 +261,6 @@ mod tests {
         assert!(is_valid_name("run_2-b"));
         for bad in ["", "a b", "a/b", "..", "é", &"x".repeat(65)] {
             assert!(!is_valid_name(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn times_parse_in_the_forms_agents_write() {
-        let t = |s: &str| parse_time(s).map(|t| humantime::format_rfc3339_seconds(t).to_string());
-        assert_eq!(t("2026-04-16T10:00:00Z").as_deref(), Some("2026-04-16T10:00:00Z"));
-        assert_eq!(t("2026-04-16 10:00:00").as_deref(), Some("2026-04-16T10:00:00Z"));
-        assert_eq!(t("2026-04-16T10:00:00.5Z").as_deref(), Some("2026-04-16T10:00:00Z"));
-        assert_eq!(t("2026-04-16T12:30:00+02:30").as_deref(), Some("2026-04-16T10:00:00Z"));
-        assert_eq!(t("2026-04-16T05:00:00-05:00").as_deref(), Some("2026-04-16T10:00:00Z"));
-        assert_eq!(t("2026-04-16T10:00:00+00:00").as_deref(), Some("2026-04-16T10:00:00Z"));
-        assert_eq!(t("2026-04-16").as_deref(), Some("2026-04-16T00:00:00Z"));
-        for bad in ["", "yesterday", "2026-13-01", "2026-04-16T10:00:00+2:00", "2026-04-16T10:00:00€€"] {
-            assert_eq!(t(bad), None, "{bad}");
         }
     }
 }
