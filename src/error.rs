@@ -145,10 +145,9 @@ pub enum Reason {
     // Policy.
     /// The content was refused by the workspace policy (secrets); it is quarantined.
     Blocked(Box<Rejection>),
-    /// The same content was refused at the same path before and its retry budget is spent.
-    RetryBudgetSpent {
-        sha: Sha256,
-    },
+    /// The same content was refused at the same path before and its retry budget is spent:
+    /// refused outright, and still quarantined, journaled and explained like every refusal.
+    RetryBudgetSpent(Box<Rejection>),
     /// A file whose new content was refused takes no more writes until it is rewritten from
     /// the start (truncated) or closed.
     StillBlocked,
@@ -241,7 +240,7 @@ impl Reason {
             ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
             NoSpace | TooBig { .. } => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
-            Blocked(_) | RetryBudgetSpent { .. } | StillBlocked => ErrorKind::Blocked,
+            Blocked(_) | RetryBudgetSpent(_) | StillBlocked => ErrorKind::Blocked,
             Remote { kind, .. } => *kind,
         }
     }
@@ -288,7 +287,7 @@ impl Reason {
             InvalidArgument { .. } => "invalid_argument",
             BadPolicy { .. } => "bad_policy",
             Blocked(_) => "content_blocked",
-            RetryBudgetSpent { .. } => "retry_budget_exhausted",
+            RetryBudgetSpent(_) => "retry_budget_exhausted",
             StillBlocked => "content_blocked",
             Remote { .. } => "remote",
         }
@@ -408,11 +407,12 @@ impl fmt::Display for Reason {
                 "this file's new content was blocked by the workspace policy; rewrite it from the start \
                  (see .resilient_write/rejections/latest.json)",
             ),
-            RetryBudgetSpent { sha } => write!(
+            RetryBudgetSpent(rejection) => write!(
                 f,
                 "this exact content (sha256 {}) was refused here before and its retry budget is spent: \
-                 change the content or the approach instead of retrying",
-                sha.short(12)
+                 change the content or the approach instead of retrying (see .resilient_write/rejections/{}.json)",
+                rejection.sha256.short(12),
+                rejection.id
             ),
             BadPolicy { line, column, key, message } => {
                 write!(f, "policy line {line}, column {column}")?;

@@ -89,7 +89,14 @@ fn identical_retries_spend_the_budget_then_are_refused_outright() {
     let rows = ws.rows().len();
     let spent = assert_reason(write(&engine, "c.py", &refused, WriteMode::Overwrite), "retry_budget_exhausted");
     assert_eq!(spent.kind(), ErrorKind::Blocked);
-    assert_eq!(ws.rows().len(), rows, "a spent budget writes nothing");
+    // Refused outright, and still journaled and explained like every refusal.
+    let row = ws.rows().pop().unwrap();
+    assert_eq!((ws.rows().len(), row.op()), (rows + 1, Op::Block), "a refusal past the budget has its row");
+    let Reason::RetryBudgetSpent(rejection) = spent.reason() else { unreachable!() };
+    let envelope: Value = serde_json::from_str(&rejection.envelope).unwrap();
+    assert_eq!((envelope["retry_budget"].as_u64(), envelope["suggested_action"].as_str()), (Some(0), Some("abort")));
+    assert_eq!(envelope["context"]["reason"], "retry_budget_exhausted");
+    assert_eq!(row.sha256, Some(rejection.sha256));
     // Different content, or the same content elsewhere, has its own budget.
     let other = config(&aws_secret_line(9));
     assert_eq!(budget(&write(&engine, "c.py", &other, WriteMode::Overwrite).unwrap_err()), 3);

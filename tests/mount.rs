@@ -1585,3 +1585,38 @@ print(os.stat(os.path.join(sys.argv[1], "written")).st_atime < 0)
         assert!(backing.atime() < 0, "{name} in the backing tree: {}", backing.atime());
     }
 }
+
+/// The files of a state directory's subdirectory in the backing tree.
+fn state_files(m: &Mounted, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(m.ws.abs(&format!(".resilient_write/{dir}")))
+        .map(|entries| entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_refused_retry_has_its_row_and_envelope_and_leaves_no_draft_once_the_budget_is_spent() {
+    let mut m = Mounted::new();
+    let secret = format!("import os\n{}", aws_secret_line(44));
+    for attempt in 0..7 {
+        let err = std::fs::write(m.path("config.py"), &secret).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES), "attempt {attempt}");
+    }
+    let blocks = rows_of(&m, "config.py").into_iter().filter(|r| r.op() == Op::Block).count();
+    assert_eq!(blocks, 7, "one block row per refusal");
+    let envelopes = state_files(&m, "rejections").into_iter().filter(|n| n != "latest.json").count();
+    assert_eq!(envelopes, 7, "one envelope per refusal");
+    // A refused new file keeps an empty placeholder until its release; no draft holds a byte.
+    for draft in state_files(&m, "drafts") {
+        assert_eq!(std::fs::metadata(m.ws.abs(&format!(".resilient_write/drafts/{draft}"))).unwrap().len(), 0);
+    }
+    let latest: Value = serde_json::from_slice(&m.read(".resilient_write/rejections/latest.json").unwrap()).unwrap();
+    assert_eq!(latest["retry_budget"], 0);
+    assert_eq!(latest["suggested_action"], "abort");
+    assert_eq!(latest["context"]["reason"], "retry_budget_exhausted");
+    assert_eq!(latest["context"]["blocking_rules"][0], "aws-secret-access-key");
+    assert_eq!(m.backing("config.py"), None);
+    m.unmount();
+    assert_eq!(state_files(&m, "drafts"), Vec::<String>::new(), "no draft is left");
+}

@@ -17,8 +17,9 @@
 //! Invariants: refused content never reaches the tree and is in `objects/` before its row is
 //! written; the row and the envelope name the same digest; an identical retry (same path, same
 //! content, same agent: its MCP session, else the writer's POSIX session) after a refusal spends
-//! the retry budget, and once it is spent the attempt is refused as `retry_budget_exhausted`
-//! with nothing new stored or journaled.
+//! the retry budget, and once it is spent the attempt is refused as `retry_budget_exhausted`;
+//! every refusal, spent budget or not, is quarantined, journaled and explained (no draft holding
+//! the refused bytes is left behind).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -297,12 +298,8 @@ impl Core {
             (Via::Fuse, Some(pid)) => Some(crate::journal::session::lineage(pid)),
             _ => None,
         };
-        let Some(budget) = self.gate.spend(r.actor, subject, r.sha) else {
-            if let Some(lineage) = lineage {
-                self.gate.told.record(subject, Some(r.sha), lineage, crate::notice::Notice::spent(subject));
-            }
-            return Ok(Reason::RetryBudgetSpent { sha: r.sha }.into());
-        };
+        // `None`: spent. Refused outright, but like every refusal with its row and envelope.
+        let budget = self.gate.spend(r.actor, subject, r.sha);
         match r.content {
             Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, r.sha)?,
             Quarantine::File { dir, name } => {
@@ -334,7 +331,11 @@ impl Core {
             mode: String::new(),
             actor: r.actor.clone(),
             verdict: Some(report.verdict.as_str().to_string()),
-            reason: Some(format!("content_blocked rules={}", rule_ids.join(","))),
+            reason: Some(format!(
+                "{} rules={}",
+                if budget.is_some() { "content_blocked" } else { "retry_budget_exhausted" },
+                rule_ids.join(",")
+            )),
         })?;
         let id = rejection_id(&appended.ts, appended.seq);
         let message = match &edited {
@@ -346,7 +347,10 @@ impl Core {
             ),
             None => format!("the workspace policy blocks {}; nothing was written", rule_ids.join(", ")),
         };
-        let mut envelope = Envelope::new(ErrorKind::Blocked, budget);
+        let mut envelope = Envelope::new(ErrorKind::Blocked, budget.unwrap_or(0));
+        if budget.is_none() {
+            envelope.suggested_action = "abort".into();
+        }
         let mut families: Vec<String> = report.findings.iter().map(|f| f.family.clone()).collect();
         families.sort();
         families.dedup();
@@ -368,7 +372,7 @@ impl Core {
             "path": subject,
             "temporary_for": edited,
             "written_as": r.path.as_str(),
-            "reason": "content_blocked",
+            "reason": if budget.is_some() { "content_blocked" } else { "retry_budget_exhausted" },
             "message": message,
             "rejection_id": id,
             "ts": appended.ts,
@@ -396,6 +400,16 @@ impl Core {
         if let serde_json::Value::Object(map) = context {
             envelope.context = map;
         }
+        if budget.is_none() {
+            envelope.context.insert(
+                "hint".into(),
+                json!(
+                    "this exact content was refused here before and its retry budget is spent: change strategy \
+                     (alter the content: redact, read the secret from an environment variable, move it to \
+                     rw_scratch_put), or ask the user"
+                ),
+            );
+        }
         let text = envelope.to_json();
         self.write_rejection(&id, text.as_bytes())?;
         if let Some(lineage) = lineage
@@ -404,7 +418,12 @@ impl Core {
         {
             self.gate.told.record(subject, Some(r.sha), lineage, notice);
         }
-        Ok(Reason::Blocked(Box::new(Rejection { id, rules: blocking, sha256: r.sha, envelope: text })).into())
+        let rejection = Box::new(Rejection { id, rules: blocking, sha256: r.sha, envelope: text });
+        Ok(match budget {
+            Some(_) => Reason::Blocked(rejection),
+            None => Reason::RetryBudgetSpent(rejection),
+        }
+        .into())
     }
 
     /// The file that `path`, written by `actor`, is a temporary copy, swap or backup file of

@@ -21,7 +21,7 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         return os;
     }
     match error.reason() {
-        Blocked(_) | RetryBudgetSpent { .. } | StillBlocked => blocked,
+        Blocked(_) | RetryBudgetSpent(_) | StillBlocked => blocked,
         EmptyPath | AbsolutePath | NulByte | InvalidArgument { .. } | BadPolicy { .. } => libc::EINVAL,
         EscapesWorkspace => libc::EXDEV,
         NameTooLong | PathTooLong => libc::ENAMETOOLONG,
@@ -58,7 +58,12 @@ mod tests {
         assert_eq!(raw(&Error::from(Reason::StateDir), libc::EACCES), libc::EROFS);
         let stale = Reason::PreconditionFailed { expected: None, actual: None };
         assert_eq!(raw(&Error::from(stale), libc::EACCES), libc::EAGAIN);
-        let spent = Reason::RetryBudgetSpent { sha: crate::sha::Sha256::zero() };
+        let spent = Reason::RetryBudgetSpent(Box::new(crate::error::Rejection {
+            id: "rj_1".into(),
+            rules: vec![],
+            sha256: crate::sha::Sha256::zero(),
+            envelope: "{}".into(),
+        }));
         assert_eq!(raw(&Error::from(spent), libc::EPERM), libc::EPERM);
     }
 }

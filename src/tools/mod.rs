@@ -120,13 +120,12 @@ impl Tools {
     /// counts itself.
     pub fn fail(&self, call: &Call, error: Error, attempt: Option<(&str, &[u8])>) -> Failure {
         match error.reason() {
-            Reason::Blocked(rejection) => {
+            Reason::Blocked(rejection) | Reason::RetryBudgetSpent(rejection) => {
                 let mut envelope = serde_json::from_str::<Envelope>(&rejection.envelope)
                     .unwrap_or_else(|_| Envelope::of_error(&error, 0));
                 envelope.context.insert("tool".into(), json!(call.tool()));
                 Failure(Box::new(envelope))
             }
-            Reason::RetryBudgetSpent { sha } => exhausted(call, error.path().unwrap_or(""), *sha),
             _ => self.envelope(call, error.kind(), Envelope::of_error(&error, 0), attempt),
         }
     }

@@ -719,14 +719,15 @@ fn read_full(mut read: impl FnMut(&mut [u8], u64) -> Result<usize>, buf: &mut [u
     Ok(got)
 }
 
-/// What a refusal tells its writer: from its envelope, or (an identical retry once the budget
-/// is spent, which has none) that it was refused before.
+/// What a refusal tells its writer: from its envelope (an identical retry once the budget is
+/// spent has one too, with no retries left).
 fn notice_of(error: &crate::error::Error) -> Option<crate::notice::Notice> {
     match error.reason() {
-        crate::error::Reason::Blocked(rejection) => serde_json::from_str(&rejection.envelope)
-            .ok()
-            .and_then(|envelope| crate::notice::Notice::of_envelope(&envelope)),
-        crate::error::Reason::RetryBudgetSpent { .. } => error.path().map(crate::notice::Notice::spent),
+        crate::error::Reason::Blocked(rejection) | crate::error::Reason::RetryBudgetSpent(rejection) => {
+            serde_json::from_str(&rejection.envelope)
+                .ok()
+                .and_then(|envelope| crate::notice::Notice::of_envelope(&envelope))
+        }
         _ => None,
     }
 }
