@@ -1620,3 +1620,29 @@ fn every_refused_retry_has_its_row_and_envelope_and_leaves_no_draft_once_the_bud
     m.unmount();
     assert_eq!(state_files(&m, "drafts"), Vec::<String>::new(), "no draft is left");
 }
+
+#[test]
+fn a_terminal_ioctl_is_answered_enotty_quietly() {
+    // Python's open() asks isatty() of every file it opens (ioctl TCGETS).
+    let m = Mounted::new();
+    m.write("a.txt", b"x\n").unwrap();
+    let out = python(
+        r#"
+import errno, fcntl, os, sys, termios
+path = sys.argv[1]
+for _ in range(50):
+    with open(path) as f:
+        f.read()
+fd = os.open(path, os.O_RDONLY)
+try:
+    fcntl.ioctl(fd, termios.TCGETS, bytes(64))
+    print("answered")
+except OSError as e:
+    print(errno.errorcode[e.errno], os.isatty(fd))
+"#,
+        &[m.path("a.txt")],
+    );
+    assert_eq!(out.trim(), "ENOTTY False");
+    let log = m.log();
+    assert!(!log.to_lowercase().contains("ioctl"), "the daemon logs nothing about ioctls:\n{log}");
+}

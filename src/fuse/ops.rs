@@ -491,6 +491,24 @@ impl Filesystem for Glue {
         }
     }
 
+    /// rwfs implements no ioctl, and a file is not a terminal: Python's `open()` asks
+    /// `isatty()` (`TCGETS`) of every file it opens, so this is answered at once and quietly
+    /// (fuser's default logs a warning for each and answers `ENOSYS`, which the kernel turns
+    /// into `ENOTTY` anyway).
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
+    }
+
     fn fallocate(
         &self,
         req: &Request,
