@@ -1646,3 +1646,58 @@ except OSError as e:
     let log = m.log();
     assert!(!log.to_lowercase().contains("ioctl"), "the daemon logs nothing about ioctls:\n{log}");
 }
+
+#[test]
+fn rwfs_run_leaves_its_children_no_way_under_the_mount() {
+    // `rwfs run` stands in the workspace when it mounts over it: its own working directory and
+    // descriptors must not lead to the shadowed backing directory (`/proc/$PPID/cwd/x` would
+    // write past the gate).
+    let ws = Ws::new();
+    std::fs::create_dir(ws.abs("app")).unwrap();
+    let script = r#"stat -c 'mount %d' .; for p in /proc/$PPID/cwd /proc/$PPID/root /proc/$PPID/fd/*; do printf '%s %s\n' "$(stat -L -c %d "$p")" "$(readlink "$p")"; done"#;
+    let out = rwfs()
+        .arg("-w")
+        .arg(ws.path())
+        .args(["run", "--", "sh", "-c", script])
+        .current_dir(ws.abs("app"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let mut lines = stdout.lines();
+    let mount_dev = lines.next().unwrap().strip_prefix("mount ").unwrap().to_string();
+    let workspace = ws.path().to_string_lossy().into_owned();
+    let reached: Vec<&str> = lines.collect();
+    assert!(reached.len() >= 3, "{stdout}");
+    for line in &reached {
+        let (dev, target) = line.split_once(' ').unwrap();
+        assert!(
+            !target.starts_with(&workspace) || dev == mount_dev,
+            "rwfs run leads under the mount: {line}\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn rwfs_run_says_the_daemon_stopped_only_once_it_has() {
+    let ws = Ws::new();
+    let script = format!("{} status --json", env!("CARGO_BIN_EXE_rwfs"));
+    let out = rwfs()
+        .arg("-w")
+        .arg(ws.path())
+        .args(["run", "--", "sh", "-c", &script])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pid = status["owner"]["pid"].as_u64().expect("the daemon owns the workspace");
+    assert!(stderr.contains("stopped"), "{stderr}");
+    // Gone, or a zombie its new parent has not reaped yet: it has finished, lock released.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let alive = state.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z'));
+    assert!(!alive, "rwfs run said the daemon stopped while it still ran: {state}");
+    let lock = std::fs::File::open(ws.abs(".resilient_write/lock")).unwrap();
+    lock.try_lock().expect("the workspace lock is free");
+}

@@ -77,6 +77,9 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         }
         None => workspace.clone(),
     };
+    // Every path is resolved now: the daemon leaves the directory it was started in, which a
+    // mount over the workspace may cover (its descriptors are the engine's alone).
+    std::env::set_current_dir("/").step("leave the starting directory")?;
     // The state directory's real path: /proc/self/fd/N of the engine's descriptor does not go
     // through the mount, even over the workspace itself.
     let state = engine.state_dir_path()?;

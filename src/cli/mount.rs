@@ -227,15 +227,21 @@ pub fn unmount(args: &UnmountArgs) -> Result<Exit> {
     };
     match control::call(&mounted.workspace, Request::Shutdown, &[]) {
         Ok(_) => {
+            // The daemon unmounts, then closes the engine (journal, settled watermark) and
+            // releases the workspace's lock, its last act: only then has it stopped.
             let deadline = Instant::now() + Duration::from_secs(30);
-            while Instant::now() < deadline && mounted_at(&mounted.mountpoint) {
-                std::thread::sleep(Duration::from_millis(50));
+            while Instant::now() < deadline && (mounted_at(&mounted.mountpoint) || is_locked(&mounted.workspace)) {
+                std::thread::sleep(Duration::from_millis(20));
             }
-            if !mounted_at(&mounted.mountpoint) {
+            if !mounted_at(&mounted.mountpoint) && !is_locked(&mounted.workspace) {
                 errln!(
                     "rwfs: unmounted {} (its daemon committed or quarantined every draft and stopped)",
                     mounted.mountpoint.display()
                 );
+                return Ok(Exit::Ok);
+            }
+            if !mounted_at(&mounted.mountpoint) {
+                errln!("rwfs: unmounted {}, but its daemon is still stopping after 30 s", mounted.mountpoint.display());
                 return Ok(Exit::Ok);
             }
             errln!("rwfs: the daemon did not unmount in 30 s; unmounting lazily");
@@ -249,6 +255,22 @@ pub fn unmount(args: &UnmountArgs) -> Result<Exit> {
         mounted.mountpoint.display()
     );
     Ok(Exit::Ok)
+}
+
+/// Does a process hold the lock of the workspace at `workspace` (an engine owns it)?
+fn is_locked(workspace: &Path) -> bool {
+    let lock = workspace.join(crate::durable::STATE_DIR).join(crate::engine::LOCK_FILE);
+    let Ok(file) = std::fs::File::open(&lock) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
 }
 
 fn mounted_at(mountpoint: &Path) -> bool {

@@ -3,7 +3,9 @@
 //! gate. These commands mount the workspace when it is not mounted yet, start the program with
 //! its working directory re-resolved through the mount (so every write it and its children
 //! make goes through the gate), and unmount afterwards when they mounted it (`--keep-mounted`
-//! leaves it). [`shadowed_cwd`] tells other commands when the caller stands under a mount.
+//! leaves it). Nothing this process keeps leads its children under the mount: it leaves the
+//! directory the mount covers before it starts the program. [`shadowed_cwd`] tells other
+//! commands when the caller stands under a mount.
 
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -38,6 +40,9 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
         Err(_) => mountpoint.clone(),
     };
     check_on_mount(&inside, &mountpoint)?;
+    // This process stood in the directory the mount now covers: its working directory would
+    // lead the program there (`/proc/$PPID/cwd/…`), past the gate. It needs none of it.
+    std::env::set_current_dir("/").step("leave the workspace's backing directory")?;
     let (program, rest) = args.program.split_first().ok_or(Reason::InvalidArgument { what: "program to run" })?;
     let mut command = Command::new(program);
     command.args(rest).current_dir(&inside).env("PWD", &inside).env("RWFS_MOUNT", &mountpoint);
