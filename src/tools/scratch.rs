@@ -36,6 +36,11 @@ const INDEX: &str = "scratch/index.jsonl";
 const DISABLE_GET_ENV: &str = "RW_SCRATCH_DISABLE_GET";
 const ENCODINGS: [&str; 2] = ["utf-8", "base64"];
 
+/// Lines of the state directory's own `.gitignore` that name every entry in it: ignored, or
+/// (negated) not.
+const EVERYTHING: [(&str, bool); 6] =
+    [("*", true), ("/*", true), ("**", true), ("!*", false), ("!/*", false), ("!**", false)];
+
 /// `.gitignore` lines the reference accepts as covering the state directory.
 const GITIGNORE_FORMS: [&str; 6] = [
     ".resilient_write",
@@ -321,15 +326,26 @@ fn index_rows(tools: &Tools, call: &Call, mut each: impl FnMut(Map<String, Value
     Ok(())
 }
 
-/// The reference's warning when `.gitignore` does not list the state directory.
+/// The reference's warning when no `.gitignore` covers the state directory: the workspace's
+/// does not list it, and its own (rwfs writes one holding `*` when it first opens it) does not
+/// ignore everything in it.
 fn gitignore_warnings(tools: &Tools) -> Vec<Value> {
-    let covered = match tools.engine().workspace().read_file(".gitignore") {
+    let listed = match tools.engine().workspace().read_file(".gitignore") {
         Ok((_, bytes, _)) => {
             String::from_utf8_lossy(&bytes).lines().map(str::trim).any(|l| GITIGNORE_FORMS.contains(&l))
         }
         Err(_) => false,
     };
-    if covered {
+    let ignores_itself = tools.engine().state_read(crate::durable::layout::GITIGNORE).ok().flatten().is_some_and(|b| {
+        // The last pattern naming every entry decides, as in git.
+        let text = String::from_utf8_lossy(&b).into_owned();
+        text.lines()
+            .map(str::trim)
+            .filter_map(|l| EVERYTHING.iter().find(|(p, _)| *p == l))
+            .last()
+            .is_some_and(|(_, on)| *on)
+    });
+    if listed || ignores_itself {
         return Vec::new();
     }
     vec![json!({

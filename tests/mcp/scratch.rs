@@ -124,8 +124,16 @@ fn base64_round_trips_binary_and_bad_input_is_refused() {
 fn put_warns_when_gitignore_does_not_cover_the_state_dir() {
     let mcp = Mcp::start();
     let warnings = |mcp: &Mcp| put(mcp, json!({"content": "w"}))["warnings"].clone();
+    // The state directory's own .gitignore (`*`, written when rwfs first opened it) covers it.
+    assert_eq!(warnings(&mcp), json!([]), "the state directory ignores itself");
+    mcp.ws.put(
+        ".resilient_write/.gitignore",
+        b"# kept by hand
+!*
+",
+    );
     let w = warnings(&mcp);
-    assert_eq!(w.as_array().unwrap().len(), 1, "no .gitignore: {w}");
+    assert_eq!(w.as_array().unwrap().len(), 1, "no .gitignore covers it: {w}");
     assert_eq!(w[0]["reason"], "state_dir_not_gitignored");
     assert!(w[0]["hint"].as_str().unwrap().contains(".gitignore"));
     mcp.ws.put(".gitignore", b"target/\n# .resilient_write/\n");
