@@ -1701,3 +1701,42 @@ fn rwfs_run_says_the_daemon_stopped_only_once_it_has() {
     let lock = std::fs::File::open(ws.abs(".resilient_write/lock")).unwrap();
     lock.try_lock().expect("the workspace lock is free");
 }
+
+#[test]
+fn a_state_file_the_daemon_rewrites_reads_whole_through_the_mount_at_once() {
+    // rejections/latest.json is replaced by the engine behind the kernel's back, each time by a
+    // longer envelope here; a reader that sizes its buffer from a stat (what the kernel cached)
+    // and reads that many bytes must get each new version whole, not the old length of it.
+    let m = Mounted::new();
+    let node = |rel: &str| {
+        let script = "const fs = require('fs'); const p = process.argv[1]; const buf = Buffer.alloc(fs.statSync(p).size); \
+                      const fd = fs.openSync(p); const n = fs.readSync(fd, buf, 0, buf.length, 0); \
+                      process.stdout.write(buf.subarray(0, n))";
+        run_ok(Command::new("node").args(["-e", script]).arg(m.path(rel))).stdout
+    };
+    let latest = ".resilient_write/rejections/latest.json";
+    let mut sizes = Vec::new();
+    for i in 0..4u64 {
+        let secrets: Vec<String> = (60..62 + i).map(aws_secret_line).collect();
+        let err = std::fs::write(m.path(&format!("settings{i}.py")), secrets.join("\n")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+        // What `ls -l` shows (and the kernel keeps), then what a reader gets: each at once.
+        let backing = m.backing(latest).unwrap();
+        let stat = std::fs::metadata(m.path(latest)).unwrap().len();
+        assert_eq!(stat, backing.len() as u64, "refusal {i}: the size the mount shows is the new one");
+        sizes.push(backing.len());
+    }
+    assert!(sizes.windows(2).all(|w| w[0] < w[1]), "each envelope longer than the last: {sizes:?}");
+    let _ = std::fs::write(m.path("last.py"), (60..66).map(aws_secret_line).collect::<Vec<_>>().join("\n"));
+    let read = node(latest);
+    let backing = m.backing(latest).unwrap();
+    assert_eq!(String::from_utf8_lossy(&read), String::from_utf8_lossy(&backing), "read whole, at once");
+    let envelope: Value = serde_json::from_slice(&read).unwrap();
+    assert_eq!(envelope["context"]["path"], "last.py");
+    // The journal grows with every row, behind the kernel's back too.
+    let journal = ".resilient_write/journal.jsonl";
+    let before = node(journal);
+    m.write("b.txt", b"b\n").unwrap();
+    let after = node(journal);
+    assert!(after.len() > before.len() && after == m.backing(journal).unwrap(), "the journal reads whole");
+}

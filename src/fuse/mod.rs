@@ -248,9 +248,9 @@ fn file_attr(attr: &Attr) -> FileAttr {
     }
 }
 
-/// How long the kernel may keep `attr`.
-fn attr_ttl(attr: &Attr) -> Duration {
-    if attr.cacheable() { TTL } else { Duration::ZERO }
+/// How long the kernel may keep `attr` of `vfs`.
+fn attr_ttl(vfs: &Vfs, attr: &Attr) -> Duration {
+    if vfs.attr_cacheable(attr) { TTL } else { Duration::ZERO }
 }
 
 /// A negative entry: node 0, which the kernel keeps as "absent" for the entry TTL.

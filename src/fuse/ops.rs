@@ -72,8 +72,8 @@ impl Answer for Create {
 }
 
 /// An entry reply: the attributes with their TTL, the name with the entry TTL.
-fn entry(reply: ReplyEntry, attr: &Attr) {
-    reply.entry_with_ttls(&attr_ttl(attr), &TTL, &file_attr(attr), Generation(0))
+fn entry(vfs: &Vfs, reply: ReplyEntry, attr: &Attr) {
+    reply.entry_with_ttls(&attr_ttl(vfs, attr), &TTL, &file_attr(attr), Generation(0))
 }
 
 fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
@@ -157,7 +157,7 @@ impl Filesystem for Glue {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.vfs.lookup(parent.0, name) {
-            Ok(attr) => entry(reply, &attr),
+            Ok(attr) => entry(&self.vfs, reply, &attr),
             // Absent, and the kernel may remember it: `lstat` then `open(O_CREAT)` (git
             // checkout), or a build probing for files, asks once.
             Err(e) if *e.reason() == Reason::NotFound && self.vfs.absence_cacheable(parent.0) => {
@@ -173,7 +173,7 @@ impl Filesystem for Glue {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.vfs.getattr(ino.0) {
-            Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr)),
+            Ok(attr) => reply.attr(&attr_ttl(&self.vfs, &attr), &file_attr(&attr)),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -200,7 +200,7 @@ impl Filesystem for Glue {
         let set = SetAttr { mode, uid, gid, size, atime, mtime, by_path };
         let caller = self.caller_for_setgid(req, mode.is_some_and(|m| m & crate::vfs::SETGID != 0));
         let job = move |vfs: &Vfs, blocked| match vfs.setattr(ino.0, set, &caller) {
-            Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr)),
+            Ok(attr) => reply.attr(&attr_ttl(vfs, &attr), &file_attr(&attr)),
             Err(e) => reply.error(errno(&e, blocked)),
         };
         // A truncation commits when no handle is open: off the request thread.
@@ -216,14 +216,14 @@ impl Filesystem for Glue {
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         match self.vfs.mknod(parent.0, name, mode, rdev, &self.creator(req, umask)) {
-            Ok(attr) => entry(reply, &attr),
+            Ok(attr) => entry(&self.vfs, reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         match self.vfs.mkdir(parent.0, name, mode, &self.creator(req, umask)) {
-            Ok(attr) => entry(reply, &attr),
+            Ok(attr) => entry(&self.vfs, reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -244,7 +244,7 @@ impl Filesystem for Glue {
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
         match self.vfs.symlink(parent.0, link_name, target.as_os_str(), &self.caller(req)) {
-            Ok(attr) => entry(reply, &attr),
+            Ok(attr) => entry(&self.vfs, reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -275,7 +275,7 @@ impl Filesystem for Glue {
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         match self.vfs.link(ino.0, newparent.0, newname, &self.caller(req)) {
-            Ok(attr) => entry(reply, &attr),
+            Ok(attr) => entry(&self.vfs, reply, &attr),
             Err(e) => reply.error(self.err(&e)),
         }
     }
@@ -393,7 +393,9 @@ impl Filesystem for Glue {
 
     fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         let filled = self.vfs.readdirplus(fh.0, offset, |e, attr, next| match attr {
-            Some(attr) => reply.add(INodeNo(attr.ino), next, &e.name, &attr_ttl(attr), &file_attr(attr), Generation(0)),
+            Some(attr) => {
+                reply.add(INodeNo(attr.ino), next, &e.name, &attr_ttl(&self.vfs, attr), &file_attr(attr), Generation(0))
+            }
             // Node 0: the name only, no entry for the kernel to keep (and no lookup counted).
             None => reply.add(INodeNo(0), next, &e.name, &Duration::ZERO, &no_node(file_type(e.kind)), Generation(0)),
         });

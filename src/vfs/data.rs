@@ -144,7 +144,8 @@ impl Vfs {
             (None, None) if self.is_pending(ino) => None,
             (None, None) => self.engine.stat(&path)?.as_ref().map(Version::from),
         };
-        let keep_cache = state.open_pages(version);
+        // The state directory's files change behind the kernel's back: never kept.
+        let keep_cache = state.open_pages(version) && !self.engine.class(&path).is_state();
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);

@@ -343,6 +343,20 @@ impl Vfs {
         self.kernel.settle();
     }
 
+    /// May the kernel keep `attr` for a while? Not when [`Attr::cacheable`] says no, and not for
+    /// anything in the state directory: the engine changes its files behind the kernel's back
+    /// all the time (a row appended to `journal.jsonl`, `rejections/latest.json` replaced by a
+    /// longer envelope), so the kernel asks each time and never reads a stale size. Files there
+    /// are not kept in the page cache across opens either ([`Vfs::open`]).
+    pub fn attr_cacheable(&self, attr: &Attr) -> bool {
+        attr.cacheable() && !self.in_state_dir(attr.ino)
+    }
+
+    /// Is node `ino` the state directory or inside it?
+    fn in_state_dir(&self, ino: u64) -> bool {
+        self.table().top(ino).is_some_and(|top| top == crate::durable::STATE_DIR)
+    }
+
     /// May the kernel remember that a name in `parent` is absent? Not inside the state
     /// directory, whose files the engine creates behind the kernel's back (rejection
     /// envelopes, objects); everywhere else a name appears through this module, or through

@@ -129,6 +129,19 @@ impl Table {
         Some(parts.join("/"))
     }
 
+    /// The name of the entry directly under the root that holds node `ino` (itself, or one of
+    /// its ancestors); `None` for the root.
+    pub fn top(&self, ino: u64) -> Option<&OsStr> {
+        let mut at = self.nodes.get(&ino)?;
+        if ino == ROOT {
+            return None;
+        }
+        while at.parent != ROOT {
+            at = self.nodes.get(&at.parent)?;
+        }
+        Some(&at.name)
+    }
+
     /// The path a node has, or had when it was detached (`None` when its old directory has no
     /// path any more).
     pub fn former_path(&self, ino: u64) -> Option<String> {
