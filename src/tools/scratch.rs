@@ -340,9 +340,9 @@ fn gitignore_warnings(tools: &Tools) -> Vec<Value> {
         // The last pattern naming every entry decides, as in git.
         let text = String::from_utf8_lossy(&b).into_owned();
         text.lines()
+            .rev()
             .map(str::trim)
-            .filter_map(|l| EVERYTHING.iter().find(|(p, _)| *p == l))
-            .last()
+            .find_map(|l| EVERYTHING.iter().find(|(p, _)| *p == l))
             .is_some_and(|(_, on)| *on)
     });
     if listed || ignores_itself {
