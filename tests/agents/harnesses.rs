@@ -5,6 +5,12 @@
 //! The assertions read the request each harness sent after each call: what its model read.
 //! Under CI a variable that is not set fails the test; elsewhere the tests also look in
 //! setup.sh's default directory. A missing harness fails the test, it never skips.
+//!
+//! Not here yet (they depend on issue 24 items 4–8, another branch): identical retries
+//! counting one budget down across a harness's calls, `rm -rf` then a rewind of that agent's
+//! session, `rw_rewind self` in a second run, a file holding an old credential being editable,
+//! an MCP write raising an inotify event on the mount. Each is a scenario batch of the same
+//! shape: turns for the endpoint, then assertions on the requests and the tree.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
