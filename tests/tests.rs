@@ -28,6 +28,7 @@ mod posix;
 mod programs;
 mod retention;
 mod scan;
+mod sessions;
 mod sparse;
 mod state_layout;
 mod ui;

@@ -226,7 +226,6 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
         comm: pid.and_then(process_name),
         uid: Some(creds.uid()),
         tool: None,
-        session: None,
         session_label: None,
         group: None,
     };

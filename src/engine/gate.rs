@@ -15,9 +15,10 @@
 //! bytes the writes judged already, so that none is scanned twice).
 //!
 //! Invariants: refused content never reaches the tree and is in `objects/` before its row is
-//! written; the row and the envelope name the same digest; an identical retry (same path, same
-//! content, same agent: its MCP session, else the writer's POSIX session) after a refusal spends
-//! the retry budget, and once it is spent the attempt is refused as `retry_budget_exhausted`;
+//! written; the row and the envelope name the same digest; an identical retry (same agent
+//! session — `journal::session`: the agent run, whichever way it writes, through the mount or
+//! MCP; else the MCP connection or the writer's POSIX session —, same path, same content) after
+//! a refusal spends the retry budget, and once it is spent the attempt is refused as `retry_budget_exhausted`;
 //! every refusal, spent budget or not, is quarantined, journaled and explained (no draft holding
 //! the refused bytes is left behind).
 
@@ -68,41 +69,11 @@ pub(crate) struct Gate {
     pub(crate) told: super::told::Told,
 }
 
-/// A refused write as its retry budget is keyed: who, which tool, which path, which content.
-type Attempt = (Attempter, &'static str, String, Sha256);
-
-/// Whose attempt sequence a retry budget counts: the paper's budget belongs to one agent, so a
-/// second agent (another MCP session, another terminal) starts with a fresh one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum Attempter {
-    /// One MCP session (connection).
-    Mcp(u64),
-    /// An MCP client without a session (2026-07-28 requests over HTTP), by its name.
-    Client(String),
-    /// The POSIX session of the writing process: a shell and every command it runs, so an agent
-    /// retrying `cp` or `tee` through the mount spends one budget.
-    Session(u32),
-    /// The writing process, when its session is unknown (it has exited).
-    Process(u32),
-    Unknown,
-}
-
-impl Attempter {
-    pub(crate) fn of(actor: &Actor) -> Attempter {
-        if let Some(session) = actor.session {
-            return Attempter::Mcp(session);
-        }
-        if actor.via == Via::Mcp {
-            return Attempter::Client(actor.caller.clone());
-        }
-        let Some(pid) = actor.pid else { return Attempter::Unknown };
-        let sid = i32::try_from(pid).ok().and_then(|p| nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(p))).ok());
-        match sid.and_then(|sid| u32::try_from(sid.as_raw()).ok()) {
-            Some(sid) => Attempter::Session(sid),
-            None => Attempter::Process(pid),
-        }
-    }
-}
+/// A refused write as its retry budget is keyed: whose attempt (the agent session, see
+/// [`Core::attempter`]), which path, which content. The paper's budget belongs to one agent:
+/// the same agent retrying through its edit tool, its shell or MCP spends one budget, and a
+/// second agent (another run, another terminal) starts with a fresh one.
+type Attempt = (Option<String>, String, Sha256);
 
 /// What the policy says about one version.
 #[derive(Debug)]
@@ -247,11 +218,11 @@ impl Gate {
         Judgement { report, decision }
     }
 
-    /// Count a refusal of `sha` at `path` by `actor`'s tool: the budget left, or `None` when it
-    /// was already spent. The first refusal leaves the policy's whole budget; each identical
-    /// retry by the same [`Attempter`] refused again takes one.
-    pub(crate) fn spend(&self, actor: &Actor, path: &str, sha: Sha256) -> Option<u32> {
-        let key = (Attempter::of(actor), tool_of(actor), path.to_string(), sha);
+    /// Count a refusal of `sha` at `path` by agent session `who`: the budget left, or `None`
+    /// when it was already spent. The first refusal leaves the policy's whole budget; each
+    /// identical retry by the same session refused again takes one.
+    pub(crate) fn spend(&self, who: Option<String>, path: &str, sha: Sha256) -> Option<u32> {
+        let key = (who, path.to_string(), sha);
         let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
         let left = budgets.entry(key).or_insert(self.policy.retry_budget() + 1);
         if *left == 0 {
@@ -277,6 +248,13 @@ pub(crate) fn tool_of(actor: &Actor) -> &'static str {
 }
 
 impl Core {
+    /// Whose attempts a retry budget counts: the actor's session — its agent run whichever way
+    /// it writes (`journal::session`), else its MCP connection or POSIX session; `None` for a
+    /// writer that is gone (the kernel's writeback).
+    pub(crate) fn attempter(&self, actor: &Actor) -> Option<String> {
+        actor.session_label.clone().or_else(|| actor.pid.and_then(|pid| self.journal.sessions().of_pid(pid)))
+    }
+
     /// Quarantine refused content, journal the refusal, write its envelope, and return the
     /// error the front end reports.
     /// A temporary copy is refused as the file it stands for (`crate::temporary`): that file's
@@ -299,7 +277,7 @@ impl Core {
             _ => None,
         };
         // `None`: spent. Refused outright, but like every refusal with its row and envelope.
-        let budget = self.gate.spend(r.actor, subject, r.sha);
+        let budget = self.gate.spend(self.attempter(r.actor), subject, r.sha);
         match r.content {
             Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, r.sha)?,
             Quarantine::File { dir, name } => {

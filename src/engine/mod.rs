@@ -81,7 +81,7 @@ use batch::Batch;
 use class::Classes;
 use events::Subscribers;
 use gate::Gate;
-pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, scannable};
+pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, rejection_id, scannable};
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;
 use settle::{OwnerLock, Previous, Token, Tracker};

@@ -203,10 +203,17 @@ impl Engine {
         self.core.gate.judge_any(path, content)
     }
 
-    /// Count a refused attempt of `actor.tool` to write `sha` at `path`, by `actor`'s MCP session
-    /// or process session: the retries left, or `None` once the budget is spent (see the gate).
+    /// Count a refused attempt by `actor` to write `sha` at `path`, on its agent session's
+    /// budget: the retries left, or `None` once the budget is spent (see the gate).
     pub fn spend_retry(&self, actor: &Actor, path: &str, sha: Sha256) -> Option<u32> {
-        self.core.gate.spend(actor, path, sha)
+        self.core.gate.spend(self.core.attempter(actor), path, sha)
+    }
+
+    /// The agent run process `pid` belongs to, when one names it (`RWFS_SESSION`, or an agent
+    /// host among its ancestors: `journal::session`): an MCP client launched by an agent writes
+    /// in that agent's session.
+    pub fn agent_session(&self, pid: u32) -> Option<String> {
+        self.core.journal.sessions().agent_of_pid(pid)
     }
 
     /// The workspace policy the engine judges with.

@@ -13,7 +13,10 @@
 //! 3. else P's POSIX session (`getsid`), named after its leader, `<leader name>-<sid>`: the
 //!    terminal's shell session a person typed the commands in.
 //!
-//! MCP changes carry the MCP session instead (set by `mcp/`), and the engine's own rows
+//! Rules 1 and 2 name an **agent run** ([`Sessions::agent_of_pid`]): the harness process is
+//! its root, so its shell children and its MCP server (which the harness launches as a child,
+//! `rwfs mcp`) all belong to it. MCP changes carry that agent's session when the client's
+//! process has one, else one session per MCP connection (set by `mcp/`); the engine's own rows
 //! (recovery, retention) carry none. A process that is gone before it is looked at has no
 //! session. Names are cached per process, keyed by pid and start time so that a recycled pid
 //! is looked up again.
@@ -43,7 +46,15 @@ const MAX_DEPTH: usize = 64;
 #[derive(Debug)]
 pub struct Sessions {
     hosts: RwLock<Vec<String>>,
-    cache: Mutex<HashMap<u32, (u64, Option<String>)>>,
+    cache: Mutex<HashMap<u32, (u64, Option<Named>)>>,
+}
+
+/// A session name, and whether it names an agent run (rules 1 and 2) rather than a POSIX
+/// session (rule 3).
+#[derive(Debug, Clone)]
+struct Named {
+    name: String,
+    agent: bool,
 }
 
 impl Default for Sessions {
@@ -61,13 +72,23 @@ impl Sessions {
 
     /// The session of process `pid` (see the module docs), `None` when it is gone.
     pub fn of_pid(&self, pid: u32) -> Option<String> {
+        self.named(pid).map(|n| n.name)
+    }
+
+    /// The agent run process `pid` belongs to (rules 1 and 2 of the module docs): `None` when
+    /// neither names one (then its session is its POSIX session) or the process is gone.
+    pub fn agent_of_pid(&self, pid: u32) -> Option<String> {
+        self.named(pid).filter(|n| n.agent).map(|n| n.name)
+    }
+
+    fn named(&self, pid: u32) -> Option<Named> {
         let (start, _, _) = stat(pid)?;
-        if let Some((cached_start, name)) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&pid)
+        if let Some((cached_start, named)) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&pid)
             && *cached_start == start
         {
-            return name.clone();
+            return named.clone();
         }
-        let name = {
+        let named = {
             let hosts = self.hosts.read().unwrap_or_else(PoisonError::into_inner);
             resolve(pid, &hosts)
         };
@@ -75,20 +96,20 @@ impl Sessions {
         if cache.len() > MAX_CACHED {
             cache.clear();
         }
-        cache.insert(pid, (start, name.clone()));
-        name
+        cache.insert(pid, (start, named.clone()));
+        named
     }
 }
 
-fn resolve(pid: u32, hosts: &[String]) -> Option<String> {
+fn resolve(pid: u32, hosts: &[String]) -> Option<Named> {
     if let Some(name) = explicit(pid) {
-        return Some(name);
+        return Some(Named { name, agent: true });
     }
     let mut at = pid;
     for _ in 0..MAX_DEPTH {
         let Some((_, comm, ppid)) = stat(at) else { break };
         if hosts.contains(&comm) {
-            return Some(format!("{comm}-{at}"));
+            return Some(Named { name: format!("{comm}-{at}"), agent: true });
         }
         if ppid <= 1 {
             break;
@@ -97,7 +118,7 @@ fn resolve(pid: u32, hosts: &[String]) -> Option<String> {
     }
     let sid = nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?))).ok()?.as_raw();
     let leader = u32::try_from(sid).ok().and_then(|s| stat(s).map(|(_, comm, _)| comm));
-    Some(format!("{}-{sid}", leader.as_deref().unwrap_or("session")))
+    Some(Named { name: format!("{}-{sid}", leader.as_deref().unwrap_or("session")), agent: false })
 }
 
 /// `RWFS_SESSION` in the environment `pid` was started with.
@@ -205,6 +226,11 @@ mod tests {
         sessions.set_hosts(vec![comm.clone()]);
         if explicit(me).is_none() {
             assert_eq!(sessions.of_pid(me), Some(format!("{comm}-{me}")));
+            assert_eq!(sessions.agent_of_pid(me), Some(format!("{comm}-{me}")));
+            // Without a host among the ancestors, the POSIX session names it, and no agent.
+            sessions.set_hosts(vec![]);
+            assert!(sessions.of_pid(me).is_some());
+            assert_eq!(sessions.agent_of_pid(me), None);
         }
     }
 }

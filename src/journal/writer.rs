@@ -49,11 +49,9 @@ pub struct Actor {
     /// The operation a front end ran for it (an MCP tool's name); not journaled, it keys retry
     /// budgets and names the tool in envelopes.
     pub tool: Option<&'static str>,
-    /// The MCP session that asked (unique within this process); not journaled, it keys retry
-    /// budgets so that one agent's retries are bounded and another agent starts fresh.
-    pub session: Option<u64>,
-    /// The session name journaled in the row's `session` (see `journal::session`); when `None`
-    /// for a change by a process through the mount or the CLI, [`Journal::submit`] looks it up.
+    /// The session name journaled in the row's `session` (see `journal::session`), which also
+    /// keys retry budgets; when `None` for a change by a process through the mount or the CLI,
+    /// [`Journal::submit`] looks it up.
     pub session_label: Option<String>,
     /// The group of rows one command makes together (a rewind), journaled in `group`.
     pub group: Option<String>,
@@ -70,7 +68,6 @@ impl Actor {
             comm: process_name(pid),
             uid: Some(nix::unistd::getuid().as_raw()),
             tool: None,
-            session: None,
             session_label: None,
             group: None,
         }

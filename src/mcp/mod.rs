@@ -55,13 +55,32 @@ pub struct Server {
     peer: Peer,
     /// The peer's process name, read once: the agent host of a session does not change.
     comm: Option<String>,
-    /// This session's id, unique within the process: retry budgets are kept per session.
+    /// This session's id, unique within the process.
     session: u64,
+    /// The agent run the client belongs to (`journal::session`: `RWFS_SESSION`, or the agent
+    /// host that launched it), when one names it.
+    agent: Option<String>,
     tool_router: ToolRouter<Server>,
 }
 
 /// The id of the next session.
 static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A new session id, unique within this process.
+fn next_session() -> u64 {
+    SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The session of the HTTP connection a request came on: a client without MCP sessions (the
+/// 2026-07-28 protocol) is served one request at a time, so its session is its connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionSession(pub u64);
+
+impl ConnectionSession {
+    pub(crate) fn new() -> ConnectionSession {
+        ConnectionSession(next_session())
+    }
+}
 
 impl Server {
     pub fn new(tools: Arc<Tools>, peer: Peer) -> Server {
@@ -76,8 +95,8 @@ impl Server {
             + Self::journal_router()
             + Self::history_router();
         let comm = peer.pid.and_then(process_name);
-        let session = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Server { tools, peer, comm, session, tool_router: portable(tool_router) }
+        let agent = peer.pid.and_then(|pid| tools.engine().agent_session(pid));
+        Server { tools, peer, comm, session: next_session(), agent, tool_router: portable(tool_router) }
     }
 
     /// Run `tool` on a blocking thread and shape its outcome.
@@ -106,25 +125,27 @@ impl Server {
         // HTTP each of its requests is served statelessly, with a stand-in `peer_info` whose
         // name is rmcp's own. A legacy client named itself in `initialize`.
         let per_request = ctx.meta.client_info().map(|info| info.name).filter(|name| !name.is_empty());
-        let stateless = per_request.is_some();
         let caller = per_request
             .or_else(|| ctx.peer.peer_info().map(|info| info.client_info.name.clone()))
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "mcp".to_string());
+        // The journal's session (which also keys retry budgets): the agent run that launched the
+        // client, else this connection — never the client's name, which every run of one agent
+        // shares. A request served statelessly over HTTP belongs to its connection.
+        let connection = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ConnectionSession>())
+            .map_or(self.session, |c| c.0);
+        let label = self.agent.clone().unwrap_or_else(|| format!("mcp-{}-{connection}", std::process::id()));
         Actor {
             via: Via::Mcp,
-            caller: caller.clone(),
+            caller,
             pid: self.peer.pid,
             comm: self.comm.clone(),
             uid: self.peer.uid,
             tool: Some(tool),
-            // Without a session, retry budgets fall back to the client's name (see the gate).
-            session: (!stateless).then_some(self.session),
-            // The MCP session names the journal's session: unique per daemon process and client.
-            session_label: Some(match stateless {
-                false => format!("mcp-{}-{}", std::process::id(), self.session),
-                true => format!("mcp-{}", actor_caller_slug(&caller)),
-            }),
+            session_label: Some(label),
             group: None,
         }
     }
@@ -224,9 +245,4 @@ fn drop_null_types(schema: &mut serde_json::Map<String, serde_json::Value>) {
             _ => {}
         }
     }
-}
-
-/// A client name as part of a session name: letters, digits, `-`, `_` and `.` only.
-fn actor_caller_slug(caller: &str) -> String {
-    caller.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).take(64).collect()
 }

@@ -327,8 +327,10 @@ async fn serve_http_connection(
 ) {
     let admitted = Arc::new(admitted);
     let evicted = admitted.evicted.clone();
-    let service = hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
+    let session = super::ConnectionSession::new();
+    let service = hyper::service::service_fn(move |mut request: axum::http::Request<hyper::body::Incoming>| {
         let in_flight = admitted.request();
+        request.extensions_mut().insert(session);
         let mut app = app.clone();
         async move {
             let response = tower_service::Service::call(&mut app, request.map(axum::body::Body::new)).await?;

@@ -29,7 +29,7 @@ pub struct DiffArgs {
     #[serde(default)]
     pub since: Option<String>,
     /// Summarise every file this session changed (`rw_journal_tail` rows name it); `"self"`:
-    /// this MCP session.
+    /// your own agent run (its edit tool, shell commands and these MCP calls alike).
     #[serde(default)]
     pub session: Option<String>,
 }
@@ -37,7 +37,8 @@ pub struct DiffArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RewindArgs {
-    /// Undo this session's changes (`"self"`: this MCP session); others' changes stay.
+    /// Undo this session's changes (`"self"`: your own agent run — its edit tool, shell
+    /// commands and these MCP calls alike); others' changes stay.
     #[serde(default)]
     pub session: Option<String>,
     /// Or: the workspace as it was at this time (RFC 3339).
@@ -115,7 +116,8 @@ impl Tools {
         Ok(ok(value))
     }
 
-    /// `"self"` is the caller's own MCP session.
+    /// `"self"` is the caller's own session: the agent run that launched the MCP client (every
+    /// way that agent wrote), else this MCP connection.
     fn session_name(&self, call: &Call, name: &str) -> String {
         match (name, &call.actor.session_label) {
             ("self", Some(own)) => own.clone(),

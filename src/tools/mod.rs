@@ -19,10 +19,11 @@
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
 //!   [`Tools::fail`] only, which also spends the retry budget of the attempt;
-//! - an identical refused attempt (same MCP session, tool, path, content digest) spends the
-//!   budget; once it is spent the attempt is refused as `retry_budget_exhausted` with
-//!   `suggested_action: "abort"` and a hint to change strategy. Another session starts with
-//!   the whole budget, and a failure that is no write attempt (bad arguments, a missing file)
+//! - an identical refused attempt (same agent session — the agent run that launched the MCP
+//!   client, whichever way it writes, else the MCP connection —, same path, same content
+//!   digest) spends the budget; once it is spent the attempt is refused as
+//!   `retry_budget_exhausted` with `suggested_action: "abort"` and a hint to change strategy.
+//!   Another session starts with the whole budget, and a failure that is no write attempt (bad arguments, a missing file)
 //!   reports the whole budget: only `retry_budget_exhausted` reads 0 as spent;
 //! - nothing here writes except through the engine, so every change is durable, journaled and
 //!   attributed to the MCP client that asked for it;

@@ -241,7 +241,6 @@ impl Vfs {
             comm: caller.comm.clone(),
             uid: Some(caller.uid),
             tool: None,
-            session: None,
             session_label: None,
             group: None,
         }

@@ -192,6 +192,11 @@ fn http_callers_are_the_clients_names_and_rwfs_mcp_serves_http_without_a_mount_i
         format!("{auth}MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: rw_safe_write\r\n");
     let (status, answer) = post_with(port, &addr, &headers, &stateless.to_string());
     assert!(status == 200 && answer.contains("\\\"ok\\\":true"), "{answer}");
+    // The same client again, on another connection (another run of it, say).
+    let mut again = call(4, "stateless-again.txt");
+    again["params"]["_meta"] = stateless["params"]["_meta"].clone();
+    let (status, answer) = post_with(port, &addr, &headers, &again.to_string());
+    assert!(status == 200 && answer.contains("\\\"ok\\\":true"), "{answer}");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "stops cleanly on SIGTERM: {status}");
@@ -200,6 +205,12 @@ fn http_callers_are_the_clients_names_and_rwfs_mcp_serves_http_without_a_mount_i
     let caller = |path: &str| rows.iter().find(|r| r.path == path).map(|r| r.caller.clone());
     assert_eq!(caller("legacy.txt").as_deref(), Some("legacy-agent"));
     assert_eq!(caller("stateless.txt").as_deref(), Some("stateless-agent"), "not rmcp's own name");
+    // A stateless client's session is its connection, never its name (which every run shares).
+    let session = |path: &str| rows.iter().find(|r| r.path == path).and_then(|r| r.session.clone()).unwrap();
+    let (one, two) = (session("stateless.txt"), session("stateless-again.txt"));
+    assert!(one.starts_with("mcp-") && !one.contains("stateless-agent"), "{one}");
+    assert_ne!(one, two, "two connections, two sessions");
+    assert_ne!(one, session("legacy.txt"));
 }
 
 #[test]

@@ -167,15 +167,17 @@ pub struct Stdio {
 impl Stdio {
     /// `rwfs mcp -w root`, initialized (legacy handshake) as client `name`.
     pub fn start(root: &std::path::Path, name: &str) -> Stdio {
+        let mut command = super::mount::rwfs();
+        command.args(["mcp", "-w"]).arg(root);
+        Stdio::spawn(command, name)
+    }
+
+    /// `command` (which runs `rwfs mcp` on its stdio, itself or as a child: an agent harness),
+    /// initialized (legacy handshake) as client `name`.
+    pub fn spawn(mut command: std::process::Command, name: &str) -> Stdio {
         use std::process::Stdio as Pipe;
-        let mut child = super::mount::rwfs()
-            .args(["mcp", "-w"])
-            .arg(root)
-            .stdin(Pipe::piped())
-            .stdout(Pipe::piped())
-            .stderr(Pipe::inherit())
-            .spawn()
-            .expect("spawn rwfs mcp");
+        let mut child =
+            command.stdin(Pipe::piped()).stdout(Pipe::piped()).stderr(Pipe::inherit()).spawn().expect("spawn rwfs mcp");
         let stdin = child.stdin.take();
         let out = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut s = Stdio { child, stdin, out, next_id: 1 };
@@ -214,7 +216,22 @@ impl Stdio {
 
     /// `tools/call`; the result's structured content and `isError`.
     pub fn call(&mut self, tool: &str, args: Value) -> Answer {
-        let response = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}));
+        self.call_with(serde_json::json!({"name": tool, "arguments": args}))
+    }
+
+    /// `tools/call` as a 2026-07-28 client sends it: no session, its name in the request's
+    /// `_meta`.
+    pub fn call_stateless(&mut self, client: &str, tool: &str, args: Value) -> Answer {
+        let meta = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        self.call_with(serde_json::json!({"name": tool, "arguments": args, "_meta": meta}))
+    }
+
+    fn call_with(&mut self, params: Value) -> Answer {
+        let response = self.request("tools/call", params);
         let result = &response["result"];
         assert!(result.is_object(), "{response}");
         Answer {
@@ -222,6 +239,11 @@ impl Stdio {
             value: result["structuredContent"].clone(),
             text: result["content"][0]["text"].as_str().unwrap_or_default().to_string(),
         }
+    }
+
+    /// The process spawned (`rwfs mcp`, or the harness that runs it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Close stdin (end of session) and wait for the exit status.
