@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr, filtered by `RWFS_LOG` (falling back to `RUST_LOG`, then `warn`), with
+/// Logs go to stderr (a line that cannot be written is dropped and counted), filtered by `RWFS_LOG` (falling back to `RUST_LOG`, then `warn`), with
 /// ANSI colours only when `ansi`.
 ///
 /// fuser's own unmount when its session is dropped is always redundant here: rwfs detaches the
@@ -33,5 +33,11 @@ fn init_tracing(ansi: bool) {
         .or_else(|| std::env::var("RUST_LOG").ok())
         .and_then(|f| EnvFilter::try_new(format!("{f},fuser::mnt=error")).ok())
         .unwrap_or_else(|| EnvFilter::new("warn,fuser::mnt=error"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+    // A line that cannot be written is dropped and counted, never an error (`app/log.rs`).
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(rwfs::app::log::Log)
+        .log_internal_errors(false)
+        .init();
 }

@@ -915,6 +915,82 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
     assert_eq!(fx.backing("old.txt").unwrap(), b"v3\n");
 }
 
+/// Once armed, the next write puts its first half in the file and then fails with ENOSPC, as
+/// a write into a full tmpfs does after its last free page.
+#[derive(Default)]
+struct FailNextWriteHalfway(std::sync::atomic::AtomicBool);
+
+impl crate::support::hooked::Intercept for FailNextWriteHalfway {
+    fn before(&self, call: &crate::support::hooked::Call<'_>) -> std::io::Result<()> {
+        if let crate::support::hooked::Call::Write { file, data, offset } = call
+            && self.0.swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            nix::sys::uio::pwrite(file, &data[..data.len() / 2], *offset as libc::off_t)?;
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }
+}
+
+/// Issue 25 item 3: a write that failed halfway (4,096 bytes in, then ENOSPC) left the draft
+/// holding bytes its digest did not count; the close returned 0 and installed them under a row
+/// saying "empty". Now the draft never holds what its row does not say, the writer's close
+/// returns the write's error and commits nothing, and what the draft held is kept.
+#[test]
+fn a_write_that_failed_halfway_is_the_errno_of_close_and_never_reaches_the_tree() {
+    let p = process(320);
+    let chunk = vec![b'w'; 8192];
+    // (path, what the tree held, how the writer opens it, where it writes)
+    let cases: [(&str, Option<&[u8]>, i32, u64); 3] = [
+        ("new.txt", None, TRUNC, 0),
+        ("rewritten.txt", Some(b"the committed version\n"), TRUNC, 0),
+        ("patched.txt", Some(&[b'o'; 12_000]), WRONLY, 1000),
+    ];
+    for (path, before, flags, offset) in cases {
+        for durability in [Durability::Close, Durability::Batch] {
+            let disk = Arc::new(crate::support::hooked::Hooked(FailNextWriteHalfway::default()));
+            let options =
+                EngineOptions { disk: Some(disk.clone()), durability: Some(durability), ..EngineOptions::default() };
+            let fx = Fx::with(Ws::new(), options);
+            if let Some(bytes) = before {
+                fx.put(path, bytes, &p).unwrap();
+                fx.engine.make_all_durable();
+            }
+            let rows = fx.ws.rows().len();
+            let fh = fx.open(path, flags, &p).unwrap();
+            disk.0.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            let e = fx.write(fh, offset, &chunk, &p).expect_err("the write fails");
+            assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{path}: {e}");
+            let e = fx.close(fh, &p).expect_err("the close tells the writer again");
+            assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{path} ({durability:?}): {e}");
+            fx.engine.make_all_durable();
+            assert_eq!(fx.backing(path).as_deref(), before, "{path} ({durability:?}): the tree keeps its version");
+            let report = rwfs::engine::verify(&fx.ws.workspace()).unwrap();
+            assert!(report.drift.is_empty(), "{path} ({durability:?}): every row says what the tree holds: {report:?}");
+            let new: Vec<_> = fx.ws.rows().into_iter().skip(rows).collect();
+            assert!(new.iter().all(|r| r.op() == Op::Recover), "{path}: no version row: {new:?}");
+            if path == "patched.txt" {
+                // The draft held the old bytes with half the write over them: kept, named.
+                let mut held = before.unwrap().to_vec();
+                held[1000..1000 + 4096].copy_from_slice(&chunk[..4096]);
+                assert_eq!(fx.ws.object(&sha(&held)), Some(held), "{path}: the draft's bytes are kept");
+                assert_eq!(new.len(), 1, "{new:?}");
+                assert_eq!(new[0].from.as_deref(), Some(path));
+            } else {
+                // Cut back to what it held before the failed write: empty, nothing to keep.
+                assert!(new.is_empty(), "{path}: {new:?}");
+            }
+            // The writer tries again with room: its close commits, with the right row.
+            let fh = fx.open(path, TRUNC, &p).unwrap();
+            fx.write(fh, 0, &chunk, &p).unwrap();
+            fx.close(fh, &p).unwrap();
+            fx.engine.make_all_durable();
+            assert_eq!(fx.backing(path).unwrap(), chunk);
+            assert!(rwfs::engine::verify(&fx.ws.workspace()).unwrap().is_clean());
+        }
+    }
+}
+
 #[test]
 fn random_sequences_over_handles_and_processes_match_the_model() {
     let started = std::time::Instant::now();

@@ -257,6 +257,8 @@ impl Daemon for Shared {
                 "passthrough_opens": requests.passthrough_opens,
                 "scanned_bytes": self.engine.scanned_bytes(),
             },
+            // Lines of the daemon's log that could not be written (a full disk): dropped.
+            "log_lines_dropped": super::log::dropped(),
         })
     }
 

@@ -6,5 +6,6 @@
 
 pub mod control;
 pub mod daemon;
+pub mod log;
 pub mod mcp;
 pub mod ui;

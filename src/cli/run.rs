@@ -452,6 +452,7 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
                 "workspace": m.workspace, "mountpoint": m.mountpoint, "pid": daemon["pid"],
                 "drafts_open": daemon["drafts_open"], "last_commit": daemon["last_commit"],
                 "kernel_passthrough": daemon["kernel_passthrough"], "requests": daemon["requests"],
+                "log_lines_dropped": daemon["log_lines_dropped"],
             })
         })
         .collect();
@@ -537,6 +538,9 @@ fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
                 n("scanned_bytes"),
                 n("passthrough_opens")
             );
+        }
+        if let Some(dropped) = m["log_lines_dropped"].as_u64().filter(|n| *n > 0) {
+            outln!("log        {dropped} lines could not be written (a full disk?) and were dropped");
         }
     }
     Ok(Exit::Ok)

@@ -281,10 +281,16 @@ impl Engine {
         })
     }
 
-    /// Keep the bytes of a draft that will not be committed (its commit failed at a close that
-    /// told the writer so) in `objects/`, with a `recover` row naming `path`. On failure the
-    /// draft stays in `drafts/`, where the next start keeps it.
+    /// Keep the bytes of a draft that will not be committed (its commit, or a write into it,
+    /// failed and the writer was told so) in `objects/`, with a `recover` row naming `path`; an
+    /// empty one is discarded. On failure the draft stays in `drafts/`, where the next start
+    /// keeps it.
     pub fn keep_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<()> {
+        if draft.is_empty() {
+            // Nothing in it to keep (a write that failed before its first byte landed).
+            self.discard_draft(draft);
+            return Ok(());
+        }
         let dir = self.core.drafts_dir()?;
         let (sha, _) = self.core.read_draft_whole(&draft)?;
         self.core.keep_in_objects(
@@ -424,7 +430,10 @@ impl Core {
             Some((_, hashed)) if *hashed == offset => draft.tail.clone(),
             _ => Vec::new(),
         };
-        disk.write_at(&draft.file, data, offset).step("write draft")?;
+        if let Err(e) = disk.write_at(&draft.file, data, offset) {
+            self.undo_failed_write(draft, offset);
+            return Err(Error::io("write draft", e));
+        }
         draft.wrote(offset, data);
         // A temporary copy is judged as the file it stands for (its kind: `crate::temporary`).
         let judged_as = self.judged_as(path, actor);
@@ -452,6 +461,23 @@ impl Core {
         };
         let dir = self.drafts_dir()?;
         Err(self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor))
+    }
+
+    /// A write into the draft failed (`ENOSPC` after some pages, `EIO`): part of its bytes may
+    /// be in the file. Past the draft's end they are cut off again, so the draft is what it
+    /// was; a write that changed bytes inside it leaves them, and the draft forgets its
+    /// running digest and what was judged, so its commit reads and judges what the file really
+    /// holds (the row's digest is always of the bytes installed).
+    fn undo_failed_write(&self, draft: &mut Draft, offset: u64) {
+        let disk = self.disk();
+        if offset >= draft.len && disk.set_len(&draft.file, draft.len).is_ok() {
+            return;
+        }
+        let len = disk.file_stat(&draft.file).map_or(draft.len, |stat| stat.size);
+        draft.len = draft.len.max(len);
+        draft.digest = None;
+        draft.judged = Judged::Nothing;
+        draft.dirty = true;
     }
 
     /// The gate's check of bytes just written at `offset` (with `context`, the bytes before

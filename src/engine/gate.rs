@@ -389,7 +389,11 @@ impl Core {
             );
         }
         let text = envelope.to_json();
-        self.write_rejection(&id, text.as_bytes())?;
+        // The refusal is journaled and its bytes kept: an envelope file that cannot be written
+        // (a full disk) does not turn it into another error; the envelope still travels with it.
+        if let Err(e) = self.write_rejection(&id, text.as_bytes()) {
+            tracing::warn!(path = r.path.as_str(), error = %e, "the refusal's envelope file was not written");
+        }
         if let Some(lineage) = lineage
             && let Ok(value) = serde_json::to_value(&envelope)
             && let Some(notice) = crate::notice::Notice::of_envelope(&value)

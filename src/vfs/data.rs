@@ -317,6 +317,9 @@ impl Vfs {
             Err(e) => {
                 if is_refusal(&e) {
                     self.refused(ino, &mut state, caller, &e);
+                } else {
+                    // Its close must learn of it (see `Drafting::failed_write`).
+                    state.changed_by(actor);
                 }
                 Err(e)
             }
@@ -487,6 +490,12 @@ impl Vfs {
         let mut state = file_node.lock();
         if state.is_refused() {
             return Err(Reason::StillBlocked.into());
+        }
+        // A writer whose last write failed is told again, and nothing is committed: the draft
+        // is not the version it meant (the last close keeps its bytes in objects/).
+        if let Some(errno) = state.failed_write_for((caller.pid != 0).then_some(caller.pid), sync) {
+            state.failure_reported();
+            return Err(os_error("write", errno));
         }
         let commit = if sync {
             state.needs_commit() || (self.is_pending(ino) && state.draft().is_some())

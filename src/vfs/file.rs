@@ -40,6 +40,8 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
+use nix::libc;
+
 use crate::durable::{File, FileId, Stat};
 use crate::engine::Draft;
 use crate::error::Result;
@@ -66,6 +68,11 @@ pub struct Drafting {
     /// since: the writer was told it is not a version, so a later commit point (the last close,
     /// shutdown) keeps its bytes in `objects/` instead of committing it behind the writer's back.
     pub reported_failure: bool,
+    /// The last write into it failed with this errno (`ENOSPC`, `EIO`): the writer's intended
+    /// version is not what the draft holds, so the next commit point of a writer (its close,
+    /// an fsync) returns this error and commits nothing, and the last close keeps the bytes
+    /// instead of committing them — unless a write succeeds after it (the writer went on).
+    pub failed_write: Option<i32>,
 }
 
 /// Who changed a draft.
@@ -165,7 +172,12 @@ impl FileState {
         let old = std::mem::replace(&mut self.phase, Phase::Clean);
         self.pages = None;
         let writers = writer.as_ref().and_then(|w| w.pid).into_iter().collect();
-        self.phase = Phase::Drafting(Drafting { draft, authors: Authors { writer, writers }, reported_failure: false });
+        self.phase = Phase::Drafting(Drafting {
+            draft,
+            authors: Authors { writer, writers },
+            reported_failure: false,
+            failed_write: None,
+        });
         match old {
             Phase::Refused { placeholder } => placeholder,
             Phase::Drafting(d) => Some(d.draft),
@@ -222,7 +234,7 @@ impl FileState {
 
     /// A commit failed and left the draft: Drafting again, as before.
     pub fn resume(&mut self, draft: Draft, authors: Authors) {
-        self.phase = Phase::Drafting(Drafting { draft, authors, reported_failure: false });
+        self.phase = Phase::Drafting(Drafting { draft, authors, reported_failure: false, failed_write: None });
     }
 
     /// The failed commit's error reached the closer (see [`Drafting::reported_failure`]).
@@ -232,9 +244,24 @@ impl FileState {
         }
     }
 
-    /// Is the draft one whose failure a close reported, unchanged since?
+    /// Is the draft one whose failure a close reported, or whose last write failed, unchanged
+    /// since? Its bytes are not a version the writer meant: kept, never committed.
     pub fn has_reported_failure(&self) -> bool {
-        matches!(&self.phase, Phase::Drafting(d) if d.reported_failure)
+        matches!(&self.phase, Phase::Drafting(d) if d.reported_failure || d.failed_write.is_some())
+    }
+
+    /// The errno of the draft's failed last write, when a commit point by process `pid`
+    /// (`None`: unknown; `sync`: an fsync, on any handle) must return it instead of committing:
+    /// the same closers [`FileState::commits_at_close_by`] lets commit.
+    pub fn failed_write_for(&self, pid: Option<u32>, sync: bool) -> Option<i32> {
+        let Phase::Drafting(d) = &self.phase else { return None };
+        let errno = d.failed_write?;
+        let writers = &d.authors.writers;
+        let writer = match pid {
+            Some(pid) => writers.is_empty() || writers.contains(&pid),
+            None => true,
+        };
+        (sync || writer).then_some(errno)
     }
 
     /// Write into the draft through `write`, which may consume it (the engine quarantines a
@@ -247,9 +274,11 @@ impl FileState {
         };
         let mut slot = Some(draft);
         let written = write(&mut slot);
-        // Written again: the writer knows of the failure and goes on; a close commits it.
+        // Written again: the writer knows of the failure and goes on; a close commits it. A
+        // write that failed is remembered until the next one succeeds.
+        let failed_write = written.as_ref().err().map(|e| e.raw_os_error().unwrap_or(libc::EIO));
         self.phase = match slot {
-            Some(draft) => Phase::Drafting(Drafting { draft, authors, reported_failure: false }),
+            Some(draft) => Phase::Drafting(Drafting { draft, authors, reported_failure: false, failed_write }),
             None => Phase::Clean,
         };
         written
