@@ -344,7 +344,10 @@ fn check(
     Ok(())
 }
 
-fn files_of(image: &Image) -> Vec<(String, Vec<u8>)> {
+/// Paths and their bytes.
+type Files = Vec<(String, Vec<u8>)>;
+
+fn files_of(image: &Image) -> Files {
     let mut out = Vec::new();
     for (dir, entries) in &image.dirs {
         for (name, entry) in entries {
@@ -550,68 +553,197 @@ fn every_crash_state_keeps_the_guarantees() {
 /// the tree in agreement.
 #[test]
 fn batch_mode_crash_states_keep_a_prefix_of_the_acknowledged_versions() {
-    use rwfs::engine::DraftBase;
+    let (ws, base, initial, rec) = batch_scenario(|_| {});
+    let engine = Arc::new(ws.open_with(rec.clone()).unwrap());
+    assert_eq!(engine.durability(), rwfs::policy::Durability::Batch);
+    let ops: Arc<Mutex<Vec<Acked>>> = Arc::default();
+    let stage = |path: &str, bytes: &[u8]| stage_close(&engine, &rec, &ops, path, bytes);
+    stage("a.txt", b"a v2, staged\n");
+    stage("dir/c.txt", b"c v1, new in dir\n");
+    stage("dir/b.txt", b"b v2\n");
+    engine.make_durable("dir/b.txt");
+    // Every change started so far is durable.
+    rec.mark(Event::Durable { upto: NEXT_ID.load(std::sync::atomic::Ordering::SeqCst) });
+    stage("new.txt", b"new at the root\n");
+    stage("dir/b.txt", b"b v3 (its previous version was still staged? no: durable)\n");
+    stage("a.txt", b"a v3\n");
+    stage("a.txt", b"a v4, staged over a staged version\n");
+    Arc::into_inner(engine).unwrap().close().unwrap();
+    let ops = std::mem::take(&mut *ops.lock().unwrap());
+    check_batch_crash_states("batch mode", &base, &rec.events(), &initial, ops);
+}
+
+/// Issue 25 item 1: a close staged while a rename (or an unlink) through the mount drains the
+/// batch used to get a row *before* the rename's and stay uninstalled while the rename became
+/// durable, so after a power cut the rename was there and the acknowledged close was not. Each
+/// close here is staged at the very moment the drain syncs the staged drafts (a hook on the
+/// recorder, on the committer's thread); it must come after the change in the journal's order,
+/// and every crash state must recover to a prefix of the journal.
+#[test]
+fn batch_mode_closes_staged_while_a_rename_or_an_unlink_drains_keep_the_journal_s_prefix() {
+    let (ws, base, initial, rec) = batch_scenario(|e| {
+        crate::support::write(e, "gone.txt", b"unlinked while a close is staged\n", WriteMode::Create).unwrap();
+    });
+    let engine = Arc::new(ws.open_with(rec.clone()).unwrap());
+    let ops: Arc<Mutex<Vec<Acked>>> = Arc::default();
+    let who = mount_actor();
+    let mut racers = Vec::new();
+    // `change` runs on this thread; the close `path` is staged from another, started when the
+    // change's drain syncs its first draft. The hook waits (at most 1 s) for that close: before
+    // the fix it was staged at once, inside the drain; now it waits for the change's turn.
+    let mut race = |change: &dyn Fn() -> Acked, path: &'static str, bytes: &'static [u8]| {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let (engine2, rec2, ops2) = (engine.clone(), rec.clone(), ops.clone());
+        let (spawned_tx, spawned_rx) = std::sync::mpsc::channel();
+        rec.on_next_sync(move || {
+            let racer = std::thread::spawn(move || {
+                stage_close(&engine2, &rec2, &ops2, path, bytes);
+                let _ = done_tx.send(());
+            });
+            let _ = spawned_tx.send(racer);
+            let _ = done_rx.recv_timeout(std::time::Duration::from_secs(1));
+        });
+        let op = change();
+        ops.lock().unwrap().push(op);
+        racers.push(spawned_rx.recv().expect("the drain synced a staged draft"));
+    };
+    stage_close(&engine, &rec, &ops, "a.txt", b"a v2, staged before the rename\n");
+    race(
+        &|| {
+            let id = next_id(&rec);
+            engine.rename("dir/b.txt", "moved.txt", rwfs::engine::RenameHow::Replace, &who).unwrap();
+            rec.mark(Event::Ack { id });
+            let seq = last_seq_of(&engine, rwfs::journal::Op::Rename, "moved.txt");
+            let effects = vec![("dir/b.txt".into(), None), ("moved.txt".into(), Some(b"b v1\n".to_vec()))];
+            Acked { id, seq, effects, durable_at_ack: true }
+        },
+        "c.txt",
+        b"c, staged while the rename drained\n",
+    );
+    // The unlink's drain syncs c.txt's draft, staged after the rename.
+    race(
+        &|| {
+            let id = next_id(&rec);
+            engine.remove("gone.txt", &who).unwrap();
+            rec.mark(Event::Ack { id });
+            let seq = last_seq_of(&engine, rwfs::journal::Op::Delete, "gone.txt");
+            Acked { id, seq, effects: vec![("gone.txt".into(), None)], durable_at_ack: true }
+        },
+        "d.txt",
+        b"d, staged while the unlink drained\n",
+    );
+    for racer in racers {
+        racer.join().unwrap();
+    }
+    Arc::into_inner(engine).unwrap().close().unwrap();
+    let events = rec.events();
+    let mut ops = std::mem::take(&mut *ops.lock().unwrap());
+    ops.sort_by_key(|op| op.seq);
+    // The race happened (each racing close started before its change returned), and each racing
+    // close is after its change in the journal.
+    let position = |event: &dyn Fn(&Event) -> bool| events.iter().position(event).unwrap();
+    for (close, change) in [("c.txt", "moved.txt"), ("d.txt", "gone.txt")] {
+        let racer = ops.iter().find(|op| op.effects[0].0 == close).unwrap();
+        let change = ops.iter().find(|op| op.durable_at_ack && op.effects.iter().any(|(p, _)| p == change)).unwrap();
+        let started = position(&|e| matches!(e, Event::Intent { id } if *id == racer.id));
+        let returned = position(&|e| matches!(e, Event::Ack { id } if *id == change.id));
+        assert!(started < returned, "{close} was staged while its change ran");
+        assert!(racer.seq > change.seq, "{close} (seq {}) is after its change (seq {})", racer.seq, change.seq);
+    }
+    check_batch_crash_states("batch mode, closes racing changes", &base, &events, &initial, ops);
+}
+
+/// A batch-mode workspace (a 10 s window: the batches are cut by the scenario's own fsyncs,
+/// changes and close) holding `a.txt`, `dir/b.txt` and what `setup` writes; its durable image,
+/// its files, and a recorder to open it with.
+fn batch_scenario(setup: impl Fn(&Engine)) -> (Ws, Image, Files, Arc<Hooked<Recorder>>) {
     let ws = Ws::new();
     std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
-    // A long window: the batches are cut by the scenario's own fsyncs and by close.
     std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "durability: batch\nbatch_window_ms: 10000\n")
         .unwrap();
     std::fs::create_dir_all(ws.path().join("dir")).unwrap();
     let engine = ws.open();
     crate::support::write(&engine, "a.txt", b"a v1\n", WriteMode::Create).unwrap();
     crate::support::write(&engine, "dir/b.txt", b"b v1\n", WriteMode::Create).unwrap();
+    setup(&engine);
     engine.close().unwrap();
     let (base, inos) = Image::snapshot(ws.path());
-    let initial: Vec<(String, Vec<u8>)> = files_of(&base);
+    let initial = files_of(&base);
+    (ws, base, initial, Recorder::new(inos))
+}
 
-    let rec = Recorder::new(inos);
-    let engine = ws.open_with(rec.clone()).unwrap();
-    assert_eq!(engine.durability(), rwfs::policy::Durability::Batch);
-    // Drafts are the mount's: its rows say so (`via: fuse`), which is what recovery rolls forward.
-    let who = rwfs::journal::Actor::this_process(rwfs::journal::Via::Fuse, "rwfs-tests");
-    let acked: std::cell::RefCell<Vec<(String, Vec<u8>)>> = Default::default();
-    let stage = |path: &str, bytes: &[u8]| {
-        let exists = engine.stat(path).unwrap().is_some();
-        let base = if exists {
-            DraftBase::Truncated
-        } else {
-            DraftBase::New { perm: 0o644, owner: rwfs::engine::Owner { uid: 0, gid: 0, umask: 0 } }
-        };
-        let mut draft = Some(engine.start_draft(path, base).unwrap());
-        engine.write_draft(&mut draft, path, 0, bytes, &who).unwrap();
-        let id = acked.borrow().len();
-        rec.mark(Event::Intent { id });
-        engine.commit_draft(draft.unwrap(), path, &who).unwrap();
-        rec.mark(Event::Ack { id });
-        acked.borrow_mut().push((path.to_string(), bytes.to_vec()));
-        // Acknowledged means visible at once, through the engine's view of the path.
-        let file = engine.open_file(path).unwrap();
-        let mut seen = vec![0u8; bytes.len() + 16];
-        let n = engine.read_at(&file, &mut seen, 0).unwrap();
-        assert_eq!(&seen[..n], bytes, "{path} right after its close");
+/// The mount's actor: drafts are the mount's, and its rows say so (`via: fuse`), which is what
+/// recovery rolls forward.
+fn mount_actor() -> rwfs::journal::Actor {
+    rwfs::journal::Actor::this_process(rwfs::journal::Via::Fuse, "rwfs-tests")
+}
+
+/// Marker ids of batch-mode changes (above the ids of `Run`'s intents), in the order they started.
+static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1 << 20);
+
+/// A marker id for the next change, its intent marked.
+fn next_id(rec: &Recorder) -> usize {
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    rec.mark(Event::Intent { id });
+    id
+}
+
+/// The seq of the last row with `op` at `path`.
+fn last_seq_of(engine: &Engine, op: rwfs::journal::Op, path: &str) -> u64 {
+    let mut seq = None;
+    engine
+        .workspace()
+        .read_journal(|e| {
+            if e.row.op() == op && e.row.path == path {
+                seq = e.row.seq;
+            }
+        })
+        .unwrap();
+    seq.unwrap_or_else(|| panic!("no {op:?} row for {path}"))
+}
+
+/// A close through the mount's path in batch mode (draft started, written, committed), marked
+/// and recorded in `ops`; visible at once through the engine.
+fn stage_close(engine: &Engine, rec: &Recorder, ops: &Mutex<Vec<Acked>>, path: &str, bytes: &[u8]) {
+    use rwfs::engine::DraftBase;
+    let who = mount_actor();
+    let exists = engine.stat(path).unwrap().is_some();
+    let base = if exists {
+        DraftBase::Truncated
+    } else {
+        DraftBase::New { perm: 0o644, owner: rwfs::engine::Owner { uid: 0, gid: 0, umask: 0 } }
     };
-    stage("a.txt", b"a v2, staged\n");
-    stage("dir/c.txt", b"c v1, new in dir\n");
-    stage("dir/b.txt", b"b v2\n");
-    engine.make_durable("dir/b.txt");
-    let durable_upto = acked.borrow().len();
-    rec.mark(Event::Durable { upto: durable_upto });
-    stage("new.txt", b"new at the root\n");
-    stage("dir/b.txt", b"b v3 (its previous version was still staged? no: durable)\n");
-    stage("a.txt", b"a v3\n");
-    stage("a.txt", b"a v4, staged over a staged version\n");
-    engine.close().unwrap();
-    let events = rec.events();
-    let acked = acked.into_inner();
+    let mut draft = Some(engine.start_draft(path, base).unwrap());
+    engine.write_draft(&mut draft, path, 0, bytes, &who).unwrap();
+    let id = next_id(rec);
+    let (committed, _) = engine.commit_draft(draft.unwrap(), path, &who).unwrap();
+    rec.mark(Event::Ack { id });
+    ops.lock().unwrap().push(Acked::close(id, committed.seq, path, bytes));
+    // Acknowledged means visible at once, through the engine's view of the path.
+    let file = engine.open_file(path).unwrap();
+    let mut seen = vec![0u8; bytes.len() + 16];
+    let n = engine.read_at(&file, &mut seen, 0).unwrap();
+    assert_eq!(&seen[..n], bytes, "{path} right after its close");
+}
 
-    let (states, enumerated) = crash_states(&base, &events);
+/// Every power-loss image of `events` must recover to a prefix of `ops` (see [`check_prefix`]),
+/// and every process-crash image to a prefix holding every acknowledged change.
+fn check_batch_crash_states(
+    name: &str,
+    base: &Image,
+    events: &[Event],
+    initial: &[(String, Vec<u8>)],
+    mut ops: Vec<Acked>,
+) {
+    ops.sort_by_key(|op| op.seq);
+    let (states, enumerated) = crash_states(base, events);
     let scratch = scratch_dir();
     for state in &states {
         let dir = tempfile::Builder::new().prefix("crash-batch-").tempdir_in(&scratch).unwrap();
         state.image.materialize(dir.path());
-        if let Err(failure) = check_prefix(dir.path(), &state.prefix, &events, &initial, &acked) {
+        if let Err(failure) = check_prefix(dir.path(), &state.prefix, events, initial, &ops) {
             panic!(
-                "batch mode: crash after {} of {} events violates a guarantee: {failure}\nevents up to the crash:\n{}",
+                "{name}: crash after {} of {} events violates a guarantee: {failure}\nevents up to the crash:\n{}",
                 state.prefix,
                 events.len(),
                 events[..state.prefix].iter().map(describe).collect::<Vec<_>>().join("\n")
@@ -619,56 +751,86 @@ fn batch_mode_crash_states_keep_a_prefix_of_the_acknowledged_versions() {
         }
     }
     println!(
-        "crash scenario batch mode: {} events, {enumerated} crash states, {} distinct images checked",
+        "crash scenario {name}: {} events, {enumerated} crash states, {} distinct images checked",
         events.len(),
         states.len()
     );
     assert!(!states.is_empty());
     // A crash of the daemon alone loses nothing acknowledged: recovery installs what was staged.
-    for state in process_crash_states(&base, &events) {
+    for state in process_crash_states(base, events) {
         let dir = tempfile::Builder::new().prefix("crash-batch-").tempdir_in(&scratch).unwrap();
         state.image.materialize(dir.path());
-        let acked_before = events[..state.prefix].iter().filter(|e| matches!(e, Event::Ack { .. })).count();
-        let marked =
-            events.iter().take(state.prefix).rposition(|e| matches!(e, Event::Ack { .. } | Event::Intent { .. }));
-        let survived = check_prefix(dir.path(), &state.prefix, &events, &initial, &acked)
-            .unwrap_or_else(|failure| panic!("batch mode: a process crash after {} events: {failure}", state.prefix));
+        let before = &events[..state.prefix];
+        let acked = |id: usize| before.iter().any(|e| matches!(e, Event::Ack { id: i } if *i == id));
+        let needed = ops.iter().rposition(|op| acked(op.id)).map_or(0, |k| k + 1);
+        let survived = check_prefix(dir.path(), &state.prefix, events, initial, &ops)
+            .unwrap_or_else(|failure| panic!("{name}: a process crash after {} events: {failure}", state.prefix));
         assert!(
-            survived >= acked_before,
-            "batch mode: a process crash after {} of {} events (last marker at {marked:?}) kept {survived} of the {acked_before} acknowledged versions",
+            survived >= needed,
+            "{name}: a process crash after {} of {} events kept the first {survived} changes; {needed} were acknowledged",
             state.prefix,
             events.len()
         );
     }
 }
 
-/// After recovery the workspace is the initial tree plus the first `k` acknowledged versions,
-/// for one `k` at least as large as what an fsync had made durable before the crash (and no
-/// larger than what was started).
+/// One acknowledged change of a batch-mode scenario, in the journal's order: its marker id
+/// (`Event::Intent`/`Event::Ack`), what it does to which paths, and whether it is durable once
+/// acknowledged (a rename or a delete; a close is not).
+#[derive(Debug, Clone)]
+struct Acked {
+    id: usize,
+    seq: u64,
+    effects: Vec<(String, Effect)>,
+    durable_at_ack: bool,
+}
+
+impl Acked {
+    fn close(id: usize, seq: u64, path: &str, bytes: &[u8]) -> Acked {
+        Acked { id, seq, effects: vec![(path.to_string(), Some(bytes.to_vec()))], durable_at_ack: false }
+    }
+}
+
+/// After recovery the workspace is the initial tree plus the first `k` acknowledged changes in
+/// the journal's order (`ops`, sorted by seq), for one `k` at least as large as what was
+/// durable before the crash — an fsync (`Event::Durable`), or an acknowledged change that
+/// drained the batch, makes everything before it durable — and no larger than what was
+/// started. Returns `k`.
 fn check_prefix(
     root: &Path,
     prefix: &usize,
     events: &[Event],
     initial: &[(String, Vec<u8>)],
-    acked: &[(String, Vec<u8>)],
+    ops: &[Acked],
 ) -> Result<usize, String> {
     let engine = Engine::open(root, &Options::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
     engine.close().map_err(|e| format!("close failed: {e}"))?;
     let before = &events[..*prefix];
-    let started = before.iter().filter(|e| matches!(e, Event::Intent { .. })).count();
-    let durable = before
+    let started = |id: usize| before.iter().any(|e| matches!(e, Event::Intent { id: i } if *i == id));
+    let acked = |id: usize| before.iter().any(|e| matches!(e, Event::Ack { id: i } if *i == id));
+    let fsynced = before.iter().filter_map(|e| if let Event::Durable { upto } = e { Some(*upto) } else { None }).max();
+    let durable = ops
         .iter()
-        .filter_map(|e| if let Event::Durable { upto } = e { Some(*upto) } else { None })
+        .enumerate()
+        .filter(|(_, op)| (op.durable_at_ack && acked(op.id)) || fsynced.is_some_and(|upto| op.id < upto))
+        .map(|(k, _)| k + 1)
         .max()
         .unwrap_or(0);
     let on_disk: BTreeMap<String, Vec<u8>> =
         files_on_disk(root).into_iter().filter(|(p, _)| !p.starts_with(".resilient_write/")).collect();
     let mut state: BTreeMap<String, Vec<u8>> = initial.iter().cloned().collect();
     let mut matches = Vec::new();
-    for k in 0..=started.min(acked.len()) {
+    for k in 0..=ops.len() {
         if k > 0 {
-            let (path, bytes) = &acked[k - 1];
-            state.insert(path.clone(), bytes.clone());
+            if !started(ops[k - 1].id) {
+                break;
+            }
+            for (path, effect) in &ops[k - 1].effects {
+                match effect {
+                    Some(bytes) => state.insert(path.clone(), bytes.clone()),
+                    None => state.remove(path),
+                };
+            }
         }
         if state == on_disk {
             matches.push(k);
@@ -676,12 +838,12 @@ fn check_prefix(
     }
     let Some(&k) = matches.iter().max() else {
         return Err(format!(
-            "the tree is no prefix of the acknowledged versions: {:?}",
+            "the tree is no prefix of the journal's acknowledged changes: {:?}",
             on_disk.keys().collect::<Vec<_>>()
         ));
     };
     if k < durable {
-        return Err(format!("only {k} versions survived, but an fsync had made {durable} durable"));
+        return Err(format!("only the first {k} changes survived, but {durable} were durable"));
     }
     let report = verify(&rwfs::engine::Workspace::open(root, &Options::default()).unwrap()).unwrap();
     if !report.drift.is_empty() {
@@ -694,11 +856,14 @@ fn check_prefix(
     }
     // Versions made durable and then replaced are kept.
     let all = files_on_disk(root);
-    for (path, bytes) in &acked[..durable] {
-        let sha = Sha256::of(bytes);
-        let stored = all.keys().any(|p| p.starts_with(".resilient_write/objects/") && p.ends_with(&sha.to_hex()));
-        if on_disk.get(path) != Some(bytes) && !stored {
-            return Err(format!("a durable version of {path} is lost"));
+    for op in &ops[..durable] {
+        for (path, effect) in &op.effects {
+            let Some(bytes) = effect else { continue };
+            let sha = Sha256::of(bytes);
+            let stored = all.keys().any(|p| p.starts_with(".resilient_write/objects/") && p.ends_with(&sha.to_hex()));
+            if on_disk.get(path) != Some(bytes) && !stored && !on_disk.values().any(|b| b == bytes) {
+                return Err(format!("a durable version of {path} is lost"));
+            }
         }
     }
     Ok(k)

@@ -18,11 +18,12 @@
 //! - A staged version's bytes and row are durable before its name is (steps 1–2 before 3):
 //!   after power loss a path holds a complete version, never a torn one.
 //! - Installs follow row order, and a change that does not go through the batch (MCP and CLI
-//!   writes, deletes, renames, links: everything else that is journaled) first drains it
-//!   ([`Core::barrier`]); so after power loss and recovery the tree is the state after a prefix
-//!   of the journal: some acknowledged versions of the last window may be missing, none is
-//!   torn, none is out of order. (Recovery stops rolling forward at the first mount row it
-//!   cannot install.)
+//!   writes, deletes, renames, links: everything else that is journaled) first drains it and
+//!   is durable before another close is staged ([`Core::barrier`]: closes being staged and such
+//!   changes never overlap, `order.rs`); so after power loss and recovery the tree is the state
+//!   after a prefix of the journal: some acknowledged versions of the last window may be
+//!   missing, none is torn, none is out of order. (Recovery stops rolling forward at the first
+//!   mount row it cannot install.)
 //! - A path is in `views` from its row until its install is done; its token keeps the settle
 //!   watermark below its row until the install is durable, so recovery looks at it.
 //! - An install by exchange leaves the version it replaced under the staged name in drafts/: a
@@ -48,6 +49,7 @@ use crate::sha::Sha256;
 
 use super::Core;
 use super::commit::Current;
+use super::order::{Kind, Order, Turn};
 use super::settle::Token;
 
 /// Versions staged and not yet installed, at most: each holds descriptors (its draft, its
@@ -91,6 +93,8 @@ pub(crate) struct Batch {
     done: Condvar,
     /// Readings waiting for an install, and the committer waiting for readings, sleep here.
     views_changed: Condvar,
+    /// Closes being staged and changes that drain the batch take turns (`order.rs`).
+    order: Order,
 }
 
 /// A staged version as readers find it.
@@ -153,7 +157,13 @@ impl Batch {
             work: Condvar::new(),
             done: Condvar::new(),
             views_changed: Condvar::new(),
+            order: Order::default(),
         }
+    }
+
+    /// A turn to stage closes (see `order.rs`): taken before any path lock.
+    pub(crate) fn stage_turn(&self) -> Turn<'_> {
+        self.order.enter(Kind::Stage)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -395,9 +405,22 @@ impl Core {
         Ok((displaced, current))
     }
 
-    /// Drain the batch before a change that does not go through it (no-op in `close` mode),
-    /// so the tree keeps the journal's order.
-    pub(crate) fn barrier(&self) {
+    /// Before a journaled change that does not go through the batch (an MCP or CLI write, a
+    /// delete, a rename, a link): in `batch` mode, wait until no close is being staged, drain the
+    /// batch, and keep further closes from being staged until the returned turn is dropped —
+    /// once the change is durable — so the tree keeps the journal's order (`order.rs`). Taken
+    /// before any path lock. `None` in `close` mode.
+    pub(crate) fn barrier(&self) -> Option<Turn<'_>> {
+        let batch = self.batch.as_ref()?;
+        let turn = batch.order.enter(Kind::Change);
+        if !batch.is_empty() {
+            batch.drain();
+        }
+        Some(turn)
+    }
+
+    /// Install everything staged so far and return once it is durable (no-op in `close` mode).
+    pub(crate) fn drain_batch(&self) {
         if let Some(batch) = &self.batch
             && !batch.is_empty()
         {

@@ -287,7 +287,18 @@ impl Core {
 
     /// Remove a file, keeping its content in `objects/`.
     pub(crate) fn delete(&self, path: &str, expect: Option<Expect>, scope: Scope, actor: &Actor) -> Result<Committed> {
-        self.barrier();
+        let _order = self.barrier();
+        self.delete_ordered(path, expect, scope, actor)
+    }
+
+    /// [`Core::delete`] for a caller that holds the barrier's turn already.
+    pub(crate) fn delete_ordered(
+        &self,
+        path: &str,
+        expect: Option<Expect>,
+        scope: Scope,
+        actor: &Actor,
+    ) -> Result<Committed> {
         let disk = self.disk();
         let target = resolve(disk, &self.ws.root, path, scope, false)?;
         let at = target.path.to_string();
@@ -358,7 +369,7 @@ impl Core {
     }
 
     fn commit(&self, target: Target, plan: Plan<'_>) -> Result<Committed> {
-        self.barrier();
+        let _order = self.barrier();
         let at = target.path.to_string();
         let _guard = self.locks.lock(&target.path);
         self.commit_locked(&target, plan).map_err(|e| e.at(at))

@@ -617,15 +617,7 @@ impl Core {
             Ok(target) => target,
             Err(e) => return Err(fail(e, draft)),
         };
-        // A version of this path still staged in batch mode is installed first: the new one
-        // replaces it in the tree, and only the committer writes a staged name. And the batch
-        // must have room for one more.
-        self.settle_path(target.path.as_str());
-        if let Some(batch) = &self.batch {
-            batch.wait_for_room();
-        }
-        let locked = target.path.clone();
-        let _guard = self.locks.lock(&locked);
+        let (_turn, _guard) = self.lock_for_draft_commit(&target.path);
         let current = match self.current(&target) {
             Ok(current) => current,
             Err(e) => return Err(fail(e, draft)),
@@ -739,6 +731,27 @@ impl Core {
                 let draft = here.then(|| Draft::failed(staged.into_file(), name, len, tail));
                 Err(Box::new(DraftError { error, draft }))
             }
+        }
+    }
+
+    /// The path's lock for a commit of its draft and, in `batch` durability, a turn to stage it
+    /// (taken first: `order.rs`). A version of the path still staged is installed first (the
+    /// new one replaces it in the tree, and only the committer writes a staged name), and the
+    /// batch has room for one more.
+    fn lock_for_draft_commit(
+        &self,
+        path: &WorkspacePath,
+    ) -> (Option<super::order::Turn<'_>>, std::sync::MutexGuard<'_, ()>) {
+        loop {
+            self.settle_path(path.as_str());
+            let Some(batch) = &self.batch else { return (None, self.locks.lock(path)) };
+            batch.wait_for_room();
+            let turn = batch.stage_turn();
+            let guard = self.locks.lock(path);
+            if !batch.has_view(path.as_str()) {
+                return (Some(turn), guard);
+            }
+            // Another close of this path staged a version meanwhile: install it first.
         }
     }
 

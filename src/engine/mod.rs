@@ -33,6 +33,7 @@ mod events;
 mod gate;
 mod inherit;
 mod locks;
+mod order;
 mod recovery;
 mod retention;
 mod rewind;
@@ -235,7 +236,7 @@ impl Engine {
 
     /// Make every version acknowledged in `batch` mode durable (`syncfs`, unmount).
     pub fn make_all_durable(&self) {
-        self.core.barrier();
+        self.core.drain_batch();
     }
 
     /// The read-only view of this workspace.

@@ -327,16 +327,17 @@ impl Core {
         }
     }
 
-    /// Before a namespace change: a journaled one (`keep`) drains the batch, to keep the
-    /// journal's order in the tree; any other waits only for staged versions it touches.
-    fn order(&self, keep: bool, paths: &[&str]) {
+    /// Before a namespace change: a journaled one (`keep`) takes the barrier's turn (held until
+    /// it is durable), to keep the journal's order in the tree; any other waits only for staged
+    /// versions it touches.
+    fn order(&self, keep: bool, paths: &[&str]) -> Option<super::order::Turn<'_>> {
         if keep {
-            self.barrier();
-        } else {
-            for path in paths {
-                self.settle_path(path);
-            }
+            return self.barrier();
         }
+        for path in paths {
+            self.settle_path(path);
+        }
+        None
     }
 
     pub(crate) fn locate(&self, entry: Entry<'_>, scope: Scope) -> Result<(Dir, String)> {
@@ -444,14 +445,14 @@ impl Core {
 
     /// See [`Engine::remove`]; `keep`: through the commit protocol.
     fn remove(&self, path: &str, keep: bool, actor: &Actor) -> Result<()> {
-        self.order(keep, &[path]);
+        let _order = self.order(keep, &[path]);
         let disk = self.disk();
         let (dir, name) = self.locate(Entry::Path(path), Scope::Workspace)?;
         match disk.stat(&dir, &name).step("stat").map_err(|e| e.at(path))? {
             None => Err(Error::from(Reason::NotFound).at(path)),
             Some(stat) if stat.kind == FileKind::Dir => Err(Error::from(Reason::IsDirectory).at(path)),
             Some(stat) if stat.kind == FileKind::File && keep => {
-                self.delete(path, None, Scope::Workspace, actor).map(drop)
+                self.delete_ordered(path, None, Scope::Workspace, actor).map(drop)
             }
             Some(_) => disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path)),
         }
@@ -459,7 +460,7 @@ impl Core {
 
     /// See [`Engine::hard_link`]; `keep`: journaled, `from_gated`: `from` passed the gate.
     fn hard_link(&self, from: &str, to: &str, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
-        self.order(keep, &[from, to]);
+        let _order = self.order(keep, &[from, to]);
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
         let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
@@ -489,7 +490,7 @@ impl Core {
     /// See [`Engine::rename`]; `keep`: journaled, the replaced file kept; `from_gated`: `from`
     /// passed the gate.
     fn rename(&self, from: &str, to: &str, how: RenameHow, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
-        self.order(keep, &[from, to]);
+        let _order = self.order(keep, &[from, to]);
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
         let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;

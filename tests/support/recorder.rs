@@ -219,6 +219,8 @@ impl Image {
 /// n-th change instead of performing it.
 pub struct Recorder {
     state: Mutex<State>,
+    /// Run once, on the thread making it, before the next file sync (see [`Recorder::on_next_sync`]).
+    on_sync: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 struct State {
@@ -235,7 +237,7 @@ impl Recorder {
     pub fn new(inos: HashMap<FileId, Ino>) -> Arc<Hooked<Recorder>> {
         let next_ino = inos.values().copied().max().unwrap_or(0) + 1;
         let state = State { events: Vec::new(), inos, next_ino, changes: 0, fail: None };
-        Arc::new(Hooked(Recorder { state: Mutex::new(state) }))
+        Arc::new(Hooked(Recorder { state: Mutex::new(state), on_sync: Mutex::new(None) }))
     }
 
     pub fn events(&self) -> Vec<Event> {
@@ -250,6 +252,12 @@ impl Recorder {
     pub fn fail_change(&self, n: usize, errno: i32) {
         let mut state = self.state.lock().unwrap();
         state.fail = Some((state.changes + n, errno));
+    }
+
+    /// Run `hook` before the next file sync, on the thread about to make it (a test's way to act
+    /// at a chosen instant of a commit, e.g. while a drain syncs the staged drafts).
+    pub fn on_next_sync(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.on_sync.lock().unwrap() = Some(Box::new(hook));
     }
 
     /// Stop failing.
@@ -282,6 +290,11 @@ impl State {
 
 impl Intercept for Recorder {
     fn before(&self, call: &Call<'_>) -> io::Result<()> {
+        if matches!(call, Call::Sync { .. })
+            && let Some(hook) = self.on_sync.lock().unwrap().take()
+        {
+            hook();
+        }
         if !call.is_change() {
             return Ok(());
         }
