@@ -208,6 +208,27 @@ fn the_feed_from_an_offset_inside_a_row_starts_at_the_next_whole_row() {
 }
 
 #[test]
+fn the_page_answers_for_a_file_the_mount_hides_as_for_one_that_never_existed() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let page = Page::start(&ws);
+    let auth = format!("Bearer {}", page.token);
+    let ask = |route: &str, path: &str| {
+        let target = format!("{route}?path={}", path.replace('/', "%2F"));
+        let (status, body) = page.request("GET", &target, &[("Authorization", &auth)], "");
+        (status, body.replace(path, "PATH"))
+    };
+    for route in ["/api/history", "/api/diff"] {
+        let never = ask(route, "never.txt");
+        for hidden in [".resilient_write/keys/journal.key", ".resilient_write/keys/journal.head"] {
+            assert!(ws.abs(hidden).exists());
+            assert_eq!(ask(route, hidden), never, "{route} {hidden}");
+        }
+        assert_ne!(ask(route, ".resilient_write/journal.jsonl"), never, "{route}: shown read-only by the mount");
+    }
+}
+
+#[test]
 fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
     for program in ["chromium", "chromedriver"] {
         assert!(

@@ -74,20 +74,40 @@ impl Classes {
 
     pub(crate) fn class(&self, path: &str) -> PathClass {
         let path = lexical(path);
-        let mut parts = path.split('/').filter(|c| !c.is_empty());
-        if parts.next() == Some(STATE_DIR) {
-            return match parts.next() {
-                // The directory itself.
-                None => PathClass::StateReadOnly,
-                Some(name) => match state_entry(name).map(|e| e.visibility) {
-                    Some(Visibility::ReadOnly) => PathClass::StateReadOnly,
-                    // Unknown names too: what the table does not describe is not shown.
-                    Some(Visibility::Hidden) | None => PathClass::StateHidden,
-                },
-            };
+        if let Some(class) = state_class_of(&path) {
+            return class;
         }
         if self.pass_through.is_match(path.as_ref()) { PathClass::PassThrough } else { PathClass::Gated }
     }
+}
+
+/// The class of a path inside the state directory (`None` outside it): the part of
+/// [`Engine::class`] that needs no policy, which the queries that work without an engine
+/// (history, diff, show) ask too, so that they answer for a path as the mount does.
+pub fn state_class(path: &str) -> Option<PathClass> {
+    state_class_of(&lexical(path))
+}
+
+fn state_class_of(path: &str) -> Option<PathClass> {
+    let mut parts = path.split('/').filter(|c| !c.is_empty());
+    if parts.next() != Some(STATE_DIR) {
+        return None;
+    }
+    Some(match parts.next() {
+        // The directory itself.
+        None => PathClass::StateReadOnly,
+        Some(name) => match state_entry(name).map(|e| e.visibility) {
+            Some(Visibility::ReadOnly) => PathClass::StateReadOnly,
+            // Unknown names too: what the table does not describe is not shown.
+            Some(Visibility::Hidden) | None => PathClass::StateHidden,
+        },
+    })
+}
+
+/// May a query show `path` (its rows, its digest, whether it exists)? Not when the mount
+/// hides it.
+pub fn shown(path: &str) -> bool {
+    state_class(path).is_none_or(PathClass::readable)
 }
 
 /// `path` without empty, `.` and `..` components (`..` above the root is dropped): the paths

@@ -124,7 +124,7 @@ impl Workspace {
         let touched = query::touched(self, selection)?;
         let mut stats = Vec::new();
         for t in &touched {
-            if t.before == t.after {
+            if t.before == t.after || !super::class::shown(&t.path) {
                 continue;
             }
             let old = self.bytes_of(&t.path, t.before).unwrap_or_default();

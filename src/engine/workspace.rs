@@ -155,6 +155,11 @@ impl Workspace {
 
     /// [`history`](Workspace::history) of an already resolved path.
     pub(crate) fn history_of(&self, path: WorkspacePath) -> Result<History> {
+        // A file the mount hides (keys, objects, drafts, the token) has no rows and no content
+        // here either: the answer of a path that never existed, as through the mount.
+        if !super::class::shown(path.as_str()) {
+            return Ok(History { path, current: None, versions: Vec::new() });
+        }
         let rows = crate::journal::query::path_rows(self, path.as_str())?;
         let current = self.current_sha(&path)?;
         let objects = self.objects()?;

@@ -240,6 +240,40 @@ fn history_lists_every_version_and_restore_brings_one_back() {
     assert_eq!((out["total"].as_u64(), out["exists"].as_bool()), (Some(0), Some(false)));
 }
 
+/// An answer with the path it names replaced by `PATH` (so that answers for two paths compare).
+fn about_any_path(answer: &crate::support::mcp::Answer, path: &str) -> (bool, String) {
+    (answer.is_error, answer.value.to_string().replace(path, "PATH"))
+}
+
+#[test]
+fn history_and_diff_answer_for_a_file_the_mount_hides_as_for_one_that_never_existed() {
+    let mcp = Mcp::start();
+    put(&mcp, "doc.md", "version one\n", "create");
+    put(&mcp, "doc.md", "version two\n", "overwrite");
+    mcp.call("rw_safe_write", json!({"path": "one.py", "content": aws_secret_line(1)})).err();
+    let object = std::fs::read_dir(mcp.ws.abs(".resilient_write/objects")).unwrap().find_map(|d| {
+        let d = d.unwrap().path();
+        std::fs::read_dir(d).unwrap().next().map(|f| f.unwrap().path())
+    });
+    let object = object.expect("a kept version").strip_prefix(mcp.ws.path()).unwrap().to_string_lossy().into_owned();
+    let never = "never.txt";
+    for tool in ["rw_history", "rw_diff"] {
+        let expected = about_any_path(&mcp.call(tool, json!({"path": never})), never);
+        for hidden in [".resilient_write/keys/journal.key", ".resilient_write/keys/journal.head", object.as_str()] {
+            assert!(mcp.ws.abs(hidden).exists(), "{hidden}");
+            let answer = mcp.call(tool, json!({"path": hidden}));
+            assert_eq!(about_any_path(&answer, hidden), expected, "{tool} {hidden}");
+        }
+        // What the mount shows read-only is answered as for any file.
+        let journal = mcp.call(tool, json!({"path": ".resilient_write/journal.jsonl"}));
+        assert_ne!(about_any_path(&journal, ".resilient_write/journal.jsonl"), expected, "{tool}");
+    }
+    assert_eq!(mcp.call("rw_history", json!({"path": ".resilient_write/journal.jsonl"})).ok()["exists"], true);
+    // Nor does a summary of changes list them.
+    let files = mcp.call("rw_diff", json!({"since": "2000-01-01T00:00:00Z"})).ok()["files"].to_string();
+    assert!(!files.contains("keys/") && !files.contains("objects/"), "{files}");
+}
+
 #[test]
 fn rejections_list_newest_first_and_read_by_id_or_latest() {
     let mcp = Mcp::start();
