@@ -102,10 +102,13 @@ fn rewinding_everything_after_a_seq_restores_the_tree_byte_for_byte_and_undo_tak
     let grouped: Vec<_> = ws.rows().into_iter().filter(|r| r.group.as_deref() == Some(group.as_str())).collect();
     assert_eq!(grouped.first().unwrap().op(), Op::Create, "the plan file, then the begin row");
     assert_eq!(grouped.iter().filter(|r| r.op() == Op::Rewind).count(), 2, "begin and end");
+    // Directories have no rows: the one `dir2` the rename brought goes without one.
+    let dirs_removed = done.steps.iter().filter(|s| s.action == Action::RemoveDir && s.skipped.is_none()).count();
+    assert_eq!(dirs_removed, 1, "{:#?}", done.steps);
     assert_eq!(
         grouped.iter().filter(|r| matches!(r.op(), Op::Restore | Op::Delete)).count(),
-        done.applied,
-        "one row per step, all in the group"
+        done.applied - dirs_removed,
+        "one row per file step, all in the group"
     );
 
     let undone = rewind(&engine, Selection::Group(group), false);
@@ -184,6 +187,79 @@ fn a_pass_through_path_is_listed_and_left_alone() {
     assert_eq!(done.steps[0].skipped.as_deref(), Some("pass_through"));
     assert_eq!(ws.read("app.log").unwrap(), b"line\n");
     engine.close().unwrap();
+}
+
+/// Every directory below the workspace's root (the state directory left out).
+fn dirs(ws: &Ws) -> Vec<String> {
+    fn walk(base: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+            if rel != ".resilient_write" && std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                out.push(rel);
+                walk(base, &path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(ws.path(), ws.path(), &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn rewinding_a_directory_rename_leaves_no_empty_directory_behind() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "a/x.txt", b"x\n", &in_session("setup"));
+    write_as(&engine, "a/deeper/y.txt", b"y\n", &in_session("setup"));
+    write_as(&engine, "c/z.txt", b"z\n", &in_session("setup"));
+    let (before, before_dirs) = (files(&ws), dirs(&ws));
+    engine.rename("a", "b", RenameHow::NoReplace, &in_session("s")).unwrap();
+    engine.rename("c", "d", RenameHow::NoReplace, &in_session("s")).unwrap();
+    // Something rwfs does not journal, in the second one: that directory stays.
+    std::fs::write(ws.abs("d/untracked.log"), b"log\n").unwrap();
+    let plan = rewind(&engine, Selection::Session("s".into()), true);
+    let removals: Vec<&str> =
+        plan.steps.iter().filter(|s| s.action == Action::RemoveDir).map(|s| s.path.as_str()).collect();
+    assert_eq!(removals, ["b", "d"], "{plan:?}");
+    let done = rewind(&engine, Selection::Session("s".into()), false);
+    assert_eq!(files(&ws).into_iter().filter(|(p, _)| p != "d/untracked.log").collect::<BTreeMap<_, _>>(), before);
+    let mut expected = before_dirs;
+    expected.push("d".into());
+    expected.sort();
+    assert_eq!(dirs(&ws), expected, "{done:?}");
+    assert_eq!(done.failed.len(), 1, "{done:?}");
+    assert_eq!(done.failed[0].0, "d");
+    engine.close().unwrap();
+}
+
+#[test]
+fn a_rewind_lists_the_paths_it_cannot_reach_with_the_reason() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().unwrap();
+    let engine = ws.open();
+    write_as(&engine, "sess/f.txt", b"one\n", &in_session("setup"));
+    write_as(&engine, "sess/f.txt", b"two\n", &in_session("s"));
+    write_as(&engine, "sess/g.txt", b"new\n", &in_session("s"));
+    engine.close().unwrap();
+    // The session's directory replaced by an outward symlink, behind rwfs.
+    std::fs::rename(ws.abs("sess"), outside.path().join("sess")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("sess"), ws.abs("sess")).unwrap();
+    for dry_run in [true, false] {
+        let mut args = vec!["rewind", "--session", "s"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let out = rwfs().arg("-w").arg(ws.path()).args(&args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(": 2 paths"), "{text}");
+        for path in ["sess/f.txt", "sess/g.txt"] {
+            assert!(text.contains(&format!("skip     {path}  (unreachable: escapes_workspace)")), "{text}");
+        }
+    }
+    assert_eq!(std::fs::read(outside.path().join("sess/f.txt")).unwrap(), b"two\n", "nothing outside is touched");
+    assert!(outside.path().join("sess/g.txt").exists());
 }
 
 #[test]

@@ -62,6 +62,10 @@ pub enum Action {
     Recreate,
     /// Remove a file created (or renamed here) since; its content stays in `objects/`.
     Remove,
+    /// Remove a directory a rename brought here since, once the removals have emptied it: the
+    /// empty directories below it, then it (one that still holds anything stays).
+    #[serde(rename = "remove_dir")]
+    RemoveDir,
 }
 
 /// One path of a plan.
@@ -168,11 +172,14 @@ enum Wave {
     /// Restores and recreations of a version another step of the plan displaces (a swap, a
     /// rename undone over a file the plan also changes): one at a time, in path order.
     NeedsDisplaced,
+    /// Directories renamed here, emptied by the removals: one at a time.
+    RemoveDirs,
 }
 
 /// `displaced`: the `from` of the steps applied.
 fn wave(step: &Step, displaced: &BTreeSet<Sha256>) -> Wave {
     match (step.action, step.to) {
+        (Action::RemoveDir, _) => Wave::RemoveDirs,
         (Action::Remove, _) => Wave::Remove,
         (_, Some(to)) if displaced.contains(&to) => Wave::NeedsDisplaced,
         _ => Wave::Kept,
@@ -199,9 +206,43 @@ impl Core {
             if !rewind.globs.is_empty() && !globs.is_match(&t.path) {
                 continue;
             }
+            let action = |from: Option<Sha256>| match (from, t.before) {
+                (_, None) => Action::Remove,
+                (None, Some(_)) => Action::Recreate,
+                (Some(_), Some(_)) => Action::Restore,
+            };
+            if t.before.is_none() && t.now.is_none() && self.is_dir(&t.path) {
+                if !t.renamed_here {
+                    // A directory the journal knows no content of, before or now.
+                    continue;
+                }
+                // A directory a rename brought here: removed once the removals emptied it.
+                let mut step = Step {
+                    path: t.path.clone(),
+                    action: Action::RemoveDir,
+                    from: None,
+                    to: None,
+                    skipped: None,
+                    forced: false,
+                };
+                if self.classes.class(&t.path).in_place() {
+                    step.skipped = Some("pass_through".into());
+                } else if let Some((session, seq)) = &t.later {
+                    step.skipped = Some(format!("changed_later: seq {seq} by session {}", or_none(session)));
+                }
+                steps.push(step);
+                continue;
+            }
             let path = match self.ws.lookup(&t.path) {
                 Ok(path) => path,
-                Err(_) => continue,
+                Err(e) => {
+                    // Beyond reach now (a directory on the way replaced by a symlink out of the
+                    // workspace, say): listed, never followed.
+                    let (from, to) = (t.now, t.before);
+                    let skipped = Some(format!("unreachable: {}", e.code()));
+                    steps.push(Step { path: t.path.clone(), action: action(from), from, to, skipped, forced: false });
+                    continue;
+                }
             };
             let disk = match self.ws.current_sha(&path) {
                 Ok(sha) => Ok(sha),
@@ -211,12 +252,8 @@ impl Core {
             if disk.as_ref().is_ok_and(|d| *d == t.before) {
                 continue;
             }
-            let action = match (from, t.before) {
-                (_, None) => Action::Remove,
-                (None, Some(_)) => Action::Recreate,
-                (Some(_), Some(_)) => Action::Restore,
-            };
-            let mut step = Step { path: t.path.clone(), action, from, to: t.before, skipped: None, forced: false };
+            let mut step =
+                Step { path: t.path.clone(), action: action(from), from, to: t.before, skipped: None, forced: false };
             if self.classes.class(&t.path).in_place() {
                 step.skipped = Some("pass_through".into());
             } else if let Err(code) = &disk {
@@ -274,7 +311,10 @@ impl Core {
         let displaced: BTreeSet<Sha256> = steps.iter().filter_map(|s| s.from).collect();
         let (mut applied, mut failed) = (0, Vec::new());
         for part in steps.chunk_by(|a, b| wave(a, &displaced) == wave(b, &displaced)) {
-            let workers = if wave(&part[0], &displaced) == Wave::NeedsDisplaced { 1 } else { WORKERS };
+            let workers = match wave(&part[0], &displaced) {
+                Wave::NeedsDisplaced | Wave::RemoveDirs => 1,
+                Wave::Remove | Wave::Kept => WORKERS,
+            };
             let next = std::sync::atomic::AtomicUsize::new(0);
             let outcomes: Vec<Vec<(usize, Result<bool>)>> = std::thread::scope(|scope| {
                 let run = || {
@@ -308,6 +348,9 @@ impl Core {
 
     /// One step; `false` when the path already held the step's `to`.
     fn apply_step(&self, step: &Step, actor: &Actor) -> Result<bool> {
+        if step.action == Action::RemoveDir {
+            return self.remove_empty_dirs(&step.path);
+        }
         let path: WorkspacePath = lookup(self.disk(), &self.ws.root, &step.path, Scope::Workspace)?;
         let current = self.ws.current_sha(&path)?;
         if current == step.to {
@@ -339,6 +382,54 @@ impl Core {
                     self.disk().set_perm(&dir, &name, perm).step("chmod")?;
                 }
             }
+        }
+        Ok(true)
+    }
+
+    /// Is `path` a directory (not through a symlink)?
+    fn is_dir(&self, path: &str) -> bool {
+        self.locate(super::Entry::Path(path), Scope::Workspace)
+            .ok()
+            .and_then(|(dir, name)| self.disk().stat(&dir, &name).ok().flatten())
+            .is_some_and(|stat| stat.kind == crate::durable::FileKind::Dir)
+    }
+
+    /// Remove the directory `path` and the directories below it, deepest first, as far as they
+    /// are empty; `false` when it is gone already. One that still holds anything (a file rwfs
+    /// does not journal, one written since) stays, and so does `path`: an error says so.
+    fn remove_empty_dirs(&self, path: &str) -> Result<bool> {
+        if !self.is_dir(path) {
+            return Ok(false);
+        }
+        let disk = self.disk();
+        let mut below = Vec::new();
+        let mut todo = vec![path.to_string()];
+        while let Some(dir) = todo.pop() {
+            let (parent, name) = self.locate(super::Entry::Path(&dir), Scope::Workspace)?;
+            let opened = disk.open_dir(&parent, &name).step("open directory").map_err(|e| e.at(&dir))?;
+            for (entry, kind) in disk.list(&opened).step("list directory").map_err(|e| e.at(&dir))? {
+                if kind == crate::durable::FileKind::Dir
+                    && let Some(entry) = entry.to_str()
+                {
+                    todo.push(format!("{dir}/{entry}"));
+                }
+            }
+            below.push(dir);
+        }
+        // No version staged in batch mode may still be on its way into one of them.
+        self.barrier();
+        // Children after their parents in `below`: remove from the end.
+        for dir in below.iter().rev() {
+            let (parent, name) = self.locate(super::Entry::Path(dir), Scope::Workspace)?;
+            match disk.rmdir(&parent, &name) {
+                Ok(()) => disk.sync_dir(&parent).step("fsync directory").map_err(|e| e.at(dir.as_str()))?,
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOTEMPTY) => {}
+                Err(e) => return Err(Error::io("remove directory", e).at(dir.as_str())),
+            }
+        }
+        if self.is_dir(path) {
+            return Err(Error::io("remove directory", std::io::Error::from_raw_os_error(nix::libc::ENOTEMPTY))
+                .at(path.to_string()));
         }
         Ok(true)
     }

@@ -295,6 +295,8 @@ pub struct Touched {
     pub later: Option<(String, u64)>,
     /// The selection renamed it (from or to).
     pub renamed: bool,
+    /// The selection renamed something to it (a file, or a directory: see `rewind`).
+    pub renamed_here: bool,
 }
 
 /// Every workspace path the selected rows changed, in path order.
@@ -366,6 +368,7 @@ fn touched_in(source: &dyn RowSource, selection: &Selection) -> Result<Vec<Touch
                     t.after = now;
                     t.later = None;
                     t.renamed |= row.op() == Op::Rename;
+                    t.renamed_here |= row.op() == Op::Rename && row.path == path;
                 }
                 (true, None) => {
                     let was = before.get(&path).copied().flatten();
@@ -378,6 +381,7 @@ fn touched_in(source: &dyn RowSource, selection: &Selection) -> Result<Vec<Touch
                             after: now,
                             later: None,
                             renamed: row.op() == Op::Rename,
+                            renamed_here: row.op() == Op::Rename && row.path == path,
                         },
                     );
                 }
