@@ -206,6 +206,35 @@ fn a_missing_corrupt_or_stale_index_is_rebuilt_and_a_damaged_journal_is_never_an
 }
 
 #[test]
+fn a_middle_row_edited_in_place_with_its_size_and_modification_time_restored_is_not_answered_from_the_index() {
+    use std::os::unix::fs::FileExt;
+    let ws = Ws::new();
+    let mut rng = Rng(91);
+    let mut seq = 0;
+    append(&ws, random_rows(&mut rng, 80, &mut seq));
+    assert_same_answers(&ws, "built");
+    for grown in [false, true] {
+        let path = ws.abs(".resilient_write/journal.jsonl");
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let text = std::fs::read(&path).unwrap();
+        // A middle row's session renamed, byte for byte in place (s1 <-> s2).
+        let at =
+            text[text.len() / 3..].windows(14).position(|w| w == b"\"session\":\"s1\"" || w == b"\"session\":\"s2\"");
+        let at = text.len() / 3 + at.expect("a row of s1 or s2") + 12;
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_at(if text[at] == b'1' { b"2" } else { b"1" }, at as u64).unwrap();
+        file.set_times(std::fs::FileTimes::new().set_modified(modified)).unwrap();
+        drop(file);
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), modified);
+        if grown {
+            // And then the journal grew, as it does under a running daemon.
+            append(&ws, random_rows(&mut rng, 5, &mut seq));
+        }
+        assert_same_answers(&ws, &format!("edited in place, grown: {grown}"));
+    }
+}
+
+#[test]
 fn opening_the_workspace_again_leaves_the_journal_as_it_was_so_its_index_stays_valid() {
     // The writer reserves room past the journal's end; doing it again at every open changed the
     // file's modification time, which made the index rebuild itself from the whole journal

@@ -18,11 +18,18 @@
 //!   the next refresh rebuilds it).
 //! - [`Index::open`] brings the index up to date before it answers: built from scratch when it
 //!   is missing, unreadable, of another version or another journal file, or when the journal is
-//!   shorter than what it covers or its last covered line changed (rows removed or
-//!   rewritten, or it has the length covered but was modified since); caught up from the last
+//!   shorter than what it covers or the bytes it covers changed; caught up from the last
 //!   covered offset when the journal only grew. Only complete lines are covered; a torn tail
-//!   is left to the next refresh. A journal that grew is trusted to have kept its earlier
-//!   rows (a row read back is still checked against its digest).
+//!   is left to the next refresh.
+//! - The index is never believed over the journal: it keeps the sha256 of the bytes it covers
+//!   and the journal's size, modification and change times as it saw them. The same size and
+//!   both times unchanged mean the file was not written since (a write sets the change time,
+//!   which nobody can set back; restoring the modification time sets it too): the answer comes
+//!   without reading the journal. Anything else — the journal grew, or was touched — and the
+//!   covered bytes are hashed again before the index is believed (an edit of a middle row with
+//!   its size and modification time restored is caught there: the index is rebuilt); that
+//!   pass is the catch-up's own read of the journal. A row read back is also checked against
+//!   its digest.
 //! - Rows are accepted as the tolerant scan accepts them (`scan.rs`): unreadable lines are
 //!   skipped and, like a broken chain, remembered as problems. Keyed `mac`s and the head are
 //!   `rwfs verify`'s to check, which always reads the whole journal.
@@ -50,7 +57,7 @@ pub type IndexDb = Database;
 /// The index file inside `.resilient_write/index/`.
 pub const INDEX_FILE: &str = "journal.redb";
 /// Bumped whenever what the tables hold changes: an index of another version is rebuilt.
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 /// Problems remembered (the first ones; `rwfs verify` lists them all).
 const MAX_PROBLEMS: usize = 100;
 
@@ -74,9 +81,12 @@ struct Mark {
     file: (u64, u64),
     /// Bytes covered: complete lines only.
     len: u64,
-    /// The journal's modification time when it was `len` bytes long: a journal of the same
-    /// length modified since was rewritten in place.
+    /// The journal's modification and change times when it was `len` bytes long: with the
+    /// same length and both unchanged, it was not written since.
     mtime_ns: i64,
+    ctime_ns: i64,
+    /// The sha256 of the journal's first `len` bytes.
+    prefix: Option<Sha256>,
     /// Lines covered (1-based numbering continues from here).
     lines: u64,
     /// Rows indexed (the next ordinal).
@@ -84,9 +94,6 @@ struct Mark {
     /// The `chain` the next row must carry, and whether chained rows were seen.
     next_chain: Option<Sha256>,
     chained: bool,
-    /// The last covered line (offset, length without newline, digest): checked before a
-    /// catch-up, so that a rewritten tail is seen.
-    tail: Option<(u64, u64, Sha256)>,
     problems: Vec<String>,
 }
 
@@ -192,17 +199,14 @@ impl<'a> Index<'a> {
     fn refresh(&mut self) -> io::Result<()> {
         let stat = self.disk.file_stat(&self.journal)?;
         let file = (stat.id.dev, stat.id.ino);
-        let mark = self.mark()?.filter(|m| {
-            m.version == VERSION
-                && m.file == file
-                && m.len <= stat.size
-                && (m.len < stat.size || m.mtime_ns == stat.mtime_ns)
-                && m.tail.is_none_or(|(off, len, sha)| self.read(off, len).is_ok_and(|line| Sha256::of(&line) == sha))
-        });
+        let mark =
+            self.mark()?.filter(|m| m.version == VERSION && m.file == file && m.len <= stat.size && m.prefix.is_some());
+        let times = (stat.mtime_ns, stat.ctime_ns);
         let mark = match mark {
-            Some(mark) if mark.len == stat.size => mark,
-            Some(mark) => self.catch_up(Some(mark), file, stat.size, stat.mtime_ns)?,
-            None => self.catch_up(None, file, stat.size, stat.mtime_ns)?,
+            Some(mark) if mark.len == stat.size && (mark.mtime_ns, mark.ctime_ns) == times => mark,
+            // Grown or touched: the covered bytes are checked on the way.
+            Some(mark) => self.catch_up(Some(mark), file, stat.size, times)?,
+            None => self.catch_up(None, file, stat.size, times)?,
         };
         self.problems = mark.problems;
         self.len = mark.len;
@@ -225,11 +229,30 @@ impl<'a> Index<'a> {
         Ok(())
     }
 
-    /// Index the complete lines between `mark.len` and `size`, in one transaction.
-    /// (`from`: `None` to rebuild from scratch.) Write transactions are exclusive: one that finds
-    /// the index already moved by another thread of this process since `from` was read leaves
-    /// it as it is.
-    fn catch_up(&self, from: Option<Mark>, file: (u64, u64), size: u64, mtime_ns: i64) -> io::Result<Mark> {
+    /// The sha256 of the journal's first `len` bytes, and those bytes fed to a hasher that
+    /// goes on from there.
+    fn hash_prefix(&self, len: u64) -> io::Result<(Sha256, crate::sha::Hasher)> {
+        let mut hasher = crate::sha::Hasher::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut offset = 0;
+        while offset < len {
+            let want = buf.len().min((len - offset) as usize);
+            let n = self.disk.read_at(&self.journal, &mut buf[..want], offset)?;
+            if n == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "journal shorter than its index"));
+            }
+            hasher.update(&buf[..n]);
+            offset += n as u64;
+        }
+        Ok((hasher.clone().finish(), hasher))
+    }
+
+    /// Index the complete lines between `mark.len` and `size`, in one transaction, once the
+    /// bytes `from` covers are checked against its digest (`from`: `None`, or bytes that
+    /// changed: rebuilt from scratch). Write transactions are exclusive: one that finds the
+    /// index already moved by another thread of this process since `from` was read leaves it
+    /// as it is.
+    fn catch_up(&self, from: Option<Mark>, file: (u64, u64), size: u64, times: (i64, i64)) -> io::Result<Mark> {
         let txn = self.db.begin_write().map_err(other)?;
         let now = {
             let meta = txn.open_table(META).map_err(other)?;
@@ -239,11 +262,21 @@ impl<'a> Index<'a> {
             txn.abort().map_err(other)?;
             return Ok(now.unwrap_or_default());
         }
-        let mut mark = match from {
-            Some(mark) => mark,
+        let kept = match from {
+            Some(mark) => match self.hash_prefix(mark.len) {
+                Ok((sha, hasher)) if Some(sha) == mark.prefix => Some((mark, hasher)),
+                Ok(_) | Err(_) => {
+                    tracing::info!("the journal's indexed rows changed; rebuilding its index");
+                    None
+                }
+            },
+            None => None,
+        };
+        let (mut mark, mut hasher) = match kept {
+            Some(kept) => kept,
             None => {
                 Index::clear(&txn)?;
-                Mark { version: VERSION, file, ..Mark::default() }
+                (Mark { version: VERSION, file, ..Mark::default() }, crate::sha::Hasher::new())
             }
         };
         {
@@ -263,6 +296,8 @@ impl<'a> Index<'a> {
                 let mut chunk = &buf[..n];
                 while let Some(i) = memchr::memchr(b'\n', chunk) {
                     pending.extend_from_slice(&chunk[..i]);
+                    hasher.update(&pending);
+                    hasher.update(b"\n");
                     self.line(&mut t, &mut mark, &mut sessions, line_start, &pending)?;
                     line_start += pending.len() as u64 + 1;
                     pending.clear();
@@ -275,7 +310,8 @@ impl<'a> Index<'a> {
                 t.sessions.insert(name.as_str(), json.as_slice()).map_err(other)?;
             }
             mark.len = line_start;
-            mark.mtime_ns = mtime_ns;
+            (mark.mtime_ns, mark.ctime_ns) = times;
+            mark.prefix = Some(hasher.finish());
             let json = serde_json::to_vec(&mark).map_err(other)?;
             t.meta.insert("mark", json.as_slice()).map_err(other)?;
         }
@@ -298,7 +334,6 @@ impl<'a> Index<'a> {
             return Ok(());
         }
         let sha = Sha256::of(line);
-        mark.tail = Some((offset, line.len() as u64, sha));
         let parsed = std::str::from_utf8(line)
             .map_err(|e| e.to_string())
             .and_then(|s| serde_json::from_str::<Row>(s).map_err(|e| e.to_string()));
