@@ -1401,23 +1401,93 @@ fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
 }
 
 #[test]
-fn inode_numbers_are_the_same_after_a_remount() {
-    // git's index records st_ino: a remount must not make every file look changed.
-    let mut m = Mounted::new();
-    std::fs::create_dir_all(m.path("src/deep")).unwrap();
-    let names = ["src", "src/deep", "src/deep/a.rs", "b.txt"];
-    m.write("src/deep/a.rs", b"fn a() {}\n").unwrap();
+fn stat_reports_the_backing_files_inode_number() {
+    // git's index (and any stat cache) built on the plain tree records st_ino: the mount
+    // reports the backing file's, as a passthrough filesystem does, and so after a remount.
+    let ws = Ws::new();
+    ws.put("src/deep/native.rs", b"fn native() {}\n");
+    std::os::unix::fs::symlink("deep/native.rs", ws.abs("src/link")).unwrap();
+    let mut m = Mounted::with(ws, false, &[]);
     m.write("b.txt", b"b\n").unwrap();
-    let inos = |m: &Mounted| names.map(|n| std::fs::symlink_metadata(m.path(n)).unwrap().ino());
-    let before = inos(&m);
+    let names = ["", "src", "src/deep", "src/deep/native.rs", "src/link", "b.txt"];
+    let pairs = |m: &Mounted| {
+        names.map(|n| {
+            let through = std::fs::symlink_metadata(m.path(n)).unwrap().ino();
+            (n, through, std::fs::symlink_metadata(m.ws.abs(n)).unwrap().ino())
+        })
+    };
+    for (name, through, backing) in pairs(&m) {
+        assert_eq!(through, backing, "{name:?}");
+    }
+    // A commit installs a new version (a new inode, as a save by rename natively): the mount
+    // reports that one; so does a listing with attributes.
     m.write("b.txt", b"b, again\n").unwrap();
-    assert_eq!(inos(&m), before, "a commit keeps the number");
+    m.write("src/deep/native.rs", b"fn native() { 1 }\n").unwrap();
+    for (name, through, backing) in pairs(&m) {
+        assert_eq!(through, backing, "after commits: {name:?}");
+    }
+    let listed: Vec<(String, u64)> = std::fs::read_dir(m.path("src/deep"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().into_string().unwrap(), e.metadata().unwrap().ino()))
+        .collect();
+    assert_eq!(listed, [("native.rs".to_string(), std::fs::metadata(m.ws.abs("src/deep/native.rs")).unwrap().ino())]);
+    let before = pairs(&m);
     m.unmount();
     m.remount();
-    // Looked up in another order than they were made in.
-    let mut after: Vec<u64> = names.iter().rev().map(|n| std::fs::symlink_metadata(m.path(n)).unwrap().ino()).collect();
-    after.reverse();
-    assert_eq!(after, before, "{}", m.log());
+    assert_eq!(pairs(&m), before, "{}", m.log());
+}
+
+/// `git` in `dir` with an identity, its output (it must succeed).
+fn git_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    run_ok(Command::new("git").args(["-c", "user.email=t@t", "-c", "user.name=t"]).args(args).current_dir(dir))
+}
+
+#[test]
+fn a_repository_indexed_natively_is_clean_through_the_mount_and_back_without_rehashing() {
+    // Every file is older than the index, so none is "racily clean": a file git would look at
+    // again is one whose stat data (inode, times, size) differs from what the index recorded.
+    let ws = Ws::new();
+    for i in 0..40 {
+        ws.put(&format!("src/m{}/f{i}.rs", i % 4), format!("fn f{i}() {{}}\n").as_bytes());
+    }
+    git_in(ws.path(), &["init", "-q"]);
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for entry in walk(ws.path()) {
+        std::fs::File::options().write(true).open(&entry).unwrap().set_modified(old).unwrap();
+    }
+    git_in(ws.path(), &["add", "-A"]);
+    git_in(ws.path(), &["commit", "-qm", "native"]);
+    git_in(ws.path(), &["status", "--porcelain"]);
+    let index = ws.read(".git/index").unwrap();
+    let mut m = Mounted::with(ws, true, &[]);
+    // diff-files compares stat data with the index and refreshes nothing: a file whose stat
+    // differs is listed (as modified, with no hash), so an empty answer means nothing would
+    // be re-hashed.
+    let stale = git_in(m.mountpoint(), &["diff-files", "--name-only"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&stale), "", "stat data differs through the mount");
+    let status = git_in(m.mountpoint(), &["status", "--porcelain", "--untracked-files=no"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&status), "");
+    assert!(m.read(".git/index").unwrap() == index, "git status rewrote the index (it re-hashed something)");
+    // An edit through the mount, indexed there, is clean natively afterwards.
+    m.write("src/m1/f1.rs", b"fn f1() { 1 }\n").unwrap();
+    git_in(m.mountpoint(), &["add", "src/m1/f1.rs"]);
+    m.unmount();
+    let stale = git_in(m.ws.path(), &["diff-files", "--name-only"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&stale), "", "stat data differs natively after the mount");
+}
+
+/// The regular files under `dir`, outside `.git`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|n| n == ".git") {
+            continue;
+        }
+        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+    }
+    out
 }
 
 #[test]

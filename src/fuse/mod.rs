@@ -219,7 +219,8 @@ impl Mount {
     }
 }
 
-/// A FUSE attribute from the filesystem's.
+/// A FUSE attribute from the filesystem's: what `stat` reports, the backing inode number
+/// included; replies that hand the kernel a node give it [`Attr::ino`] beside it.
 fn file_attr(attr: &Attr) -> FileAttr {
     let stat: &Stat = &attr.stat;
     let time = |ns: i64| {
@@ -230,7 +231,7 @@ fn file_attr(attr: &Attr) -> FileAttr {
         }
     };
     FileAttr {
-        ino: INodeNo(attr.ino),
+        ino: INodeNo(attr.st_ino()),
         size: stat.size,
         blocks: stat.blocks,
         atime: time(stat.atime_ns),

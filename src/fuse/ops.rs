@@ -60,20 +60,28 @@ impl Answer for Create {
     }
     fn passthrough(self, backing: &fuser::BackingId) {
         let Create(reply, attr, fh) = self;
-        reply.created_passthrough(&Duration::ZERO, &file_attr(&attr), Generation(0), fh, FopenFlags::empty(), backing)
+        let (node, attr) = (INodeNo(attr.ino), file_attr(&attr));
+        reply.created_passthrough_node(node, &Duration::ZERO, &attr, Generation(0), fh, FopenFlags::empty(), backing)
     }
     fn plain(self) {
         // The new file's attributes are its draft's until its first commit (at a close after a
         // write, an fsync, or its last close, which the kernel does not wait for): no TTL, so a
         // stat after close() asks, and waits for that commit.
         let Create(reply, attr, fh) = self;
-        reply.created(&Duration::ZERO, &file_attr(&attr), Generation(0), fh, FopenFlags::empty())
+        reply.created_node(
+            INodeNo(attr.ino),
+            &Duration::ZERO,
+            &file_attr(&attr),
+            Generation(0),
+            fh,
+            FopenFlags::empty(),
+        )
     }
 }
 
 /// An entry reply: the attributes with their TTL, the name with the entry TTL.
 fn entry(vfs: &Vfs, reply: ReplyEntry, attr: &Attr) {
-    reply.entry_with_ttls(&attr_ttl(vfs, attr), &TTL, &file_attr(attr), Generation(0))
+    reply.entry_node(INodeNo(attr.ino), &attr_ttl(vfs, attr), &TTL, &file_attr(attr), Generation(0))
 }
 
 fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {

@@ -131,11 +131,21 @@ pub struct Attr {
 
 impl Attr {
     /// May the kernel keep these attributes for a while? Not for a file with several names:
-    /// each name is a node of its own here (inodes are synthetic), so a change made through
+    /// each name is a node of its own here (node numbers are rwfs's), so a change made through
     /// one name (a link, an unlink, a chmod) cannot reach what the kernel caches for the
     /// others: it asks every time instead.
     pub fn cacheable(&self) -> bool {
         self.stat.kind == FileKind::Dir || self.stat.nlink <= 1
+    }
+
+    /// The inode number `stat` reports (`st_ino`, and `d_ino` in a listing with attributes):
+    /// the backing file's, as a passthrough filesystem reports it, so that what was built on
+    /// the plain tree and keys on it — git's index above all — stays valid through the mount
+    /// and back. The node number ([`Attr::ino`]) stays rwfs's: a commit gives the file a new
+    /// backing inode (as a save by rename does natively) while the node lives on. Where there
+    /// is no backing file (an unlinked file nothing holds open) the node number stands in.
+    pub fn st_ino(&self) -> u64 {
+        if self.stat.id.ino != 0 { self.stat.id.ino } else { self.ino }
     }
 }
 

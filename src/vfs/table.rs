@@ -1,7 +1,7 @@
 //! The inode table: FUSE inode numbers for the entries of the tree.
 //!
-//! Inode numbers are synthetic: a commit gives a file a new backing inode, so a FUSE inode is
-//! a name — `{parent, name}` — plus what the kernel holds of it (its lookup count) and, for a
+//! Node numbers (the kernel's node ids) are rwfs's own: a commit gives a file a new backing
+//! inode, so a node is a name — `{parent, name}` — plus what the kernel holds of it (its lookup count) and, for a
 //! regular file, the shared [`FileNode`] (open handles, the draft). Invariants:
 //!
 //! - `children` maps each `(parent, name)` the kernel may use to exactly one node, whose
@@ -15,10 +15,9 @@
 //! - A node is forgotten (removed) when its lookup count reaches zero and no handle is open; a
 //!   file created through the mount and not yet committed (`pending`) stays until then too.
 //! - A node's number is its path's when it is made: bit 62 set and the 62 bits below it taken
-//!   from the SHA-256 of its workspace path ([`path_number`]; bit 63 stays clear, for programs
-//!   that keep `st_ino` in a signed 64-bit integer), so the same path gets the
-//!   same number in every mount of the workspace and `git`'s index (which compares `st_ino`)
-//!   stays valid across a remount. The number stays with the node for its life, through
+//!   from the SHA-256 of its workspace path ([`path_number`]; bit 63 stays clear), so the same
+//!   path gets the same node number in every mount of the workspace. What `stat` reports as
+//!   `st_ino` is not this number but the backing file's (`Attr::st_ino`). The number stays with the node for its life, through
 //!   renames. If another live node holds that number (a detached node still referenced at the
 //!   same path, or a hash collision) or the path has no UTF-8 name, the node takes the next
 //!   number of a counter below 2⁶² instead, which is never reused. A path's number is reused
