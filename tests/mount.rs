@@ -1400,6 +1400,64 @@ fn a_daemon_logs_to_the_state_directory_by_default_rotating_a_big_log() {
     assert!(ws.read(".resilient_write/rwfs.log").unwrap().len() < 1 << 20);
 }
 
+/// The names in `dir` through the mount, sorted.
+fn names_in(m: &Mounted, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(m.path(dir)).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_listing_kept_by_the_kernel_is_right_after_every_change() {
+    // The kernel keeps listings across opens: each change, through the mount or behind the
+    // kernel's back (the daemon's CLI writes and restores, a refused new file dropped), shows
+    // in the next listing. Each step lists twice: the first listing fills the kernel's cache.
+    let m = Mounted::new();
+    m.write("d/a.txt", b"a\n").unwrap();
+    m.write("d/b.txt", b"b\n").unwrap();
+    let step = |expect: &[&str], what: &str| {
+        for _ in 0..2 {
+            assert_eq!(names_in(&m, "d"), expect, "after {what}");
+        }
+    };
+    step(&["a.txt", "b.txt"], "two creates");
+    m.write("d/c.txt", b"c\n").unwrap();
+    step(&["a.txt", "b.txt", "c.txt"], "a create");
+    std::fs::remove_file(m.path("d/a.txt")).unwrap();
+    step(&["b.txt", "c.txt"], "an unlink");
+    std::fs::rename(m.path("d/b.txt"), m.path("d/e.txt")).unwrap();
+    step(&["c.txt", "e.txt"], "a rename within");
+    std::fs::rename(m.path("d/e.txt"), m.path("e.txt")).unwrap();
+    std::fs::create_dir(m.path("d/sub")).unwrap();
+    step(&["c.txt", "sub"], "a rename out and a mkdir");
+    let cli = |args: &[&str], stdin: &[u8]| {
+        let mut child = rwfs()
+            .args(args)
+            .arg("-w")
+            .arg(m.ws.path())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "rwfs {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    cli(&["write", "d/cli.txt"], b"from the daemon\n");
+    step(&["c.txt", "cli.txt", "sub"], "a CLI write through the daemon");
+    cli(&["restore", "d/a.txt", "--sha", &sha(b"a\n").to_hex()], b"");
+    step(&["a.txt", "c.txt", "cli.txt", "sub"], "a restore through the daemon");
+    // A new file refused at close never reaches the tree: gone from the listing too.
+    let err = std::fs::write(m.path("d/leak.py"), aws_secret_line(48)).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
+    step(&["a.txt", "c.txt", "cli.txt", "sub"], "a refused create");
+    // The state directory's listings change behind the kernel's back all the time.
+    assert!(names_in(&m, ".resilient_write/rejections").contains(&"latest.json".to_string()));
+    std::fs::remove_dir(m.path("d/sub")).unwrap();
+    step(&["a.txt", "c.txt", "cli.txt"], "an rmdir");
+}
+
 #[test]
 fn stat_reports_the_backing_files_inode_number() {
     // git's index (and any stat cache) built on the plain tree records st_ino: the mount

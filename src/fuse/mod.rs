@@ -12,7 +12,10 @@
 //! first commit) are not cached. File pages are kept across opens (`FOPEN_KEEP_CACHE`) while
 //! the file has not changed since they were read ([`crate::vfs::Opened`]), and dropped otherwise;
 //! a read-only open asks for no flush at close (`FOPEN_NOFLUSH`: a reader's close commits
-//! nothing), one round trip fewer per file a `grep` or a build reads.
+//! nothing), one round trip fewer per file a `grep` or a build reads. Directory listings are
+//! kept across opens (`FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE`) where
+//! [`Vfs::listing_cacheable`] allows: the kernel drops a listing itself when a request through
+//! it changes the directory, and is told when a name appears or goes behind its back.
 
 mod errno;
 mod ops;
@@ -107,6 +110,9 @@ impl Kernel for Notifications {
         let name = name.to_os_string();
         self.later(move |n| {
             let _ = n.inval_entry(INodeNo(parent), &name);
+            // The directory's cached listing is its page cache; its attributes go too, so the
+            // kernel checks its mtime before it serves a listing again.
+            let _ = n.inval_inode(INodeNo(parent), 0, -1);
         });
     }
 

@@ -385,7 +385,13 @@ impl Filesystem for Glue {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.vfs.opendir(ino.0) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(fh) => {
+                let mut flags = FopenFlags::empty();
+                if self.vfs.listing_cacheable(ino.0) {
+                    flags |= FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE;
+                }
+                reply.opened(FileHandle(fh), flags)
+            }
             Err(e) => reply.error(self.err(&e)),
         }
     }

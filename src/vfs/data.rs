@@ -174,8 +174,13 @@ impl Vfs {
         if !self.table().relink(ino) {
             return Ok(false);
         }
-        if let Some(node) = self.table().get_mut(ino) {
+        let named = self.table().get_mut(ino).map(|node| {
             node.pending = true;
+            (node.parent, node.name.clone())
+        });
+        // Back in its directory's listing, which the kernel may have kept without it.
+        if let Some((parent, name)) = named {
+            self.kernel.forget_name(parent, &name);
         }
         let path = self.path(ino)?;
         if let Some(file_node) = self.file_of(ino) {
@@ -541,7 +546,8 @@ impl Vfs {
             state.handles = state.handles.saturating_sub(1);
             if state.handles == 0 {
                 state.closing += 1;
-                self.closing.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                let mut closing = self.closing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                closing.entry(ino).or_insert_with(|| (file_node.clone(), 0)).1 += 1;
                 last = true;
             }
         }
@@ -561,7 +567,13 @@ impl Vfs {
                 state.backing = None;
             }
             file_node.closed(&mut state);
-            self.closing.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            let mut closing_files = self.closing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((_, n)) = closing_files.get_mut(&closing.ino) {
+                *n -= 1;
+                if *n == 0 {
+                    closing_files.remove(&closing.ino);
+                }
+            }
         }
         self.set_opens(closing.ino, -1);
     }

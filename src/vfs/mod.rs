@@ -59,7 +59,7 @@ mod table;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
@@ -158,7 +158,9 @@ pub trait Kernel: Send + Sync {
     /// Drop the node's cached attributes now (no page is touched, so no lock a request holds
     /// is needed), before the reply of the request that changed them.
     fn forget_attr(&self, ino: u64);
-    /// Drop the kernel's entry for `name` in `parent` (positive or negative), asynchronously.
+    /// Drop the kernel's entry for `name` in `parent` (positive or negative) and its listing
+    /// of `parent` (the kernel keeps listings across opens, see [`Vfs::listing_cacheable`]),
+    /// asynchronously. Called for every name that appears or goes behind the kernel's back.
     fn forget_name(&self, parent: u64, name: &OsStr);
     /// Wait (bounded) until the asynchronous forgets asked for so far are done.
     fn settle(&self);
@@ -191,8 +193,10 @@ pub struct Vfs {
     table: Mutex<Table>,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
-    /// Last closes whose commit is still to run (see [`Vfs::release_handle`]).
-    closing: AtomicUsize,
+    /// Files whose last close's commit is still to run (see [`Vfs::release_handle`]), with
+    /// how many such closes each has: what a directory's stat waits for, found without a scan
+    /// of the node table.
+    closing: Mutex<HashMap<u64, (Arc<file::FileNode>, usize)>>,
     read_only: bool,
     stderr_notice: bool,
     /// Time of the last commit through the mount (for status).
@@ -210,7 +214,7 @@ impl Vfs {
             table: Mutex::default(),
             handles: Mutex::default(),
             next_handle: AtomicU64::new(1),
-            closing: AtomicUsize::new(0),
+            closing: Mutex::default(),
             read_only: options.read_only,
             stderr_notice: options.stderr_notice,
             last_commit: Mutex::default(),

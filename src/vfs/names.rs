@@ -119,11 +119,18 @@ impl Vfs {
     /// mtime and ctime: a directory's stat right after a `close()` waits for the commits of
     /// the last closes still running in it, as a file's does.
     fn wait_for_closes_in(&self, dir: u64) {
-        if self.closing.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        let closing: Vec<(u64, std::sync::Arc<super::file::FileNode>)> = {
+            let closing = self.closing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            closing.iter().map(|(ino, (file_node, _))| (*ino, file_node.clone())).collect()
+        };
+        if closing.is_empty() {
             return;
         }
-        let files = self.table().files_in(dir);
-        for file_node in files {
+        let in_dir: Vec<_> = {
+            let table = self.table();
+            closing.into_iter().filter(|(ino, _)| table.get(*ino).is_some_and(|n| n.parent == dir)).collect()
+        };
+        for (_, file_node) in in_dir {
             drop(file_node.lock_closed());
         }
     }
@@ -516,6 +523,17 @@ impl Vfs {
         Ok(self.new_handle(Handle::Dir { ino, entries: std::sync::Mutex::new(None) }))
     }
 
+    /// May the kernel keep `dir`'s listing across opens? Yes, except in the state directory,
+    /// whose entries the engine adds behind its back all the time (journal rows, rejection
+    /// envelopes). Everywhere else a listing changes through a request the kernel sends (it
+    /// drops the listing itself), or through [`Kernel::forget_name`](super::Kernel::forget_name):
+    /// every name that appears or goes otherwise (an MCP or CLI write, a restore, a refused
+    /// new file dropped) is said there. Names that exist only while a commit is in flight
+    /// (rwfs's temporary names) are never listed, so no listing depends on when it was read.
+    pub fn listing_cacheable(&self, dir: u64) -> bool {
+        self.path(dir).is_ok_and(|path| !self.engine.class(&path).is_state())
+    }
+
     /// Directory entries from `offset` on (`.` and `..` first, then the tree's entries and the
     /// pending files), read once per open directory; `add` takes an entry and the offset of the
     /// next one, and says when the reply is full.
@@ -591,7 +609,9 @@ impl Vfs {
         let listed = self.engine.list(&path)?;
         let table = self.table();
         for (name, kind) in &listed {
-            if table.child_path(ino, name).is_some_and(|child| !self.listed(&child)) {
+            if name.to_str().is_some_and(crate::durable::is_temp_name)
+                || table.child_path(ino, name).is_some_and(|child| !self.listed(&child))
+            {
                 continue;
             }
             // A number for readdir only; `stat` gives the node's (d_ino is advisory).

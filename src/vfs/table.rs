@@ -320,11 +320,6 @@ impl Table {
             .collect()
     }
 
-    /// The regular files named directly in `dir`.
-    pub fn files_in(&self, dir: u64) -> Vec<Arc<FileNode>> {
-        self.nodes.values().filter(|n| n.parent == dir && n.linked).filter_map(|n| n.file.clone()).collect()
-    }
-
     /// Every regular file node (for shutdown).
     pub fn files(&self) -> Vec<(u64, Arc<FileNode>)> {
         self.nodes.iter().filter_map(|(ino, n)| n.file.clone().map(|f| (*ino, f))).collect()
