@@ -79,6 +79,9 @@ struct Args {
     /// Files of the `read` workload.
     #[arg(long = "read-files", default_value_t = 10_000)]
     read_files: usize,
+    /// Files of the `status` workload.
+    #[arg(long = "status-files", default_value_t = 2000)]
+    status_files: usize,
     /// MiB of the file written while the daemon's peak RSS is measured.
     #[arg(long = "rss-mib", default_value_t = 2048)]
     rss_mib: u64,
@@ -108,6 +111,7 @@ enum Workload {
     Seq,
     Stat,
     Read,
+    Status,
     Tar,
     Format,
     Agent,
@@ -123,7 +127,7 @@ impl Workload {
         match self {
             Workload::Files | Workload::Cp | Workload::Build => 3,
             Workload::Clone | Workload::Seq | Workload::Stat | Workload::Read => 5,
-            Workload::Tar | Workload::Format | Workload::Agent => 3,
+            Workload::Tar | Workload::Format | Workload::Agent | Workload::Status => 3,
             Workload::Rss => 1,
         }
     }
@@ -597,6 +601,34 @@ fn make_read_repo(root: &Path, count: usize) -> io::Result<()> {
         "-qm",
         "tree",
     ]))
+}
+
+/// [`make_read_repo`], then every file's mtime an hour back and the index refreshed natively
+/// (`git status`): the state of a repository its user worked in before mounting it.
+fn make_indexed_repo(root: &Path, count: usize) -> io::Result<()> {
+    make_read_repo(root, count)?;
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for i in 0..count {
+        fs::File::options().write(true).open(read_repo_file(root, i))?.set_modified(old)?;
+    }
+    run(git().arg("-C").arg(root).args(["status", "--porcelain"]))
+}
+
+/// What a harness's Write tool does to `files` of the repository: the new content into a
+/// temporary file beside the target, fsync, rename over the target.
+fn save_by_rename(root: &Path, count: usize, files: usize) -> io::Result<()> {
+    for k in 0..files {
+        let path = read_repo_file(root, (k * 7919) % count);
+        let mut text = fs::read(&path)?;
+        writeln!(&mut text, "saved by the harness, number {k}")?;
+        let tmp = path.with_extension(format!("txt.tmp.{}.{k:x}", std::process::id()));
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(&text)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, &path)?;
+    }
+    Ok(())
 }
 
 /// Files in a tar archive.
@@ -1156,6 +1188,46 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
         rows.extend([grep1, grep2, diff]);
     }
 
+    if wants(Workload::Status) {
+        let n = args.status_files;
+        let mut first = Row::new(format!("git status, first, on a repository indexed natively ({n} files)"), None);
+        let mut edited = Row::new("git status after editing 50 of them", None);
+        let mut warm = Row::new("git status again (warm)", None);
+        let mut save = Row::new("save by temp+fsync+rename (Claude Code's Write), 200 files", None);
+        notes.push(
+            "status: a committed git repository whose index was refreshed natively before the side runs (files \
+             older than the index: none racily clean), so a side that reports other stat data than the disk's \
+             re-hashes every file at its first git status"
+                .to_string(),
+        );
+        for round in 0..rounds(Workload::Status) {
+            for side in b.order(round) {
+                let (dir, mounted) = b.place_filled(side, "status", |dir| make_indexed_repo(dir, n))?;
+                let status = || run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]));
+                push(&mut first, side, timed(status)?);
+                for i in (0..n).step_by((n / 50).max(1)).take(50) {
+                    let path = read_repo_file(&dir, i);
+                    let mut text = fs::read(&path)?;
+                    text.extend_from_slice(b"an edited line\n");
+                    fs::write(&path, text)?;
+                }
+                push(&mut edited, side, timed(status)?);
+                push(&mut warm, side, timed(status)?);
+                push(&mut save, side, timed(|| save_by_rename(&dir, n, 200))?);
+                drop(mounted);
+            }
+            eprintln!(
+                "status round {}: first {}  after edits {}  save {}",
+                round + 1,
+                pair(&first),
+                pair(&edited),
+                pair(&save)
+            );
+            cleanup_native(&b)?;
+        }
+        rows.extend([first, edited, warm, save]);
+    }
+
     if wants(Workload::Tar) {
         let s = sources.as_ref().expect("loaded above");
         eprintln!("setup: a source archive");
@@ -1336,7 +1408,7 @@ fn cleanup_native(b: &Bench) -> io::Result<()> {
         let entry = entry?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if ["files-", "cp-", "clone-", "build-", "seq-"].iter().any(|p| name.starts_with(p)) {
+        if ["files-", "cp-", "clone-", "build-", "seq-", "read-", "status-"].iter().any(|p| name.starts_with(p)) {
             fs::remove_dir_all(entry.path())?;
         }
     }

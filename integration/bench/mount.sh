@@ -19,6 +19,9 @@
 #           bare cost of one round trip to the daemon
 #   read    a committed git repository of 10,000 text files: grep -rn twice (first run, second
 #           run: the kernel's page cache), then git diff --stat after editing 50 of them
+#   status  a repository of 2,000 files indexed natively before the mount: the first git status
+#           through the side, git status after editing 50 files, again (warm); then 200 saves
+#           the way Claude Code's Write tool saves (temp file, fsync, rename over the target)
 #   tar     tar x of an archive of 40 crates' sources
 #   format  a formatter-like rewrite in place of 2,000 files (read, change, write back)
 #   agent   an agent session replayed: 300 read-modify-write edits over a committed repository
