@@ -603,6 +603,17 @@ fn make_read_repo(root: &Path, count: usize) -> io::Result<()> {
     ]))
 }
 
+/// Append a line to 50 files spread over a repository of `count` files.
+fn edit_fifty(root: &Path, count: usize) -> io::Result<()> {
+    for i in (0..count).step_by((count / 50).max(1)).take(50) {
+        let path = read_repo_file(root, i);
+        let mut text = fs::read(&path)?;
+        text.extend_from_slice(b"an edited line\n");
+        fs::write(&path, text)?;
+    }
+    Ok(())
+}
+
 /// [`make_read_repo`], then every file's mtime an hour back and the index refreshed natively
 /// (`git status`): the state of a repository its user worked in before mounting it.
 fn make_indexed_repo(root: &Path, count: usize) -> io::Result<()> {
@@ -1173,12 +1184,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
                 let grep = || run(Command::new("grep").arg("-rn").arg("needle").arg(dir.join("src")));
                 push(&mut grep1, side, timed(grep)?);
                 push(&mut grep2, side, timed(grep)?);
-                for i in (0..n).step_by((n / 50).max(1)).take(50) {
-                    let path = read_repo_file(&dir, i);
-                    let mut text = fs::read(&path)?;
-                    text.extend_from_slice(b"an edited line\n");
-                    fs::write(&path, text)?;
-                }
+                edit_fifty(&dir, n)?;
                 push(&mut diff, side, timed(|| run(git().arg("-C").arg(&dir).args(["diff", "--stat"])))?);
                 drop(mounted);
             }
@@ -1205,12 +1211,7 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
                 let (dir, mounted) = b.place_filled(side, "status", |dir| make_indexed_repo(dir, n))?;
                 let status = || run(git().arg("-C").arg(&dir).args(["status", "--porcelain"]));
                 push(&mut first, side, timed(status)?);
-                for i in (0..n).step_by((n / 50).max(1)).take(50) {
-                    let path = read_repo_file(&dir, i);
-                    let mut text = fs::read(&path)?;
-                    text.extend_from_slice(b"an edited line\n");
-                    fs::write(&path, text)?;
-                }
+                edit_fifty(&dir, n)?;
                 push(&mut edited, side, timed(status)?);
                 push(&mut warm, side, timed(status)?);
                 push(&mut save, side, timed(|| save_by_rename(&dir, n, 200))?);
