@@ -27,7 +27,28 @@ pub fn passes(check: Check, secret: &str) -> bool {
         Check::Password => plain_password_ok(secret),
         Check::SecretData => secret_data_ok(secret),
         Check::DiscordId => discord_id_ok(secret),
+        Check::MixedAlnum => mixed_alnum(secret),
+        Check::JenkinsSecret => jenkins_secret_ok(secret),
     }
+}
+
+/// At least two letters and two digits.
+fn mixed_alnum(secret: &str) -> bool {
+    let b = secret.as_bytes();
+    b.iter().filter(|c| c.is_ascii_digit()).count() >= 2 && b.iter().filter(|c| c.is_ascii_alphabetic()).count() >= 2
+}
+
+/// Jenkins' `Secret` payload: byte 1, the IV's length (16) and the ciphertext's length, both
+/// big-endian 32-bit, then the IV and a whole number of AES blocks.
+pub fn jenkins_secret_ok(secret: &str) -> bool {
+    let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(secret) else {
+        return false;
+    };
+    let word = |at: usize| raw.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let (Some(iv), Some(data)) = (word(1), word(5)) else {
+        return false;
+    };
+    raw[0] == 1 && iv == 16 && data > 0 && data.is_multiple_of(16) && raw.len() == 9 + iv + data
 }
 
 /// GitHub classic and npm tokens: `prefix_` + 30 random + 6 base62 characters of their CRC32.
@@ -42,11 +63,15 @@ pub fn crc32_base62_ok(token: &str) -> bool {
     crc32_base62(random.as_bytes()) == sum && sum.bytes().all(|b| BASE62.as_bytes().contains(&b))
 }
 
-/// The header decodes (base64url) to a JSON object naming an algorithm.
+/// The header decodes (base64url) to a JSON object naming an algorithm, and the token is not a
+/// documentation example (see [`jwt_example`]).
 pub fn jwt_ok(token: &str) -> bool {
     let Some(header) = token.split('.').next() else {
         return false;
     };
+    if jwt_example(token) {
+        return false;
+    }
     let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header.trim_end_matches('=')) else {
         return false;
     };
@@ -54,6 +79,33 @@ pub fn jwt_ok(token: &str) -> bool {
         .ok()
         .and_then(|v| v.get("alg").map(|a| a.is_string()))
         .unwrap_or(false)
+}
+
+/// Claim values that documentation puts in example tokens (jwt.io's `John Doe`, `1234567890`),
+/// checked lowercase in the decoded payload; an unsigned token (`alg: none`) is an example too.
+const JWT_EXAMPLE_CLAIMS: &[&str] = &[
+    "\"john doe\"",
+    "\"jane doe\"",
+    "\"1234567890\"",
+    "1516239022",
+    "@example.com",
+    "\"example\"",
+    "\"test user\"",
+    "\"your-",
+    "\"<",
+];
+
+/// Is `token` a documented example: its payload holds the claims tutorials use, or it is not
+/// signed?
+pub fn jwt_example(token: &str) -> bool {
+    let decode = |part: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part.trim_end_matches('=')).ok();
+    let mut parts = token.split('.');
+    let (Some(header), Some(payload)) = (parts.next().and_then(decode), parts.next().and_then(decode)) else {
+        return false;
+    };
+    let header = String::from_utf8_lossy(&header).to_ascii_lowercase();
+    let payload = String::from_utf8_lossy(&payload).to_ascii_lowercase();
+    header.replace(' ', "").contains("\"alg\":\"none\"") || JWT_EXAMPLE_CLAIMS.iter().any(|c| payload.contains(c))
 }
 
 /// The decoded body of a PEM block (also when its newlines are written as `\n` escapes, as in
@@ -242,6 +294,7 @@ fn password_ok(user: &str, password: &str) -> bool {
         && super::filter::entropy(password.as_bytes()) >= 2.0
         && password != user
         && !TRIVIAL.contains(&password.to_ascii_lowercase().as_str())
+        && !["password", "passwd"].iter().any(|w| password.to_ascii_lowercase().contains(w))
         && !super::filter::is_placeholder(password)
 }
 

@@ -113,12 +113,17 @@ impl FileKind {
     }
 }
 
-/// Should a generic assignment of `value` in a file of `kind` block? The generic detector has
-/// already judged the key (it names a credential: `password`, `secret`, `token`, `api_key`,
-/// `auth`…, and is not `token_url` or `public_key`) and the value (length, classes, entropy,
-/// no placeholder or reference).
-pub fn promotes(kind: FileKind, value: &str) -> bool {
-    if !plain_value(value) || super::check::encodes_placeholder(value) {
+/// Should a generic assignment of `value` to `key` in a file of `kind` block? The generic
+/// detector has already judged the key (it names a credential: `password`, `secret`, `token`,
+/// `api_key`, `auth`…, and is not `token_url` or `public_key`) and the value (length, classes,
+/// entropy, no placeholder or reference). `line` is the assignment's line, for the words around
+/// it.
+///
+/// In source code a literal assigned to a credential-named key is as often a test value or a
+/// default as a secret, so it blocks only when the value alone is convincing ([`convincing`]):
+/// long and random, or a strong password, and not a digest beside a hash word.
+pub fn promotes(kind: FileKind, key: &str, value: &str, line: &str) -> bool {
+    if !plain_value(value) || super::check::encodes_placeholder(value) || transcript(line) {
         return false;
     }
     let b = value.as_bytes();
@@ -127,8 +132,103 @@ pub fn promotes(kind: FileKind, value: &str) -> bool {
     match kind {
         FileKind::Config => value.len() >= 8 && (classes >= 3 || (value.len() >= 16 && entropy >= 3.5)),
         FileKind::Other => value.len() >= 12 && classes >= 3 && entropy >= 3.5,
-        FileKind::Code | FileKind::Sample => false,
+        FileKind::Code => convincing(key, value, line),
+        FileKind::Sample => false,
     }
+}
+
+/// A line of a shell transcript in help text or documentation (`$ cmd --password=…`, `{command}`):
+/// an example of how a command is typed, not a deployed setting.
+fn transcript(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("$ ") || t.starts_with("> $ ") || line.contains("{command}")
+}
+
+/// Key words that name what is secret itself (not a mention: `auth_header`, `pwd_len` are judged
+/// before this).
+const STRONG_KEY_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "api_key",
+    "api-key",
+    "access_key",
+    "accesskey",
+    "private_key",
+    "privatekey",
+    "credential",
+    "auth_key",
+    "authkey",
+    "signing_key",
+    "encryption_key",
+    "master_key",
+    "client_secret",
+    "pwd",
+    "pass",
+];
+
+/// Words that say a hex value beside them is a digest, not a key.
+const HASH_WORDS: &[&str] =
+    &["sha", "md5", "hash", "digest", "checksum", "fingerprint", "commit", "etag", "integrity", "crc", "hmac("];
+
+/// Placeholder words a human-made test password is built from, checked after undoing leetspeak.
+const PASSWORD_WORDS: &[&str] = &[
+    "password", "passwd", "secret", "test", "example", "sample", "dummy", "changeme", "admin", "qwerty", "letmein",
+    "welcome", "default", "demo", "hunter", "foobar", "foo", "bar", "user", "pass", "root", "guest", "mysql",
+    "postgres", "abc", "xyz",
+];
+
+/// Is a literal in source code convincing as a deployed credential on its own? The key must name
+/// the secret itself; then either the value is random ([`super::service::random_enough`]: 16+
+/// characters, several classes, high entropy, not made of words) and, when it is hex, no hash word
+/// is on its line; or the key is a password's and the value is a strong password (10+ characters,
+/// four classes or three with 14+, not a leetspeak placeholder).
+pub fn convincing(key: &str, value: &str, line: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    if !STRONG_KEY_WORDS.iter().any(|w| key.contains(w)) {
+        return false;
+    }
+    let lower_line = line.to_ascii_lowercase();
+    let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
+    if hex && HASH_WORDS.iter().any(|w| lower_line.contains(w)) {
+        return false;
+    }
+    if super::service::random_enough(value) {
+        return true;
+    }
+    let password_key = ["password", "passwd", "passphrase", "pwd", "pass"].iter().any(|w| key.contains(w));
+    password_key && strong_password(value)
+}
+
+/// A password a person chose that is not a stand-in: 10 to 64 characters without spaces, all
+/// four classes (or three from 14 characters), and no placeholder word inside once leetspeak is
+/// undone (`P@ssw0rd123!` is `password123!`).
+fn strong_password(value: &str) -> bool {
+    let b = value.as_bytes();
+    if !(10..=64).contains(&b.len()) || b.iter().any(|c| c.is_ascii_whitespace() || !c.is_ascii_graphic()) {
+        return false;
+    }
+    let classes = super::filter::char_classes(b);
+    if !(classes == 4 || (classes == 3 && b.len() >= 14)) || super::filter::entropy(b) < 3.0 {
+        return false;
+    }
+    let plain: String = value
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            '0' => 'o',
+            '1' | '!' | '|' => 'i',
+            '3' => 'e',
+            '4' | '@' => 'a',
+            '5' | '$' => 's',
+            '7' => 't',
+            '8' => 'b',
+            c => c,
+        })
+        .collect();
+    !PASSWORD_WORDS.iter().any(|w| plain.contains(w))
 }
 
 /// Not a path, a host name, an address, a version or a reference written without a marker.
@@ -170,12 +270,34 @@ mod tests {
     #[test]
     fn promotion_needs_a_plain_value_and_a_config_file() {
         let value = ["Zx81", "kq0P", "a9uT", "77ab"].concat();
-        assert!(promotes(FileKind::Config, &value));
-        assert!(promotes(FileKind::Other, &value));
-        assert!(!promotes(FileKind::Code, &value));
-        assert!(!promotes(FileKind::Sample, &value));
-        assert!(!promotes(FileKind::Config, "/run/secrets/db_password1"));
-        assert!(!promotes(FileKind::Config, "api.v2.acme-corp.internal"));
-        assert!(!promotes(FileKind::Other, "abcd1234efgh"));
+        let p = |kind, value: &str| promotes(kind, "db_password", value, "");
+        assert!(p(FileKind::Config, &value));
+        assert!(p(FileKind::Other, &value));
+        // In code only a convincing value blocks: this one is (16 random characters, three classes).
+        assert!(p(FileKind::Code, &value));
+        assert!(!p(FileKind::Code, "Zx81kq0Pa9"));
+        assert!(!p(FileKind::Sample, &value));
+        assert!(!p(FileKind::Config, "/run/secrets/db_password1"));
+        assert!(!p(FileKind::Config, "api.v2.acme-corp.internal"));
+        assert!(!p(FileKind::Other, "abcd1234efgh"));
+    }
+
+    #[test]
+    fn code_blocks_only_convincing_values() {
+        let random = ["q8W2", "Lm4s", "9XaP", "z71R", "t5Vb"].concat();
+        assert!(convincing("API_TOKEN", &random, ""));
+        assert!(convincing("password", "Zq7#mK2!vR9x", ""));
+        assert!(convincing("secret", "9f86d081884c7d659a2feaa0c55ad015", "let secret = ...;"));
+        for (key, value, line) in [
+            ("password", "P@ssw0rd123!", ""),
+            ("password", "Test1234!", ""),
+            ("password", "Welcome2024!", ""),
+            ("token_value", "short1A!", ""),
+            ("secret", "9f86d081884c7d659a2feaa0c55ad015", "expected sha256 digest"),
+            ("auth_mode", "q8W2Lm4s9XaPz71Rt5Vb", ""),
+            ("api_key", "MyApplicationApiKeyName", ""),
+        ] {
+            assert!(!convincing(key, value, line), "{key} = {value}");
+        }
     }
 }

@@ -10,22 +10,20 @@ use std::ops::Range;
 
 use super::filter::{char_classes, entropy, is_placeholder};
 
-/// Key names that contain a keyword but do not hold a secret.
-const NOT_SECRET_KEYS: &[&str] = &[
+/// Words of key names that contain a keyword but do not hold a secret (`token_url`,
+/// `publicKey`, `password_min_length`, `next_token`, `KeyId`), compared with the key's words
+/// (`authorization_header` is `authorization`, `header`; `admin` is not `min`).
+const NOT_SECRET_WORDS: &[&str] = &[
     "public",
-    "_url",
-    "url_",
+    "url",
     "uri",
-    "_path",
-    "path_",
-    "_file",
-    "file_",
-    "_name",
-    "name_",
-    "_type",
-    "type_",
+    "path",
+    "file",
+    "filename",
+    "name",
+    "type",
     "length",
-    "_len",
+    "len",
     "max",
     "min",
     "count",
@@ -40,7 +38,6 @@ const NOT_SECRET_KEYS: &[&str] = &[
     "regex",
     "pattern",
     "hash",
-    "expir",
     "ttl",
     "timeout",
     "limit",
@@ -48,26 +45,75 @@ const NOT_SECRET_KEYS: &[&str] = &[
     "header",
     "tokenizer",
     "tokens",
-    "_id",
-    "id_",
+    "id",
+    "ids",
     "prefix",
     "suffix",
     "kind",
     "mode",
     "enabled",
+    "enable",
     "required",
     "version",
     "reset",
     "forgot",
     "confirm",
     "validation",
+    "validator",
     "strength",
-    "policy",
     "manager",
     "provider",
-    "store",
     "author",
+    "next",
+    "output",
+    "input",
+    "continuation",
+    "pagination",
+    "expiry",
+    "expires",
+    "expiration",
+    "expire",
+    "expired",
+    "lifetime",
+    "method",
+    "scheme",
+    "style",
+    "strategy",
+    "algorithm",
+    "rotation",
+    "location",
+    "arn",
+    "ref",
 ];
+
+/// Endings of flat keys written as one word (`authtype`, `tokenlength`, `passwordpolicy`): a word
+/// that ends so only mentions a secret (a word that starts so may be a service: `typeform`).
+const NOT_SECRET_ENDINGS: &[&str] = &[
+    "type",
+    "length",
+    "policy",
+    "format",
+    "prompt",
+    "pattern",
+    "timeout",
+    "endpoint",
+    "header",
+    "placeholder",
+    "version",
+    "expiry",
+    "expiration",
+    "strength",
+    "provider",
+    "manager",
+    "url",
+    "uri",
+    "path",
+    "file",
+    "name",
+];
+
+/// Fragments anywhere in the key (`tokenizer_config`).
+const NOT_SECRET_FRAGMENTS: &[&str] = &["tokeniz"];
 
 /// Values that are language keywords or common literals, not secrets.
 const NOT_SECRET_VALUES: &[&str] = &["true", "false", "null", "none", "nil", "undefined", "string", "str", "bytes"];
@@ -79,8 +125,21 @@ pub struct Assignment {
     pub value: Range<usize>,
 }
 
-fn is_key_byte(b: u8) -> bool {
+pub fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+/// The identifier around `at` (at most 64 bytes each way): the key an anchor is part of.
+pub fn key_around(hay: &[u8], at: usize) -> Range<usize> {
+    let mut start = at;
+    while start > 0 && is_key_byte(hay[start - 1]) && at - start < 64 {
+        start -= 1;
+    }
+    let mut end = at;
+    while end < hay.len() && is_key_byte(hay[end]) && end - at < 64 {
+        end += 1;
+    }
+    start..end
 }
 
 /// Parse an assignment around the keyword found at `at`, and keep it only if the value looks
@@ -89,23 +148,8 @@ fn is_key_byte(b: u8) -> bool {
 /// identifier, a type (`token: crate::Token`) or a number, never a string.
 pub fn find(hay: &[u8], at: usize, bare: bool) -> Option<Assignment> {
     // The whole key around the keyword.
-    let mut ks = at;
-    while ks > 0 && is_key_byte(hay[ks - 1]) && at - ks < 64 {
-        ks -= 1;
-    }
-    let mut ke = at;
-    while ke < hay.len() && is_key_byte(hay[ke]) && ke - at < 64 {
-        ke += 1;
-    }
-    // Optional closing quote of a quoted key, then the operator.
-    let mut i = ke;
-    if i < hay.len() && matches!(hay[i], b'"' | b'\'' | b'`' | b']') {
-        i += 1;
-    }
-    i = skip_blanks(hay, i);
-    let op_len = operator(&hay[i.min(hay.len())..])?;
-    i = skip_blanks(hay, i + op_len);
-    let value = literal(hay, i, bare)?;
+    let Range { start: ks, end: ke } = key_around(hay, at);
+    let value = value_of(hay, ks, ke, bare)?;
     // The key's words last: most keyword hits are not assignments at all.
     if only_mentions_secret(std::str::from_utf8(&hay[ks..ke]).ok()?) {
         return None;
@@ -117,9 +161,94 @@ pub fn find(hay: &[u8], at: usize, bare: bool) -> Option<Assignment> {
 /// Does a key that contains a credential word only mention one (`token_url`, `public_key`,
 /// `password_min_length`)?
 pub fn only_mentions_secret(key: &str) -> bool {
-    // `count` (`token_count`) is also inside `account` (`AccountKey`, `service_account_password`).
-    let key = key.to_ascii_lowercase().replace("account", "acct");
-    NOT_SECRET_KEYS.iter().any(|w| key.contains(w))
+    only_mentions_secret_unless(key, |_| false)
+}
+
+/// [`only_mentions_secret`], where a word for which `is_name` holds (a service's name:
+/// `stackpath`, `typeform`) is never read as an ending (`path`, `type`).
+pub fn only_mentions_secret_unless(key: &str, is_name: impl Fn(&[u8]) -> bool) -> bool {
+    let lower = key.to_ascii_lowercase();
+    if NOT_SECRET_FRAGMENTS.iter().any(|w| lower.contains(w)) {
+        return true;
+    }
+    let mut found = false;
+    super::service::for_each_word(key.as_bytes(), |w| {
+        let w = w.to_ascii_lowercase();
+        found |= NOT_SECRET_WORDS.iter().any(|x| x.as_bytes() == w.as_slice())
+            || (!is_name(&w) && NOT_SECRET_ENDINGS.iter().any(|x| w.len() > x.len() && w.ends_with(x.as_bytes())));
+    });
+    found
+}
+
+/// The literal given to the key `ks..ke`: after an assignment operator (a closing quote of a
+/// quoted key before it), or compared with it (`if token == "…"`, quoted only), or as a C macro's
+/// body (`#define API_KEY "…"`), or as an XML element's text (`<password>…</password>`).
+fn value_of(hay: &[u8], ks: usize, ke: usize, bare: bool) -> Option<Range<usize>> {
+    if ks > 0 && hay[ks - 1] == b'<' && hay.get(ke) == Some(&b'>') {
+        let start = ke + 1;
+        let len = hay[start..].iter().take(512).position(|&b| b == b'<' || b == b'\n')?;
+        return (hay.get(start + len) == Some(&b'<') && len > 0).then_some(start..start + len);
+    }
+    let line_start = memchr::memrchr(b'\n', &hay[..ks]).map_or(0, |i| i + 1);
+    if hay[line_start..ks].trim_ascii_start().starts_with(b"#define") && matches!(hay.get(ke), Some(b' ' | b'\t')) {
+        let i = skip_blanks(hay, ke);
+        return if hay.get(i) == Some(&b'"') { literal(hay, i, false) } else { None };
+    }
+    // Optional closing quote of a quoted key and closing bracket of an index (`['db_password']`),
+    // then the operator.
+    let mut i = ke;
+    if i < hay.len() && matches!(hay[i], b'"' | b'\'' | b'`') {
+        i += 1;
+    }
+    if i < hay.len() && hay[i] == b']' {
+        i += 1;
+    }
+    i = skip_blanks(hay, i);
+    if let Some(n) = comparison(&hay[i.min(hay.len())..]) {
+        let j = skip_blanks(hay, i + n);
+        return if matches!(hay.get(j), Some(b'"' | b'\'')) { literal(hay, j, false) } else { None };
+    }
+    let op_len = match operator(&hay[i.min(hay.len())..]) {
+        Some(n) => n,
+        // `var apiKey string = "…"` (Go)
+        None if i > ke => return typed(hay, i).and_then(|j| literal(hay, j, false)),
+        None => return None,
+    };
+    let colon = hay.get(i) == Some(&b':') && op_len == 1;
+    i = skip_blanks(hay, i + op_len);
+    // A typed declaration: `API_KEY: &str = "…"`, `apiKey: string = "…"`.
+    if colon && let Some(j) = typed(hay, i) {
+        return literal(hay, j, false);
+    }
+    literal(hay, i, bare)
+}
+
+/// Where the value starts after a type and its `=` (`&'static str = `, `String = `,
+/// `Optional[str] = `), when `i` is at such a type; a comparison or `=>` is not one.
+pub fn typed(hay: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    while j < hay.len()
+        && j - i < 48
+        && (hay[j].is_ascii_alphanumeric()
+            || matches!(
+                hay[j],
+                b'_' | b'&' | b'\'' | b'<' | b'>' | b'[' | b']' | b':' | b'.' | b',' | b'*' | b'?' | b' '
+            ))
+    {
+        j += 1;
+    }
+    let typed = j > i && hay[i].is_ascii_alphabetic() || hay.get(i) == Some(&b'&');
+    let assign = hay.get(j) == Some(&b'=') && !matches!(hay.get(j + 1), Some(b'=' | b'>'));
+    (typed && assign).then(|| skip_blanks(hay, j + 1))
+}
+
+/// Length of an equality comparison at the start of `s` (`==`, `===`, `!=`, `!==`).
+fn comparison(s: &[u8]) -> Option<usize> {
+    match s {
+        [b'=', b'=', b'=', ..] | [b'!', b'=', b'=', ..] => Some(3),
+        [b'=', b'=', ..] | [b'!', b'=', ..] => Some(2),
+        _ => None,
+    }
 }
 
 fn skip_blanks(hay: &[u8], mut i: usize) -> usize {
@@ -161,7 +290,10 @@ fn literal(hay: &[u8], mut i: usize, bare: bool) -> Option<Range<usize>> {
         let len = hay[i..]
             .iter()
             .take(512)
-            .position(|&b| b.is_ascii_whitespace() || matches!(b, b',' | b';' | b')' | b'}' | b']' | b'#'))
+            .position(|&b| {
+                b.is_ascii_whitespace()
+                    || matches!(b, b',' | b';' | b')' | b'}' | b']' | b'#' | b'\\' | b'"' | b'\'' | b'`')
+            })
             .unwrap_or(hay.len() - i);
         let value = i..i + len;
         // A bare value that is an expression (call, attribute, index) is code, not a literal.
@@ -184,9 +316,21 @@ pub fn looks_secret(value: &str) -> bool {
         return false;
     }
     let b = value.as_bytes();
+    // Expressions and paths (`Jobs[-1].JobId`, `$upper(x)`, `&anchor`, `projects/p/secrets/s`,
+    // `urn:ietf:params:oauth`), not literals a person or a vault produced.
+    if b.iter().any(|c| matches!(c, b'[' | b']' | b'(' | b')' | b'\\'))
+        || value.contains(".*")
+        || value.contains(".+")
+        || matches!(b[0], b'&' | b'*')
+        || value.split('/').filter(|p| p.len() >= 3 && p.bytes().all(|c| c.is_ascii_alphabetic() || c == b'-')).count()
+            >= 2
+        || (value.split(':').count() >= 3 && value.split(':').all(|p| p.len() < 16))
+    {
+        return false;
+    }
     let classes = char_classes(b);
     // Identifiers and prose (`my_secret_value`, `Hello.World`) are letters with a separator.
-    let wordy = b.iter().all(|c| c.is_ascii_alphabetic() || matches!(c, b'_' | b'-' | b'.' | b'/'));
+    let wordy = b.iter().all(|c| c.is_ascii_alphabetic() || matches!(c, b'_' | b'-' | b'.' | b'/' | b':'));
     let needed = if len >= 20 { 3.5 } else { 3.0 };
     classes >= 2 && !wordy && entropy(b) >= needed
 }

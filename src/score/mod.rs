@@ -35,6 +35,7 @@ mod rule;
 pub mod rules;
 pub mod sample;
 mod scan;
+pub mod service;
 mod structured;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -179,6 +180,7 @@ impl RuleSet {
             let words: &[&str] = match rule.trigger {
                 Trigger::Anchors(words) => words,
                 Trigger::Generic => rules::GENERIC_KEYWORDS,
+                Trigger::Service => service::KEYWORDS,
                 Trigger::Digits | Trigger::Iban | Trigger::Run { .. } | Trigger::Dotted { .. } => &[],
             };
             for word in words {
@@ -228,12 +230,20 @@ impl Scanner {
     fn anchored(&self, hay: &[u8], classes: &scan::Classes, out: &mut Collector<'_>) {
         let mut spans: Vec<scan::Spans> = vec![scan::Spans::default(); self.set.rules.len()];
         let mut generic_hits: Vec<(usize, usize)> = Vec::new();
+        let mut service_hits: Vec<(usize, usize)> = Vec::new();
         for hit in self.set.anchors.iter().flat_map(|anchors| anchors.find(hay)) {
             for &r in &self.set.anchor_rules[hit.anchor] {
                 let rule = self.set.rules[r].rule;
-                if matches!(rule.trigger, Trigger::Generic) {
-                    generic_hits.push((r, hit.start));
-                    continue;
+                match rule.trigger {
+                    Trigger::Generic => {
+                        generic_hits.push((r, hit.start));
+                        continue;
+                    }
+                    Trigger::Service => {
+                        service_hits.push((r, hit.start));
+                        continue;
+                    }
+                    _ => {}
                 }
                 spans[r].push(hit.start.saturating_sub(rule.before)..(hit.start + rule.after).min(hay.len()));
             }
@@ -282,7 +292,21 @@ impl Scanner {
                 continue;
             }
             if let Some(assignment) = generic::find(hay, at, out.lang.has_bare_strings()) {
-                out.assignment(r, self.set.rules[r].rule, assignment.value);
+                let key = String::from_utf8_lossy(&hay[assignment.key]).into_owned();
+                out.assignment(r, self.set.rules[r].rule, &key, assignment.value);
+            }
+        }
+        // Hits arrive in order of their end; several anchors in one key (`api_key_token`) are
+        // one key, judged once.
+        service_hits.sort_unstable_by_key(|&(_, at)| at);
+        let mut judged = 0;
+        for (r, at) in service_hits {
+            if at < judged || out.full(r) {
+                continue;
+            }
+            judged = service::key_around(hay, at).end;
+            if let Some(hit) = service::find(hay, at) {
+                out.service(r, self.set.rules[r].rule, hit);
             }
         }
     }
@@ -309,7 +333,8 @@ impl Scanner {
             }
             let span = leaf.span.clone().or_else(|| structured::locate(hay, &leaf.value, &mut cursor, &mut budget));
             if let Some(span) = span {
-                out.assignment(r, rule, span);
+                let key = leaf.path.iter().rev().find(|k| k.as_str() != "[]").map_or("", String::as_str);
+                out.assignment(r, rule, key, span);
             }
         }
     }
@@ -387,9 +412,13 @@ struct Raw {
     confidence: Confidence,
     severity: Severity,
     validated: bool,
+    /// A filter hit of a rule with a structural check (checksum, decoding): the token failed it.
+    checked: bool,
+    /// Named after a service of the catalogue (`service.rs`).
+    named: bool,
     vendor: bool,
     generic: bool,
-    env: &'static str,
+    env: std::borrow::Cow<'static, str>,
     span: Range<usize>,
 }
 
@@ -414,12 +443,23 @@ impl<'a> Collector<'a> {
 
     /// A generic assignment: a leak of the generic rule, which blocks when the file's kind, the
     /// key and the value together say it is a deployed credential ([`context::promotes`]).
-    fn assignment(&mut self, r: usize, rule: &'static Rule, value: Range<usize>) {
+    fn assignment(&mut self, r: usize, rule: &'static Rule, key: &str, value: Range<usize>) {
         if !self.candidate(r, rule, value.clone()) {
             return;
         }
+        let mut line_start = memchr::memrchr(b'\n', &self.hay[..value.start]).map_or(0, |i| i + 1);
+        // A command continued over lines (`\` at their ends) is one line.
+        for _ in 0..16 {
+            let prev = &self.hay[..line_start.saturating_sub(1)];
+            if line_start == 0 || !prev.trim_ascii_end().ends_with(b"\\") {
+                break;
+            }
+            line_start = memchr::memrchr(b'\n', prev).map_or(0, |i| i + 1);
+        }
+        let line_end = memchr::memchr(b'\n', &self.hay[value.end..]).map_or(self.hay.len(), |i| value.end + i);
+        let line = String::from_utf8_lossy(&self.hay[line_start..line_end]);
         let value = String::from_utf8_lossy(&self.hay[value]);
-        if context::promotes(self.kind, &value)
+        if context::promotes(self.kind, key, &value, &line)
             && let Some(last) = self.raw.last_mut()
         {
             last.severity = Severity::Credential;
@@ -434,6 +474,10 @@ impl<'a> Collector<'a> {
             return false;
         };
         if !check::passes(rule.check, secret) || (rule.family != "pem_block" && placeholder(rule, secret)) {
+            return false;
+        }
+        // A documentation example token, whichever rule found it (`Bearer eyJ…` of jwt.io).
+        if secret.starts_with("eyJ") && check::jwt_example(secret) {
             return false;
         }
         if rule.check == Check::None && rule.min_entropy > 0.0 && filter::entropy(secret.as_bytes()) < rule.min_entropy
@@ -468,12 +512,36 @@ impl<'a> Collector<'a> {
             confidence: rule.confidence,
             severity,
             validated: rule.check != Check::None,
+            checked: false,
+            named: false,
             vendor: rule.prefix.is_some(),
             generic: rule.generic,
-            env: rule.env,
+            env: rule.env.into(),
             span,
         });
         true
+    }
+
+    /// A service-keyed credential (`service.rs`): named after its service, blocked by default.
+    fn service(&mut self, r: usize, rule: &'static Rule, hit: service::Hit) {
+        let service = &service::catalogue().services[hit.service as usize];
+        self.per_rule[r] += 1;
+        self.raw.push(Raw {
+            rule: format!("{}-credential", service.id),
+            family: rule.family.to_string(),
+            kind: Kind::Leak,
+            confidence: rule.confidence,
+            severity: rule.severity,
+            validated: false,
+            checked: false,
+            named: true,
+            vendor: false,
+            // A vendor rule that knows the value's format (a Google API key in a Firebase
+            // configuration, a `sk_live_` key) has the last word on it.
+            generic: true,
+            env: service.env().into(),
+            span: hit.value,
+        });
     }
 
     /// A token-shaped prefix of rule `r` at `span`: filter risk, extended over the token.
@@ -496,9 +564,11 @@ impl<'a> Collector<'a> {
             confidence: rule.confidence,
             severity: rule.severity,
             validated: false,
+            checked: rule.check != Check::None,
+            named: false,
             vendor: true,
             generic: rule.generic,
-            env: rule.env,
+            env: rule.env.into(),
             span: span.start..end,
         });
     }
@@ -511,9 +581,11 @@ impl<'a> Collector<'a> {
             confidence: Confidence::Medium,
             severity: Severity::Credential,
             validated: false,
+            checked: false,
+            named: false,
             vendor: false,
             generic: false,
-            env: "SECRET",
+            env: "SECRET".into(),
             span,
         });
     }
@@ -539,7 +611,7 @@ impl<'a> Collector<'a> {
             let (line, column) = positions.at(raw.span.start);
             let secret = &hay[raw.span.clone()];
             let (replacement, replace) =
-                replace::suggest(hay, raw.span.clone(), raw.env, &raw.family, &raw.rule, self.lang);
+                replace::suggest(hay, raw.span.clone(), &raw.env, &raw.family, &raw.rule, self.lang);
             let finding = Finding {
                 snippet: snippet(secret),
                 hash: salted_hash(&self.salt, secret),
@@ -595,14 +667,23 @@ impl<'a> Collector<'a> {
     }
 }
 
-/// Keep one finding per overlapping cluster: a vendor-specific rule over a catch-all one (a
-/// token whose shape a vendor rule knows but whose checksum failed is not a generic secret),
-/// then a leak over a filter hit, a credential over personal data, higher confidence, the
-/// longer span.
+/// Keep one finding per overlapping cluster: a vendor-specific rule's leak, or its filter hit
+/// when the token failed the rule's checksum or decoding (a fake `ghp_` token is not a generic
+/// secret), over a service-named leak (a random value beside a service's name), over another
+/// catch-all rule's leak (a random value named by a key), over a
+/// vendor prefix whose token only failed a shape the vendor may have changed; then a leak over a
+/// filter hit, a credential over personal data, higher confidence, the longer span.
 fn dedupe(mut raw: Vec<Raw>) -> Vec<Raw> {
     raw.sort_by_key(|f| (f.span.start, std::cmp::Reverse(f.span.end)));
+    let tier = |f: &Raw| match (f.generic, f.kind) {
+        (false, Kind::Leak) => 3,
+        (false, Kind::Filter) if f.checked => 3,
+        (_, Kind::Leak) if f.named => 2,
+        (_, Kind::Leak) => 1,
+        _ => 0,
+    };
     let rank =
-        |f: &Raw| (!f.generic, f.kind == Kind::Leak, f.severity == Severity::Credential, f.confidence, f.span.len());
+        |f: &Raw| (tier(f), f.kind == Kind::Leak, f.severity == Severity::Credential, f.confidence, f.span.len());
     let mut out: Vec<Raw> = Vec::with_capacity(raw.len());
     for f in raw {
         match out.last_mut() {
@@ -621,7 +702,8 @@ fn dedupe(mut raw: Vec<Raw>) -> Vec<Raw> {
 fn placeholder(rule: &Rule, secret: &str) -> bool {
     let body = match rule.sample.first() {
         Some(Part::Lit(prefix)) if !rule.generic => secret.strip_prefix(prefix).unwrap_or(secret),
-        _ => secret,
+        // A catch-all rule knows no prefix: a short one before `_` or `-` (`shpss_`, `key-`).
+        _ => secret.split_once(['_', '-']).filter(|(p, _)| p.len() <= 12).map_or(secret, |(_, b)| b),
     };
     filter::is_placeholder(secret) || (body.len() >= 8 && filter::is_placeholder(body))
 }

@@ -37,6 +37,10 @@ pub enum Trigger {
     /// anchor. Found from the bitmap of dots (`scan::Classes`), far cheaper than a pass over every
     /// byte.
     Dotted { first: usize, middle: (usize, usize) },
+    /// A credential word (`key`, `token`, `secret`…) in an identifier given a random-looking
+    /// value, with a service of the catalogue named nearby (`service.rs`). The finding is named
+    /// after the service (`sendgrid-credential`).
+    Service,
 }
 
 /// A structural validator applied to the secret before entropy.
@@ -71,6 +75,11 @@ pub enum Check {
     SecretData,
     /// A Discord bot token: its first part is base64 of a numeric snowflake id.
     DiscordId,
+    /// At least two letters and two digits (capitals-and-digits keys, not words).
+    MixedAlnum,
+    /// A Jenkins `hudson.util.Secret`: base64 of version 1, a 16-byte IV, the ciphertext's
+    /// length and the ciphertext.
+    JenkinsSecret,
 }
 
 /// How sure a match is a real credential.

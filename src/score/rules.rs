@@ -1934,8 +1934,8 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "ibm-cloud-api-key",
         family: "cloud_key",
-        trigger: Trigger::Anchors(&["ibmcloud", "ibm_cloud", "ibm-cloud"]),
-        regex: keyed!(r"ibm[_\-]?cloud[A-Za-z0-9_.\-]{0,20}key", r"[A-Za-z0-9_\-]{44}"),
+        trigger: Trigger::Anchors(&["ibmcloud", "ibm_cloud", "ibm-cloud", "bluemix", "ic_api_key", "ibm_api_key"]),
+        regex: keyed!(r"(?:ibm[_\-]?cloud|bluemix|ibm|ic)[A-Za-z0-9_.\-]{0,20}key", r"[A-Za-z0-9_\-]{44}"),
         after: 130,
         min_entropy: 3.5,
         env: "IBMCLOUD_API_KEY",
@@ -2436,14 +2436,16 @@ pub static RULES: &[Rule] = &[
         ..BASE
     },
     Rule {
+        // Octopus Deploy API keys: `API-` and 25 to 32 capitals and digits, named by a key or not.
         id: "octopus-deploy-api-key",
-        trigger: Trigger::Anchors(&["octopus_api", "octopus-api", "octopusapi"]),
-        regex: keyed!(r"octopus[_\-]?api", r"API-[A-Z0-9]{25,27}"),
-        after: 100,
+        trigger: Trigger::Anchors(&["api-"]),
+        regex: r"(?:^|[^A-Za-z0-9_\-])(?P<secret>API-[A-Z0-9]{25,32})(?:[^A-Za-z0-9_\-]|$)",
+        before: 1,
+        after: 40,
+        check: Check::MixedAlnum,
         min_entropy: 3.5,
         env: "OCTOPUS_API_KEY",
-        needs_key: true,
-        sample: &[Part::Lit("API-"), Part::Rand(UPPER_DIGITS, 26)],
+        sample: &[Part::Lit("API-"), Part::Rand("ABCDEFGHJKLMNPQRSTUVWXYZ", 13), Part::Rand(DIGITS, 13)],
         ..BASE
     },
     Rule {
@@ -3485,6 +3487,307 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Sensitive,
         env: "",
         sample: &[Part::Gen(s::iban)],
+        ..BASE
+    },
+    // ---- Formats of issue 28: IBM, Cloudant, Azure Entra, Vault, Octopus, Tableau, Jenkins, ----
+    // ---- GCP service accounts, Sumo Logic, Slack and curl variants ----------------------------
+    Rule {
+        // IBM Cloud service credentials (JSON): `"apikey"` beside the `iam_apikey_*` fields.
+        id: "ibm-cloud-iam-api-key",
+        family: "cloud_key",
+        trigger: Trigger::Anchors(&["iam_apikey", "iam_serviceid_crn"]),
+        regex: r#""apikey"\s*:\s*"(?P<secret>[A-Za-z0-9_\-]{44})""#,
+        before: 1500,
+        after: 1500,
+        min_entropy: 3.5,
+        confidence: Confidence::High,
+        env: "IBMCLOUD_API_KEY",
+        sample: &[
+            Part::Lit("{\n  \"apikey\": \""),
+            Part::Rand(URLSAFE, 44),
+            Part::Lit(
+                "\",\n  \"iam_apikey_description\": \"Auto-generated for key crn:v1:bluemix\",\n  \"iam_apikey_name\": \"app-key\"\n}",
+            ),
+        ],
+        ..BASE
+    },
+    Rule {
+        // SoftLayer (IBM Cloud classic infrastructure): a username and a 64-hex API key.
+        id: "softlayer-api-key",
+        family: "cloud_key",
+        trigger: Trigger::Anchors(&["softlayer", "sl_api_key", "sl-api-key"]),
+        regex: keyed!(r"(?:softlayer|sl)[A-Za-z0-9_.\-]{0,20}(?:key|secret)", r"[a-fA-F0-9]{64}"),
+        after: 140,
+        min_entropy: 3.4,
+        env: "SL_API_KEY",
+        needs_key: true,
+        sample: &[Part::Rand(HEX, 64)],
+        ..BASE
+    },
+    Rule {
+        // IBM Cloud Object Storage HMAC keys (`cos_hmac_keys`): a 48-hex secret access key, where
+        // AWS's is 40 base64 characters.
+        id: "ibm-cos-hmac-secret-key",
+        family: "cloud_key",
+        trigger: Trigger::Anchors(&["secret_access_key", "secretaccesskey", "secret-access-key"]),
+        regex: keyed!(r"secret[_\-]?access[_\-]?key", r"[a-f0-9]{48}", r"(?:[^A-Za-z0-9_\-]|$)"),
+        before: 8,
+        after: 100,
+        min_entropy: 3.4,
+        confidence: Confidence::High,
+        env: "COS_HMAC_SECRET_ACCESS_KEY",
+        needs_key: true,
+        sample: &[Part::Rand(HEX, 48)],
+        ..BASE
+    },
+    Rule {
+        // IBM Cloudant legacy credentials: a 64-hex password next to the Cloudant host.
+        id: "cloudant-password",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["cloudant"]),
+        regex: r#"(?i:password|pass|pwd)["'`]?\s*(?::=|=>|=|:)\s*["'`]?(?P<secret>[a-f0-9]{64})(?:[^A-Za-z0-9]|$)"#,
+        before: 1200,
+        after: 1200,
+        min_entropy: 3.4,
+        confidence: Confidence::High,
+        env: "CLOUDANT_PASSWORD",
+        sample: &[Part::Lit("cloudant_host = acme.cloudant.com\ncloudant_password = "), Part::Rand(HEX, 64)],
+        ..BASE
+    },
+    Rule {
+        // Microsoft Entra ID (Azure AD) refresh tokens: opaque, long, `0.A…`/`1.A…` (v2 endpoint)
+        // or `AQABAAAA…` (v1), in a token response or an MSAL/ADAL cache.
+        id: "azure-entra-refresh-token",
+        family: "cloud_key",
+        trigger: Trigger::Anchors(&["refresh_token", "refreshtoken", "refresh-token"]),
+        regex: keyed!(
+            r"refresh[_\-]?token",
+            r"(?:[01]\.A[A-Za-z0-9_\-]{6}|AQABAAAA)[A-Za-z0-9_\-.*]{150,4000}",
+            r"(?:[^A-Za-z0-9_\-.*]|$)"
+        ),
+        before: 8,
+        after: 4200,
+        min_entropy: 4.0,
+        confidence: Confidence::High,
+        env: "AZURE_REFRESH_TOKEN",
+        needs_key: true,
+        sample: &[Part::Lit("0.AXEA"), Part::Rand(URLSAFE, 420)],
+        ..BASE
+    },
+    Rule {
+        // The same token in an MSAL cache: `"credential_type": "RefreshToken", "secret": "…"`.
+        id: "azure-entra-refresh-token-cache",
+        family: "cloud_key",
+        trigger: Trigger::Anchors(&["\"refreshtoken\""]),
+        regex: r#""secret"\s*:\s*"(?P<secret>(?:[01]\.A[A-Za-z0-9_\-]{6}|AQABAAAA)[A-Za-z0-9_\-.*]{150,4000})""#,
+        before: 5000,
+        after: 5000,
+        min_entropy: 4.0,
+        confidence: Confidence::High,
+        env: "AZURE_REFRESH_TOKEN",
+        sample: &[
+            Part::Lit("{\"RefreshToken\": {\"x\": {\"credential_type\": \"RefreshToken\", \"secret\": \"1.AR"),
+            Part::Rand(URLSAFE, 400),
+            Part::Lit("\"}}}"),
+        ],
+        ..BASE
+    },
+    Rule {
+        // HashiCorp Vault tokens of before 1.10 (`s.`, `b.`, `r.` + 24 characters): only where a
+        // key or the CLI names them.
+        id: "vault-legacy-token",
+        trigger: Trigger::Anchors(&["vault_token", "vault-token", "vaulttoken", "vault login"]),
+        regex: r#"(?i:vault[_\-]?token["'`\]]?\s*(?::=|=>|=|:)\s*(?:r#*)?["'`]?|vault\s+login\s+(?:-no-print\s+)?(?:token=)?)(?P<secret>[sbr]\.[A-Za-z0-9]{24})(?:[^A-Za-z0-9_\-]|$)"#,
+        after: 100,
+        min_entropy: 3.3,
+        confidence: Confidence::High,
+        env: "VAULT_TOKEN",
+        needs_key: true,
+        sample: &[Part::Lit("s."), Part::Rand(ALNUM, 24)],
+        ..BASE
+    },
+    Rule {
+        id: "vault-recovery-token",
+        trigger: Trigger::Anchors(&["hvr."]),
+        regex: r"\b(?P<secret>hvr\.[A-Za-z0-9_\-]{24,120})(?:[^A-Za-z0-9_\-]|$)",
+        after: 140,
+        min_entropy: 3.5,
+        confidence: Confidence::High,
+        prefix: Some(r"\bhvr\.(?:[A-Za-z0-9_\-]{4}|\{|\$|<)"),
+        env: "VAULT_TOKEN",
+        sample: &[Part::Lit("hvr."), Part::Rand(URLSAFE, 90)],
+        ..BASE
+    },
+    Rule {
+        // A Tableau personal access token secret: base64 of 16 bytes, `:`, 32 characters.
+        id: "tableau-pat-secret",
+        trigger: Trigger::Anchors(&["==:"]),
+        regex: r"(?:^|[^A-Za-z0-9+/])(?P<secret>[A-Za-z0-9+/]{22}==:[A-Za-z0-9]{32})(?:[^A-Za-z0-9]|$)",
+        before: 24,
+        after: 36,
+        check: Check::MixedAlnum,
+        min_entropy: 4.0,
+        confidence: Confidence::High,
+        env: "TABLEAU_PAT_SECRET",
+        sample: &[Part::Rand(ALNUM, 22), Part::Lit("==:"), Part::Rand(ALNUM, 32)],
+        ..BASE
+    },
+    Rule {
+        // A Smartsheet API access token: 26 or 37 letters and digits, named by its key.
+        id: "smartsheet-access-token",
+        trigger: Trigger::Anchors(&["smartsheet"]),
+        regex: keyed!(r"smartsheets?[A-Za-z0-9_.\-]{0,24}(?:token|key|secret)", r"[A-Za-z0-9]{26}|[A-Za-z0-9]{37}"),
+        after: 120,
+        check: Check::MixedAlnum,
+        min_entropy: 3.5,
+        env: "SMARTSHEET_ACCESS_TOKEN",
+        needs_key: true,
+        sample: &[Part::Rand(LOWER_DIGITS, 26)],
+        ..BASE
+    },
+    Rule {
+        // Jenkins secrets as `credentials.xml`, `config.xml` and job configs store them:
+        // `{` + base64 of version 1, a 16-byte IV and the AES ciphertext + `}`.
+        id: "jenkins-encrypted-secret",
+        trigger: Trigger::Anchors(&["{aqaaab"]),
+        regex: r"\{(?P<secret>AQAAAB[A-Za-z0-9+/]{30,4000}={0,2})\}",
+        before: 1,
+        after: 4100,
+        check: Check::JenkinsSecret,
+        confidence: Confidence::High,
+        env: "JENKINS_SECRET",
+        sample: &[Part::Gen(s::jenkins_secret)],
+        ..BASE
+    },
+    Rule {
+        // A Google service-account key file: its `private_key_id` names a live key even where the
+        // PEM was cut or wrapped.
+        id: "gcp-service-account-key-id",
+        family: "cloud_key",
+        trigger: Trigger::Anchors(&["\"service_account\"", "iam.gserviceaccount.com"]),
+        // The key id names a live key only beside the key itself (not a redacted one).
+        regex: r#""private_key_id"\s*:\s*"(?P<secret>[a-f0-9]{40})"\s*,\s*"private_key"\s*:\s*"-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----(?:\\n|\s)*[A-Za-z0-9+/]{64}"#,
+        before: 3000,
+        after: 3000,
+        min_entropy: 3.4,
+        confidence: Confidence::High,
+        env: "GOOGLE_APPLICATION_CREDENTIALS",
+        sample: &[Part::Gen(s::gcp_service_account)],
+        ..BASE
+    },
+    Rule {
+        // A Sumo Logic HTTP source URL: the path token is the credential.
+        id: "sumologic-http-source-url",
+        trigger: Trigger::Anchors(&["sumologic.com/receiver/v1/"]),
+        regex: r"(?P<secret>https://[a-z0-9.\-]{0,60}\.sumologic\.com/receiver/v1/(?:http|otlp)/[A-Za-z0-9_=+\-]{40,400})(?:[^A-Za-z0-9_=+\-]|$)",
+        before: 80,
+        after: 460,
+        min_entropy: 3.5,
+        confidence: Confidence::High,
+        prefix: Some(r"sumologic\.com/receiver/v1/(?:http|otlp)/"),
+        env: "SUMOLOGIC_HTTP_SOURCE_URL",
+        sample: &[
+            Part::Lit("https://endpoint4.collection.us2.sumologic.com/receiver/v1/http/ZaVnC4dhaV"),
+            Part::Rand(URLSAFE, 90),
+            Part::Lit("=="),
+        ],
+        ..BASE
+    },
+    Rule {
+        // Sumo Logic access IDs go with a 64-character access key.
+        id: "sumologic-access-id-key",
+        trigger: Trigger::Anchors(&["sumo_access_key", "sumo-access-key", "sumoaccesskey", "sumologic_access_key"]),
+        regex: keyed!(r"sumo(?:logic)?[_\-]?access[_\-]?key", r"[A-Za-z0-9]{64}"),
+        after: 100,
+        check: Check::MixedAlnum,
+        min_entropy: 4.0,
+        confidence: Confidence::High,
+        env: "SUMO_ACCESS_KEY",
+        needs_key: true,
+        sample: &[Part::Rand(ALNUM, 64)],
+        ..BASE
+    },
+    Rule {
+        // Slack tokens of the kinds and eras the specific rules do not spell out (`xoxd-`
+        // session cookies, legacy `xoxp-`/`xoxb-` with other part lengths, `xoxa-2-`…):
+        // `xox` + a letter + numeric parts + a random tail.
+        id: "slack-token",
+        trigger: Trigger::Anchors(&["xoxa-", "xoxb-", "xoxd-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-"]),
+        regex: r"\b(?P<secret>xox[abdeoprs]-(?:[0-9]{1,16}-){1,4}[A-Za-z0-9%]{16,200}(?:-[A-Za-z0-9%]{4,64})?)(?:[^A-Za-z0-9_\-%]|$)",
+        after: 300,
+        min_entropy: 3.3,
+        // Medium: the token kinds with a rule of their own keep their names.
+        confidence: Confidence::Medium,
+        prefix: Some(r"\bxox[abdeoprs]-"),
+        env: "SLACK_TOKEN",
+        sample: &[
+            Part::Lit("xoxp-"),
+            Part::Rand(DIGITS, 11),
+            Part::Lit("-"),
+            Part::Rand(DIGITS, 12),
+            Part::Lit("-"),
+            Part::Rand(ALNUM, 32),
+        ],
+        ..BASE
+    },
+    Rule {
+        // Discord user tokens with multi-factor authentication (`mfa.` + 84 characters).
+        id: "discord-mfa-token",
+        trigger: Trigger::Anchors(&["mfa."]),
+        regex: r"\b(?P<secret>mfa\.[A-Za-z0-9_\-]{80,90})(?:[^A-Za-z0-9_\-]|$)",
+        after: 100,
+        min_entropy: 4.0,
+        confidence: Confidence::High,
+        env: "DISCORD_TOKEN",
+        sample: &[Part::Lit("mfa."), Part::Rand(URLSAFE, 84)],
+        ..BASE
+    },
+    Rule {
+        // `curl -H 'Authorization: Bearer …'`, `--header "X-Api-Key: …"`, `-H 'PRIVATE-TOKEN: …'`,
+        // `--oauth2-bearer …`: a header credential on a command line, continued lines included.
+        id: "curl-auth-header",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["curl"]),
+        regex: r#"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:(?:-H|--header)\s*["']?(?:(?i:authorization)\s*:\s*(?i:bearer|token|bot|apikey|key|sso-key|ssws)\s+|(?i:[A-Za-z0-9\-]*(?:api-?key|token|secret|auth[A-Za-z0-9\-]*|access-key))\s*:\s*)|--oauth2-bearer\s+["']?)(?P<secret>[A-Za-z0-9_\-.=+/~:]{16,400})(?:["'\s]|$)"#,
+        after: 900,
+        check: Check::Password,
+        min_entropy: 3.3,
+        confidence: Confidence::Medium,
+        env: "API_TOKEN",
+        sample: &[
+            Part::Lit("curl -s https://api.acme.io/v1/me \\\n  -H 'Authorization: Bearer "),
+            Part::Rand(ALNUM, 40),
+            Part::Lit("'"),
+        ],
+        ..BASE
+    },
+    Rule {
+        // `curl -H 'Authorization: Basic <base64 user:password>'`.
+        id: "curl-basic-auth-header",
+        family: "db_credential",
+        trigger: Trigger::Anchors(&["curl"]),
+        regex: r#"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:-H|--header)\s*["']?(?i:authorization)\s*:\s*(?i:basic)\s+(?P<secret>[A-Za-z0-9+/]{8,400}={0,2})(?:[^A-Za-z0-9+/=]|$)"#,
+        after: 900,
+        check: Check::BasicAuth,
+        confidence: Confidence::Medium,
+        env: "BASIC_AUTH_CREDENTIALS",
+        sample: &[
+            Part::Lit("curl -H \"Authorization: Basic "),
+            Part::Gen(s::basic_auth_value),
+            Part::Lit("\" https://ci.acme.io/api"),
+        ],
+        ..BASE
+    },
+    // ---- The catalogue's services: a random value beside a credential word and a service name -
+    Rule {
+        id: "service-credential",
+        family: "api_key",
+        trigger: Trigger::Service,
+        regex: "",
+        confidence: Confidence::Medium,
+        env: "SENDGRID_API_KEY",
+        needs_key: true,
+        sample: &[Part::Rand(LOWER_DIGITS, 8), Part::Rand(ALNUM, 24)],
         ..BASE
     },
     // ---- Generic assignments (low weight, warnings by default) --------------------------------

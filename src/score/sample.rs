@@ -339,6 +339,21 @@ pub fn google_refresh_token(rng: &mut Rng) -> String {
     format!("1//0{}{}", rng.string(UPPER_DIGITS, 1), rng.string(BASE64URL, 98))
 }
 
+/// A Jenkins encrypted secret as `credentials.xml` stores it: `{AQAAABAAAA…}`.
+pub fn jenkins_secret(rng: &mut Rng) -> String {
+    let data = 16 * (1 + rng.below(3));
+    let mut raw = vec![1u8];
+    raw.extend_from_slice(&16u32.to_be_bytes());
+    raw.extend_from_slice(&(data as u32).to_be_bytes());
+    raw.extend(rng.bytes(16 + data));
+    format!("{{{}}}", base64::engine::general_purpose::STANDARD.encode(raw))
+}
+
+/// The base64 of `user:password` that HTTP Basic authentication sends.
+pub fn basic_auth_value(rng: &mut Rng) -> String {
+    base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", rng.string(LOWER, 7), rng.string(ALNUM, 18)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
