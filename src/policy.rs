@@ -45,6 +45,7 @@ use nix::libc;
 use serde::Deserialize;
 
 use crate::error::{Error, Reason, Result};
+use crate::score::interop::{Interop, InteropTexts};
 use crate::score::{ExtraPattern, Kind, Report, ScanConfig, Scanner, Thresholds, Verdict};
 
 /// What happens to a write, or to one finding.
@@ -371,6 +372,7 @@ impl Policy {
             weights,
             thresholds,
             salt: [0; 16],
+            interop: Default::default(),
         };
         // Compile now, so a bad regex is reported here and not at the first write.
         scan.compile_extra().map_err(|e| semantic(text, &e.name, &format!("bad regex: {}", e.message)))?;
@@ -448,6 +450,24 @@ impl Policy {
             session_hosts: file.session_hosts,
             stderr_notice: file.stderr_notice,
         })
+    }
+
+    /// This policy with a team's gitleaks and detect-secrets configuration (`.gitleaks.toml`,
+    /// `.gitleaksignore`, `.secrets.baseline`, read by the caller from the workspace root): their
+    /// custom rules scan, their allowlists and reviewed findings are allowed
+    /// (`crate::score::interop`). A file that does not parse, or a pattern of it that does not
+    /// compile, is one typed error naming the file and the rule, like a broken policy.
+    pub fn with_interop(mut self, texts: &InteropTexts) -> Result<Policy> {
+        let interop = Interop::parse(texts).map_err(|e| {
+            Error::from(Reason::BadPolicy {
+                line: 0,
+                column: 0,
+                key: if e.what.is_empty() { e.file.to_string() } else { format!("{}: {}", e.file, e.what) },
+                message: format!("{} (fix it or remove the file; rwfs reads it beside its own policy)", e.message),
+            })
+        })?;
+        self.scan.interop = std::sync::Arc::new(interop);
+        Ok(self)
     }
 
     /// A scanner for this policy; `salt` salts the findings' hashes.

@@ -174,3 +174,50 @@ fn durability_and_batch_window_are_checked() {
     let zero = Policy::parse("batch_window_ms: 0\n").unwrap_err().to_string();
     assert!(zero.contains("batch_window_ms"), "{zero}");
 }
+
+/// A team's `.gitleaks.toml`, `.gitleaksignore` and `.secrets.baseline` at the workspace root
+/// mean at the gate what they mean in its CI: custom rules block, allowlists and reviewed
+/// findings are allowed; a broken file is a typed error naming it.
+#[test]
+fn a_teams_gitleaks_and_detect_secrets_files_apply_at_the_gate() {
+    use rwfs::engine::{Options, Workspace};
+    use rwfs::score::interop::sha1_hex;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let stripe = sample("stripe-secret-key", 7);
+    let reviewed = sample("generic-secret-assignment", 8);
+    let acme = "q8w2lm4s9xap7z1rt5vbk3nd";
+    std::fs::write(
+        root.join(".gitleaks.toml"),
+        "[extend]\nuseDefault = true\n\n[[rules]]\nid = \"acme-token\"\nregex = '''acme_live_([a-z0-9]{24})'''\nsecretGroup = 1\nkeywords = [\"acme_live_\"]\n\n[[allowlists]]\npaths = ['''^fixtures/''']\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitleaksignore"), "config/legacy.env:generic-api-key:2\n").unwrap();
+    let baseline = serde_json::json!({
+        "version": "1.5.0",
+        "results": {"config/app.env": [{"type": "Secret Keyword", "filename": "config/app.env", "hashed_secret": sha1_hex(reviewed.as_bytes()), "line_number": 1}]}
+    });
+    std::fs::write(root.join(".secrets.baseline"), baseline.to_string()).unwrap();
+    let policy = Workspace::open(root, &Options::default()).unwrap().policy(None).unwrap();
+    // The team's own rule blocks what rwfs alone would not know.
+    let (action, _) = decide(&policy, &format!("ACME=acme_live_{acme}\n"), "src/app.py");
+    assert_eq!(action, Action::Block);
+    assert_eq!(decide(&Policy::default(), &format!("ACME=acme_live_{acme}\n"), "src/app.py").0, Action::Allow);
+    // Allowlisted paths, ignored fingerprints and baselined secrets pass; others still block.
+    assert_eq!(decide(&policy, &format!("key = \"{stripe}\"\n"), "fixtures/stripe.py").0, Action::Allow);
+    assert_eq!(decide(&policy, &format!("key = \"{stripe}\"\n"), "src/stripe.py").0, Action::Block);
+    assert_eq!(decide(&policy, &format!("A=1\nDB_PASSWORD={reviewed}\n"), "config/legacy.env").0, Action::Allow);
+    assert_eq!(decide(&policy, &format!("DB_PASSWORD={reviewed}\n"), "config/app.env").0, Action::Allow);
+    assert_eq!(decide(&policy, &format!("DB_PASSWORD={reviewed}\n"), "config/other.env").0, Action::Block);
+    // Inline markers of both tools.
+    for marker in ["# gitleaks:allow", "# pragma: allowlist secret"] {
+        let text = format!("key = \"{stripe}\"  {marker}\n");
+        assert_eq!(decide(&Policy::default(), &text, "src/x.py").0, Action::Allow, "{marker}");
+    }
+    let text = format!("# pragma: allowlist nextline secret\nkey = \"{stripe}\"\n");
+    assert_eq!(decide(&Policy::default(), &text, "src/x.py").0, Action::Allow);
+    // A broken file is an error that names it.
+    std::fs::write(root.join(".gitleaks.toml"), "[[rules]]\nid = \"x\"\nregex = '''(?<=a)b'''\n").unwrap();
+    let err = Workspace::open(root, &Options::default()).unwrap().policy(None).unwrap_err();
+    assert!(err.to_string().contains(".gitleaks.toml"), "{err}");
+}

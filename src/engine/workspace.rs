@@ -259,7 +259,26 @@ impl Workspace {
                 _ => None,
             },
         };
-        Policy::parse(text.as_deref().unwrap_or(""))
+        Policy::parse(text.as_deref().unwrap_or(""))?.with_interop(&self.interop_texts()?)
+    }
+
+    /// A team's gitleaks and detect-secrets files at the workspace root, those that exist.
+    fn interop_texts(&self) -> Result<crate::score::interop::InteropTexts> {
+        let read = |name: &str| -> Result<Option<String>> {
+            match self.disk.stat(&self.root, name).step("stat interop file")? {
+                // A large repository's baseline lists many findings.
+                Some(stat) if stat.kind == FileKind::File => Ok(Some(
+                    self.read_text(&self.root, name, 64 << 20, "gitleaks or detect-secrets file (larger than 64 MiB)")
+                        .map_err(|e| e.at(name))?,
+                )),
+                _ => Ok(None),
+            }
+        };
+        Ok(crate::score::interop::InteropTexts {
+            gitleaks_toml: read(".gitleaks.toml")?,
+            gitleaks_ignore: read(".gitleaksignore")?,
+            secrets_baseline: read(".secrets.baseline")?,
+        })
     }
 
     /// The shown part of the envelope of the refusal `row` journaled (see
@@ -285,11 +304,15 @@ impl Workspace {
 
     /// A small text file (at most 1 MiB), through the disk.
     fn read_small(&self, dir: &Dir, name: &str) -> Result<String> {
-        const LIMIT: u64 = 1 << 20;
+        self.read_text(dir, name, 1 << 20, "policy file (larger than 1 MiB)")
+    }
+
+    /// A text file of at most `limit` bytes, through the disk; `too_large` names the refusal.
+    fn read_text(&self, dir: &Dir, name: &str, limit: u64, too_large: &'static str) -> Result<String> {
         let file = self.disk.open_read(dir, name).step("open policy file")?;
         let size = self.disk.file_stat(&file).step("stat policy file")?.size;
-        if size > LIMIT {
-            return Err(Reason::InvalidArgument { what: "policy file (larger than 1 MiB)" }.into());
+        if size > limit {
+            return Err(Reason::InvalidArgument { what: too_large }.into());
         }
         let mut buf = vec![0u8; size as usize];
         let mut got = 0;

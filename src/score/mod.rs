@@ -28,6 +28,7 @@ mod codec;
 mod context;
 mod filter;
 mod generic;
+pub mod interop;
 mod replace;
 mod report;
 mod rng;
@@ -81,6 +82,8 @@ pub struct ScanConfig {
     pub thresholds: Thresholds,
     /// Salt of the findings' hashes.
     pub salt: [u8; 16],
+    /// The team's gitleaks and detect-secrets configuration (`interop.rs`).
+    pub interop: Arc<interop::Interop>,
 }
 
 impl ScanConfig {
@@ -217,12 +220,15 @@ impl Scanner {
 
     /// Scan `hay`; `path` (workspace-relative) picks the replacement language.
     pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
-        let mut out = Collector::new(self, hay, replace::Lang::of(path), FileKind::of(path));
+        let mut out = Collector::new(self, hay, path, replace::Lang::of(path), FileKind::of(path));
         let classes = scan::Classes::of(hay);
         self.anchored(hay, &classes, &mut out);
         self.parsed(hay, path, &mut out);
         self.structural(hay, &classes, &mut out);
         self.extra_patterns(hay, &mut out);
+        for found in self.config.interop.custom_findings(hay, path) {
+            out.custom(&found.rule, found.secret);
+        }
         out.finish(self, &classes)
     }
 
@@ -392,6 +398,7 @@ impl Scanner {
 /// Findings as they are found, before deduplication and the report.
 struct Collector<'a> {
     hay: &'a [u8],
+    path: Option<&'a str>,
     lang: replace::Lang,
     kind: FileKind,
     salt: [u8; 16],
@@ -423,9 +430,16 @@ struct Raw {
 }
 
 impl<'a> Collector<'a> {
-    fn new(scanner: &Scanner, hay: &'a [u8], lang: replace::Lang, kind: FileKind) -> Collector<'a> {
+    fn new(
+        scanner: &Scanner,
+        hay: &'a [u8],
+        path: Option<&'a str>,
+        lang: replace::Lang,
+        kind: FileKind,
+    ) -> Collector<'a> {
         Collector {
             hay,
+            path,
             lang,
             kind,
             salt: scanner.config.salt,
@@ -573,6 +587,24 @@ impl<'a> Collector<'a> {
         });
     }
 
+    /// A finding of a custom rule of the team's `.gitleaks.toml`: it fails their CI, so it blocks.
+    fn custom(&mut self, rule: &str, span: Range<usize>) {
+        self.raw.push(Raw {
+            rule: rule.to_string(),
+            family: "api_key".to_string(),
+            kind: Kind::Leak,
+            confidence: Confidence::Medium,
+            severity: Severity::Credential,
+            validated: false,
+            checked: false,
+            named: false,
+            vendor: false,
+            generic: false,
+            env: "SECRET".into(),
+            span,
+        });
+    }
+
     fn extra(&mut self, pattern: &ExtraPattern, span: Range<usize>) {
         self.raw.push(Raw {
             rule: pattern.name.clone(),
@@ -594,7 +626,26 @@ impl<'a> Collector<'a> {
         let hay = self.hay;
         let kept = dedupe(self.raw);
         let allowed = allowed_lines(hay);
-        let kept: Vec<Raw> = kept.into_iter().filter(|f| !allowed.iter().any(|l| l.contains(&f.span.start))).collect();
+        let mut kept: Vec<Raw> =
+            kept.into_iter().filter(|f| !allowed.iter().any(|l| l.contains(&f.span.start))).collect();
+        let interop = &scanner.config.interop;
+        if !interop.is_empty() {
+            let mut positions = Positions::new(hay);
+            let path = self.path.unwrap_or("");
+            kept.retain(|f| {
+                let line = interop::line_of(hay, f.span.start);
+                let secret = &hay[f.span.clone()];
+                let candidate = interop::Candidate {
+                    path,
+                    rule: &f.rule,
+                    secret,
+                    whole: secret,
+                    line_text: &hay[line],
+                    line: positions.at(f.span.start).0,
+                };
+                !interop.allows(&candidate)
+            });
+        }
         let (line_count, max_line_len) = line_stats(hay, classes);
         let mut positions = Positions::new(hay);
         let mut findings = Vec::with_capacity(kept.len());
@@ -846,15 +897,29 @@ fn hints(hay: &[u8], blobs: &[Range<usize>], dense: Option<(usize, usize)>) -> V
     out
 }
 
-/// Byte ranges of the lines that carry an `rw:allow` marker.
+/// Byte ranges of the lines that carry an allow marker: rwfs's `rw:allow`, gitleaks'
+/// `gitleaks:allow`, detect-secrets' `pragma: allowlist secret` (and its `pragma: allowlist
+/// nextline secret`, which allows the line after it).
 fn allowed_lines(hay: &[u8]) -> Vec<Range<usize>> {
-    memchr::memmem::find_iter(hay, b"rw:allow")
-        .map(|at| {
-            let start = memchr::memrchr(b'\n', &hay[..at]).map_or(0, |i| i + 1);
-            let end = memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i);
-            start..end
-        })
-        .collect()
+    let mut out = Vec::new();
+    for (marker, next) in [
+        (&b"rw:allow"[..], false),
+        (b"gitleaks:allow", false),
+        (b"pragma: allowlist secret", false),
+        (b"pragma: allowlist nextline secret", true),
+    ] {
+        for at in memchr::memmem::find_iter(hay, marker) {
+            let mut line = interop::line_of(hay, at);
+            if next {
+                if line.end >= hay.len() {
+                    continue;
+                }
+                line = interop::line_of(hay, line.end + 1);
+            }
+            out.push(line);
+        }
+    }
+    out
 }
 
 /// Replace every finding's `replace` range by its replacement (later ranges first).
