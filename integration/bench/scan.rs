@@ -14,8 +14,9 @@
 //!                    run time (`scan_eval.rs`): documented formats with generated bodies, and the
 //!                    placeholders, docs, fixtures, hashes, UUIDs and lockfiles around them; an
 //!                    item counts as blocked when the default policy blocks it at its path
-//!   5  configuration every JSON, YAML, TOML and INI-like file of the same corpus roots (these go
-//!                    through the parsers of `score::structured`): MB/s, blocked files per MB
+//!   5  configuration every JSON, YAML, TOML and INI-like file of the same corpus roots and of any
+//!                    --config-root (these go through the parsers of `score::structured`): MB/s,
+//!                    blocked files per MB
 //!   6  tools         the same measurements for the reference and detect-secrets, run by the
 //!                    Python driver `scan_reference.py` on a fixed subset (every k-th corpus file
 //!                    up to --tool-mb) and on 100 KB adversarial inputs under a time limit;
@@ -56,6 +57,10 @@ struct Args {
     /// Default: every directory in $CARGO_HOME/registry/src/ (CARGO_HOME defaults to ~/.cargo).
     #[arg(long, value_name = "DIR")]
     corpus: Vec<PathBuf>,
+    /// Directory whose JSON/YAML/TOML/INI files (recursively) the configuration section scans
+    /// besides the corpus roots' own; repeatable (e.g. a pip or npm cache, an SDK).
+    #[arg(long = "config-root", value_name = "DIR")]
+    config_root: Vec<PathBuf>,
     /// Timed passes over the whole corpus (the median is reported).
     #[arg(long, default_value_t = 5)]
     passes: usize,
@@ -834,7 +839,8 @@ fn run(args: &Args) -> io::Result<()> {
     }
     // 5. Configuration files of the same roots, through the parsers.
     if wants(Section::Config) {
-        let configs = load_files(&roots, &is_config)?;
+        let config_roots: Vec<PathBuf> = roots.iter().chain(&args.config_root).cloned().collect();
+        let configs = load_files(&config_roots, &is_config)?;
         let bytes: usize = configs.iter().map(|s| s.data.len()).sum();
         let inputs: Vec<(&str, &[u8])> = configs.iter().map(|s| (s.path.as_str(), s.data.as_slice())).collect();
         eprintln!("configuration: {} files, {:.1} MB", inputs.len(), bytes as f64 / MB);

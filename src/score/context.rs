@@ -123,7 +123,7 @@ impl FileKind {
 /// default as a secret, so it blocks only when the value alone is convincing ([`convincing`]):
 /// long and random, or a strong password, and not a digest beside a hash word.
 pub fn promotes(kind: FileKind, key: &str, value: &str, line: &str) -> bool {
-    if !plain_value(value) || super::check::encodes_placeholder(value) || transcript(line) {
+    if !plain_value(value) || super::check::encodes_placeholder(value) || transcript(line) || credential_word(value) {
         return false;
     }
     let b = value.as_bytes();
@@ -142,6 +142,34 @@ pub fn promotes(kind: FileKind, key: &str, value: &str, line: &str) -> bool {
 fn transcript(line: &str) -> bool {
     let t = line.trim_start();
     t.starts_with("$ ") || t.starts_with("> $ ") || line.contains("{command}")
+}
+
+/// Words that make a value a stand-in for a credential rather than one (`Password123!`,
+/// `s3cr3t-k3y`), checked after undoing leetspeak.
+const STAND_IN_WORDS: &[&str] =
+    &["password", "passwd", "secret", "changeme", "example", "sample", "dummy", "qwerty", "letmein", "default"];
+
+/// Does `value` spell a credential word or a stand-in once leetspeak is undone?
+fn credential_word(value: &str) -> bool {
+    let plain = unleet(value);
+    STAND_IN_WORDS.iter().any(|w| plain.contains(w))
+}
+
+/// `value` lowercase with leetspeak undone (`P@ssw0rd!` → `password!`... `i`).
+fn unleet(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            '0' => 'o',
+            '1' | '!' | '|' => 'i',
+            '3' => 'e',
+            '4' | '@' => 'a',
+            '5' | '$' => 's',
+            '7' => 't',
+            '8' => 'b',
+            c => c,
+        })
+        .collect()
 }
 
 /// Key words that name what is secret itself (not a mention: `auth_header`, `pwd_len` are judged
@@ -191,6 +219,10 @@ pub fn convincing(key: &str, value: &str, line: &str) -> bool {
     if !STRONG_KEY_WORDS.iter().any(|w| key.contains(w)) {
         return false;
     }
+    // A template or a GUID (`_SA_{262E99C9-…}`), not a key.
+    if value.contains(['{', '}']) || value.bytes().filter(|&b| b == b'-').count() >= 4 {
+        return false;
+    }
     let lower_line = line.to_ascii_lowercase();
     let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
     if hex && HASH_WORDS.iter().any(|w| lower_line.contains(w)) {
@@ -215,19 +247,7 @@ fn strong_password(value: &str) -> bool {
     if !(classes == 4 || (classes == 3 && b.len() >= 14)) || super::filter::entropy(b) < 3.0 {
         return false;
     }
-    let plain: String = value
-        .chars()
-        .map(|c| match c.to_ascii_lowercase() {
-            '0' => 'o',
-            '1' | '!' | '|' => 'i',
-            '3' => 'e',
-            '4' | '@' => 'a',
-            '5' | '$' => 's',
-            '7' => 't',
-            '8' => 'b',
-            c => c,
-        })
-        .collect();
+    let plain = unleet(value);
     !PASSWORD_WORDS.iter().any(|w| plain.contains(w))
 }
 

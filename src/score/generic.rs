@@ -167,15 +167,16 @@ pub fn only_mentions_secret(key: &str) -> bool {
 /// [`only_mentions_secret`], where a word for which `is_name` holds (a service's name:
 /// `stackpath`, `typeform`) is never read as an ending (`path`, `type`).
 pub fn only_mentions_secret_unless(key: &str, is_name: impl Fn(&[u8]) -> bool) -> bool {
-    let lower = key.to_ascii_lowercase();
-    if NOT_SECRET_FRAGMENTS.iter().any(|w| lower.contains(w)) {
+    let b = key.as_bytes();
+    let contains = |f: &str| b.windows(f.len()).any(|w| w.eq_ignore_ascii_case(f.as_bytes()));
+    if NOT_SECRET_FRAGMENTS.iter().any(|f| contains(f)) {
         return true;
     }
     let mut found = false;
-    super::service::for_each_word(key.as_bytes(), |w| {
-        let w = w.to_ascii_lowercase();
-        found |= NOT_SECRET_WORDS.iter().any(|x| x.as_bytes() == w.as_slice())
-            || (!is_name(&w) && NOT_SECRET_ENDINGS.iter().any(|x| w.len() > x.len() && w.ends_with(x.as_bytes())));
+    super::service::for_each_word(b, |w| {
+        let ends = |x: &str| w.len() > x.len() && w[w.len() - x.len()..].eq_ignore_ascii_case(x.as_bytes());
+        found |= NOT_SECRET_WORDS.iter().any(|x| x.as_bytes().eq_ignore_ascii_case(w))
+            || (NOT_SECRET_ENDINGS.iter().any(|x| ends(x)) && !is_name(&w.to_ascii_lowercase()));
     });
     found
 }

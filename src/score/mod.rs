@@ -119,10 +119,31 @@ impl std::fmt::Display for BadPattern {
 
 impl std::error::Error for BadPattern {}
 
+/// A rule and its regexes, each compiled on its first use: a scan of a small file meets few
+/// rules, and compiling all of them made every `rwfs scan` start slow.
 struct Compiled {
     rule: &'static Rule,
-    regex: Option<Regex>,
-    prefix: Option<Regex>,
+    regex: OnceLock<Option<Regex>>,
+    prefix: OnceLock<Option<Regex>>,
+}
+
+impl Compiled {
+    fn new(rule: &'static Rule) -> Compiled {
+        Compiled { rule, regex: OnceLock::new(), prefix: OnceLock::new() }
+    }
+
+    // The table's patterns are fixed and compile (`tests/scan.rs` compiles every rule).
+    fn regex(&self) -> Option<&Regex> {
+        let rule = self.rule;
+        self.regex
+            .get_or_init(|| (!rule.regex.is_empty()).then(|| compile(rule.regex).expect("built-in pattern compiles")))
+            .as_ref()
+    }
+
+    fn prefix(&self) -> Option<&Regex> {
+        let rule = self.rule;
+        self.prefix.get_or_init(|| rule.prefix.map(|p| compile(p).expect("built-in pattern compiles"))).as_ref()
+    }
 }
 
 /// A compiled set of rules; cheap to share, scans concurrently.
@@ -174,11 +195,7 @@ impl RuleSet {
     fn build(keep: impl Fn(&Rule) -> bool) -> RuleSet {
         let mut rules = Vec::new();
         let mut anchors: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        // The table's patterns are fixed and compile (`tests/scan.rs` builds every rule).
-        let built = |p: &str| compile(p).expect("built-in pattern compiles");
         for rule in rules::RULES.iter().filter(|r| keep(r)) {
-            let regex = if rule.regex.is_empty() { None } else { Some(built(rule.regex)) };
-            let prefix = rule.prefix.map(built);
             let index = rules.len();
             let words: &[&str] = match rule.trigger {
                 Trigger::Anchors(words) => words,
@@ -189,7 +206,7 @@ impl RuleSet {
             for word in words {
                 anchors.entry(word.to_ascii_lowercase()).or_default().push(index);
             }
-            rules.push(Compiled { rule, regex, prefix });
+            rules.push(Compiled::new(rule));
         }
         let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
         let anchors = (!patterns.is_empty()).then(|| scan::Anchors::new(&patterns).expect("built-in anchors compile"));
@@ -274,7 +291,7 @@ impl Scanner {
             let compiled = &self.set.rules[r];
             for span in rule_spans.iter() {
                 out.work += span.len() as u64;
-                if let Some(regex) = &compiled.regex {
+                if let Some(regex) = compiled.regex() {
                     for caps in regex.captures_iter(Input::new(hay).range(span.clone())) {
                         if out.full(r) {
                             break;
@@ -286,7 +303,7 @@ impl Scanner {
                         out.candidate(r, compiled.rule, secret.start..secret.end);
                     }
                 }
-                if let Some(prefix) = &compiled.prefix {
+                if let Some(prefix) = compiled.prefix() {
                     for m in prefix.find_iter(Input::new(hay).range(span.clone())) {
                         out.prefix(r, compiled.rule, m.start()..m.end());
                     }
@@ -364,10 +381,15 @@ impl Scanner {
 
     /// Run the rules of a structural trigger on each run, anchored to the run.
     fn on_runs(&self, hay: &[u8], runs: &[Range<usize>], trigger: fn(&Trigger) -> bool, out: &mut Collector<'_>) {
+        if runs.is_empty() {
+            return;
+        }
         for (r, compiled) in self.set.rules.iter().enumerate() {
-            let (true, Some(regex)) = (trigger(&compiled.rule.trigger), &compiled.regex) else {
+            // The trigger first: `regex()` compiles on first use.
+            if !trigger(&compiled.rule.trigger) {
                 continue;
-            };
+            }
+            let Some(regex) = compiled.regex() else { continue };
             for run in runs {
                 if out.full(r) {
                     break;
@@ -511,8 +533,22 @@ impl<'a> Collector<'a> {
         if rule.id == "azure-storage-account-key" && near(self.hay, &span, 200, &["devstoreaccount1"]) {
             return false;
         }
-        // Firebase web API keys are public by design: a warning, not a block.
-        let firebase = ["firebase", "authdomain", "messagingsenderid", "storagebucket"];
+        // Google API keys that ship to every browser or phone are public by design (restricted by
+        // referrer or app): Firebase web configurations, `google-services.json` and
+        // `GoogleService-Info.plist`, the Maps JavaScript API's `<script>` URL, Android's
+        // `com.google.android.geo.API_KEY` and `<string name="google_maps_key">` resource. A warning, not a block.
+        let firebase = [
+            "firebase",
+            "authdomain",
+            "messagingsenderid",
+            "storagebucket",
+            "current_key",
+            "gcm_sender_id",
+            "google_app_id",
+            "maps.googleapis.com/maps/api/js",
+            "com.google.android.geo.api_key",
+            "name=\"google_maps_key\"",
+        ];
         let severity = if rule.id == "google-api-key" && near(self.hay, &span, 400, &firebase) {
             Severity::Sensitive
         } else {
@@ -899,24 +935,20 @@ fn hints(hay: &[u8], blobs: &[Range<usize>], dense: Option<(usize, usize)>) -> V
 
 /// Byte ranges of the lines that carry an allow marker: rwfs's `rw:allow`, gitleaks'
 /// `gitleaks:allow`, detect-secrets' `pragma: allowlist secret` (and its `pragma: allowlist
-/// nextline secret`, which allows the line after it).
+/// nextline secret`, which allows the line after it). One pass for `allow`, which every marker
+/// holds.
 fn allowed_lines(hay: &[u8]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
-    for (marker, next) in [
-        (&b"rw:allow"[..], false),
-        (b"gitleaks:allow", false),
-        (b"pragma: allowlist secret", false),
-        (b"pragma: allowlist nextline secret", true),
-    ] {
-        for at in memchr::memmem::find_iter(hay, marker) {
-            let mut line = interop::line_of(hay, at);
-            if next {
-                if line.end >= hay.len() {
-                    continue;
-                }
-                line = interop::line_of(hay, line.end + 1);
+    for at in memchr::memmem::find_iter(hay, b"allow") {
+        let before = |marker: &[u8]| at >= marker.len() && hay[at - marker.len()..at].eq_ignore_ascii_case(marker);
+        let after = |marker: &[u8]| hay.get(at + 5..at + 5 + marker.len()).is_some_and(|m| m == marker);
+        if before(b"rw:") || before(b"gitleaks:") || (before(b"pragma: ") && after(b"list secret")) {
+            out.push(interop::line_of(hay, at));
+        } else if before(b"pragma: ") && after(b"list nextline secret") {
+            let line = interop::line_of(hay, at);
+            if line.end < hay.len() {
+                out.push(interop::line_of(hay, line.end + 1));
             }
-            out.push(line);
         }
     }
     out

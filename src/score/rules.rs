@@ -3560,13 +3560,12 @@ pub static RULES: &[Rule] = &[
         id: "azure-entra-refresh-token",
         family: "cloud_key",
         trigger: Trigger::Anchors(&["refresh_token", "refreshtoken", "refresh-token"]),
-        regex: keyed!(
-            r"refresh[_\-]?token",
-            r"(?:[01]\.A[A-Za-z0-9_\-]{6}|AQABAAAA)[A-Za-z0-9_\-.*]{150,4000}",
-            r"(?:[^A-Za-z0-9_\-.*]|$)"
-        ),
+        // The window holds the key and the token's first 650 characters: enough to know it (the
+        // finding covers what the window holds), short enough that every `refresh_token` of
+        // OAuth client code costs little.
+        regex: keyed!(r"refresh[_\-]?token", r"(?:[01]\.A[A-Za-z0-9_\-]{6}|AQABAAAA)[A-Za-z0-9_\-.*]{150,4000}", ""),
         before: 8,
-        after: 4200,
+        after: 700,
         min_entropy: 4.0,
         confidence: Confidence::High,
         env: "AZURE_REFRESH_TOKEN",

@@ -73,13 +73,34 @@ impl Anchors {
             .map_err(|e| e.to_string())?;
         let begin = dfa.start_state(Anchored::No).map_err(|e| e.to_string())?;
         let next = |sid: StateID, byte: u8| dfa.next_state(Anchored::No, sid, byte);
-        // Every state reachable from the start, breadth first; `number[sid]` is its place.
+        // Byte classes from the anchors themselves: each byte an anchor holds (both cases of a
+        // letter together) is a class, and every other byte is one more, since no anchor tells
+        // those apart (each takes every state where a mismatch does). Found without walking the
+        // automaton: building a scanner is part of every `rwfs scan`'s start.
+        let mut classes = [0u8; 256];
+        let mut samples: Vec<u8> = vec![0];
+        for word in words {
+            for byte in word.bytes().map(|b| b.to_ascii_lowercase()) {
+                if byte != 0 && classes[usize::from(byte)] == 0 {
+                    let class = u8::try_from(samples.len()).map_err(|_| "too many anchor bytes".to_string())?;
+                    classes[usize::from(byte)] = class;
+                    classes[usize::from(byte.to_ascii_uppercase())] = class;
+                    samples.push(byte);
+                }
+            }
+        }
+        if words.iter().any(|w| w.as_bytes().contains(&0)) {
+            // NUL is class 0's sample: it must not be an anchor byte.
+            return Err("an anchor holds a NUL byte".to_string());
+        }
+        // Every state reachable from the start, breadth first (one byte of each class is
+        // enough); `number[sid]` is its place.
         let mut states = vec![begin];
         let mut number: Vec<Option<usize>> = vec![None; begin.as_usize() + 1];
         number[begin.as_usize()] = Some(0);
         let mut i = 0;
         while let Some(&sid) = states.get(i) {
-            for byte in 0..=255 {
+            for &byte in &samples {
                 let to = next(sid, byte);
                 if to.as_usize() >= number.len() {
                     number.resize(to.as_usize() + 1, None);
@@ -92,19 +113,6 @@ impl Anchors {
             i += 1;
         }
         let place = |sid: StateID| number[sid.as_usize()].unwrap_or(0);
-        // Bytes that take every state to the same state are one class.
-        let mut classes = [0u8; 256];
-        let mut samples: Vec<u8> = Vec::new();
-        for byte in 0..=255 {
-            let alike = |&sample: &u8| states.iter().all(|&sid| next(sid, sample) == next(sid, byte));
-            classes[usize::from(byte)] = match samples.iter().position(alike) {
-                Some(class) => class as u8,
-                None => {
-                    samples.push(byte);
-                    (samples.len() - 1) as u8
-                }
-            };
-        }
         // Plain states first, then the match states.
         let (plain, matching): (Vec<StateID>, Vec<StateID>) = states.iter().partition(|&&sid| !dfa.is_match(sid));
         let stride = samples.len();

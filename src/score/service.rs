@@ -61,7 +61,12 @@ const CREDENTIAL_WORDS: &[&str] = &[
 
 /// The anchors of the service detector: parts of the credential words, found ASCII
 /// case-insensitively (the detector checks the whole word).
-pub const KEYWORDS: &[&str] = &["key", "token", "secret", "pass", "pwd", "auth", "cred", "bearer", "pat"];
+/// `pat` alone starts a word in hundreds of places per MB of code (`path`, `pattern`, `patch`):
+/// it is anchored only where a delimiter follows it or a separator joins it to a word.
+pub const KEYWORDS: &[&str] = &[
+    "key", "token", "secret", "pass", "pwd", "auth", "cred", "bearer", "pat_", "-pat", "pat-", "pat\"", "pat ", "pat=",
+    "pat:", "pat'",
+];
 
 /// Words of keys whose values are random but not secret: cache and idempotency keys, cursors,
 /// CSRF tokens, public, publishable and browser keys (reCAPTCHA's site key, Supabase's anon key).
@@ -202,8 +207,8 @@ pub struct Catalogue {
     by_name: HashMap<String, Entry>,
     /// The longest squashed name.
     longest: usize,
-    /// Whether any service has a shape.
-    shaped: bool,
+    /// Every distinct shape of any service: a value none admits needs the randomness test.
+    shapes: Vec<Shape>,
 }
 
 /// The built-in catalogue, parsed on first use.
@@ -265,8 +270,13 @@ impl Catalogue {
             services.push(Service { id: names[0].clone(), names, shapes });
         }
         let longest = by_name.keys().map(String::len).max().unwrap_or(0);
-        let shaped = services.iter().any(|s| !s.shapes.is_empty());
-        Ok(Catalogue { services, by_name, longest, shaped })
+        let mut shapes: Vec<Shape> = Vec::new();
+        for shape in services.iter().flat_map(|s| s.shapes.iter()) {
+            if !shapes.contains(shape) {
+                shapes.push(*shape);
+            }
+        }
+        Ok(Catalogue { services, by_name, longest, shapes })
     }
 
     /// The service a squashed name names.
@@ -297,8 +307,15 @@ pub struct Hit {
 pub fn find(hay: &[u8], at: usize) -> Option<Hit> {
     let key = key_around(hay, at);
     let value = value_after(hay, key.clone())?;
-    let key_text = std::str::from_utf8(&hay[key.clone()]).ok()?;
+    // The value first: most keys in code are given expressions, short or wordy, and that test
+    // is the cheapest.
+    let text = std::str::from_utf8(&hay[value.clone()]).ok()?;
     let catalogue = catalogue();
+    let random = random_enough(text);
+    if !random && !catalogue.shapes.iter().any(|s| s.admits(text)) {
+        return None;
+    }
+    let key_text = std::str::from_utf8(&hay[key.clone()]).ok()?;
     let is_name = |w: &[u8]| std::str::from_utf8(w).is_ok_and(|w| catalogue.lookup(w).is_some());
     if !names_credential(key_text)
         || super::generic::only_mentions_secret_unless(key_text, is_name)
@@ -306,14 +323,9 @@ pub fn find(hay: &[u8], at: usize) -> Option<Hit> {
     {
         return None;
     }
-    let text = std::str::from_utf8(&hay[value.clone()]).ok()?;
     // A placeholder behind a short prefix (`shpss_a1b2c3d4…`), or base64 of one (`username:password`).
     let body = text.split_once(['_', '-']).filter(|(p, b)| p.len() <= 12 && b.len() >= 8).map_or(text, |(_, b)| b);
     if is_placeholder(body) || super::check::encodes_placeholder(text) {
-        return None;
-    }
-    let random = random_enough(text);
-    if !random && !catalogue.shaped {
         return None;
     }
     let (service, place) = service_near(catalogue, hay, &key, &value)?;
@@ -330,16 +342,10 @@ pub fn find(hay: &[u8], at: usize) -> Option<Hit> {
 /// `--auth-token`, `languagelayertoken`)?
 pub fn names_credential(key: &str) -> bool {
     let mut found = false;
-    for_words(key.as_bytes(), |word| {
-        let lower = word.to_ascii_lowercase();
-        let w = std::str::from_utf8(&lower).unwrap_or("");
-        if CREDENTIAL_WORDS.contains(&w)
-            || ["token", "secret", "apikey", "password", "passwd"]
-                .iter()
-                .any(|s| w.len() > s.len() + 2 && w.ends_with(s))
-        {
-            found = true;
-        }
+    for_words(key.as_bytes(), |w| {
+        let ends = |s: &str| w.len() > s.len() + 2 && w[w.len() - s.len()..].eq_ignore_ascii_case(s.as_bytes());
+        found |= CREDENTIAL_WORDS.iter().any(|c| c.as_bytes().eq_ignore_ascii_case(w))
+            || ["token", "secret", "apikey", "password", "passwd"].iter().any(|s| ends(s));
     });
     found
 }
@@ -495,11 +501,11 @@ fn value_after(hay: &[u8], key: Range<usize>) -> Option<Range<usize>> {
 pub fn random_enough(value: &str) -> bool {
     let b = value.as_bytes();
     let len = b.len();
-    if !(16..=1024).contains(&len) || is_placeholder(value) {
+    if !(16..=1024).contains(&len) {
         return false;
     }
     if is_uuid(b) {
-        return true;
+        return !is_placeholder(value);
     }
     if b.iter().all(u8::is_ascii_digit) || value.contains("..") || b[0] == b'.' || b[0] == b'/' {
         return false;
@@ -516,7 +522,7 @@ pub fn random_enough(value: &str) -> bool {
     let e = entropy(b);
     // Hex has 16 symbols: 32 random ones measure about 3.5 bits, rarely under 3.
     if b.iter().all(u8::is_ascii_hexdigit) {
-        return e >= 2.9 && digits >= 2 && letters >= 2;
+        return e >= 2.9 && digits >= 2 && letters >= 2 && !is_placeholder(value);
     }
     let enough = match (classes, digits > 0) {
         // One alphabet without digits (letters only): long and very varied.
@@ -524,7 +530,7 @@ pub fn random_enough(value: &str) -> bool {
         (_, false) => len >= 20 && e >= 3.8,
         _ => e >= if len < 24 { 3.2 } else { 3.5 },
     };
-    enough && letters >= 4 && !wordy(b) && !camel_words(b)
+    enough && letters >= 4 && !wordy(b) && !camel_words(b) && !is_placeholder(value)
 }
 
 /// Is most of the value spelled in words of three or more letters, each lowercase or capitalized
