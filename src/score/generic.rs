@@ -352,12 +352,12 @@ mod tests {
 
     #[test]
     fn assignments_of_random_literals_are_found() {
-        assert_eq!(check(r#"db_password = "Zx81kq0Pa9uT77ab""#), Some("Zx81kq0Pa9uT77ab"));
+        assert_eq!(check(r#"db_password = "Zx81kq0Pa9uT77ab""#), Some("Zx81kq0Pa9uT77ab")); // rw:allow
         assert_eq!(check("API_TOKEN=9f86d081884c7d659a2feaa0c55ad015"), Some("9f86d081884c7d659a2feaa0c55ad015"));
-        assert_eq!(check(r#"  "client_secret": "q8W2-Lm4s9XaPz71""#), Some("q8W2-Lm4s9XaPz71"));
+        assert_eq!(check(r#"  "client_secret": "q8W2-Lm4s9XaPz71""#), Some("q8W2-Lm4s9XaPz71")); // rw:allow
         assert_eq!(check("secret: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
-        assert_eq!(check("MYSQL_PASS=Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
-        assert_eq!(check("encryption_key: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p"));
+        assert_eq!(check("MYSQL_PASS=Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p")); // rw:allow
+        assert_eq!(check("encryption_key: Tb7x9QmL2vZ4kW8p"), Some("Tb7x9QmL2vZ4kW8p")); // rw:allow
     }
 
     #[test]
@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(check_in("fn f(api_key: ApiKeyV2x9) {}", false), None);
         assert_eq!(check_in("API_TOKEN=9f86d081884c7d659a2feaa0c55ad015", false), None);
         assert_eq!(
-            check_in(r#"let api_token = "9f86d081884c7d659a2feaa0c55ad015";"#, false),
+            check_in(r#"let api_token = "9f86d081884c7d659a2feaa0c55ad015";"#, false), // rw:allow
             Some("9f86d081884c7d659a2feaa0c55ad015")
         );
     }

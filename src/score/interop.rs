@@ -589,7 +589,7 @@ regexes = ['''^0{4}''']
 "#;
         let interop = Interop::parse(&InteropTexts { gitleaks_toml: Some(toml.into()), ..Default::default() }).unwrap();
         assert_eq!(interop.rule_count(), 1);
-        let secret = "k3j9x0q2m7v5w8z1r4t6y8u0";
+        let secret = "k3j9x0q2m7v5w8z1r4t6y8u0"; // rw:allow
         let text = format!("token = acme_live_{secret}\nother = acme_live_{secret} # fixture\n");
         let found = interop.custom_findings(text.as_bytes(), Some("src/app.py"));
         assert_eq!(found.len(), 1, "{found:?}");
@@ -645,7 +645,7 @@ regex = '''^\$(?:\d+|{\d+})$'''
 
     #[test]
     fn detect_secrets_baseline() {
-        let secret = "Zx81kq0Pa9uT77ab";
+        let secret = "Zx81kq0Pa9uT77ab"; // rw:allow
         let real = "Q7v2LmP9xR4tK8wZ3nB6";
         let baseline = serde_json::json!({
             "version": "1.5.0",
