@@ -522,7 +522,7 @@ def negative_items(g, svcs, tmpls):
     for i in range(40):
         out.append(("public", "src/firebase.js", f"const firebaseConfig = {{\n  apiKey: \"AIza{g.s(B64URL, 35)}\",\n  authDomain: \"acme-{i}.firebaseapp.com\",\n  projectId: \"acme-{i}\",\n  messagingSenderId: \"{g.s(DIGITS, 12)}\",\n}};\n"))
         out.append(("public", "web/checkout.js", f"const stripe = Stripe('pk_live_{g.s(ALNUM, 99)}');\n"))
-        out.append(("example-jwt", "docs/auth.md", "Send the token in the header, for example:\n\n    Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c\n"))
+        out.append(("example-jwt", "docs/auth.md", "Send the token in the header, for example:\n\n    Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c\n"))  # rw:allow
         out.append(("example", "docs/aws.md", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"))
         out.append(("public", "keys/deploy.pub", f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{g.s(B64, 43)} deploy@acme\n"))
         out.append(("words", "README.md", "## Configuration\n\n| variable | meaning |\n|---|---|\n| `API_KEY` | your key from the dashboard |\n| `password` | the password of the admin user |\n| `token` | a personal access token with `repo` scope |\n"))
