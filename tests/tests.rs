@@ -19,6 +19,7 @@ mod fuzz;
 mod gate;
 mod history;
 mod hostile_paths;
+mod inside;
 mod layout;
 mod mcp;
 mod mount;

@@ -77,6 +77,12 @@ pub enum Request {
     Status,
     /// `rwfs verify`, by the daemon (which can read the key and `objects/`).
     Verify,
+    /// A read-only command (`rwfs log`, `history`, `show`, `sessions`, `diff`, `status`), its
+    /// command line as given: the owner runs it on its view of the workspace (which a mount
+    /// over the workspace hides from the caller) and answers `{exit, stdout, stderr}`.
+    Read {
+        argv: Vec<String>,
+    },
     /// `rwfs ui` on a mounted workspace: the URL of the page the daemon serves.
     Ui,
     /// `rwfs hook`: the refusals the asking hook's agent (its harness: `session::harness_of`)
@@ -105,6 +111,18 @@ pub trait Daemon: Send + Sync {
     fn ui_url(&self) -> Option<String>;
     /// Serve an MCP session on `stream`; `first` holds the bytes already read from it.
     fn serve_mcp(&self, stream: UnixStream, first: Vec<u8>, peer: crate::mcp::Peer);
+}
+
+/// How the owner of a workspace answers [`Request::Read`]: the command line's own code, run on
+/// the owner's view of the workspace. The front end (`cli`) registers it, so that this module
+/// need not import it.
+pub type ReadAnswer = fn(&crate::engine::Workspace, &[String]) -> Result<Value>;
+
+static READ_ANSWER: std::sync::OnceLock<ReadAnswer> = std::sync::OnceLock::new();
+
+/// Answer [`Request::Read`] with `answer` in this process (the first registration stays).
+pub fn answer_reads_with(answer: ReadAnswer) {
+    let _ = READ_ANSWER.set(answer);
 }
 
 /// What `rwfs verify` answers, in this process or through the daemon.
@@ -327,6 +345,10 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
         Request::Untold { paths } => Ok(untold_json(actor.pid, &paths, engine)),
         // The report is the answer, whatever it found: `ok` says the request was served.
         Request::Verify => Ok(json!({"ok": true, "report": verify_json(&crate::engine::verify(engine.workspace())?)})),
+        Request::Read { argv } => match READ_ANSWER.get() {
+            Some(answer) => answer(engine.workspace(), &argv),
+            None => Err(Reason::InvalidArgument { what: "read request: this process does not answer it" }.into()),
+        },
         Request::Status => {
             let mut status = daemon.status();
             status["ok"] = json!(true);

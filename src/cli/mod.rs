@@ -8,6 +8,7 @@
 mod history;
 mod hook;
 mod mount;
+mod readonly;
 mod run;
 mod scan;
 mod session;
@@ -29,7 +30,39 @@ pub fn emit_bytes(bytes: &[u8]) {
     emit_with(|out| out.write_all(bytes));
 }
 
-fn emit_with(write: impl FnOnce(&mut std::io::StdoutLock) -> std::io::Result<()>) {
+std::thread_local! {
+    /// While [`captured`] runs on this thread: what would go to stdout and to stderr.
+    static CAPTURE: std::cell::RefCell<Option<(Vec<u8>, Vec<u8>)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with what it prints through [`emit`] and [`emit_err`] (on this thread) kept instead
+/// of printed: its result, its stdout and its stderr. How a daemon answers a read-only command
+/// with the very code the command line runs (`readonly.rs`).
+pub fn captured<R>(f: impl FnOnce() -> R) -> (R, Vec<u8>, Vec<u8>) {
+    CAPTURE.with(|c| *c.borrow_mut() = Some((Vec::new(), Vec::new())));
+    let result = f();
+    let (out, err) = CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    (result, out, err)
+}
+
+/// Keep `bytes` in this thread's capture (stdout or stderr); `false` when nothing captures.
+fn capture(bytes: &[u8], stderr: bool) -> bool {
+    CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some((out, err)) => {
+            if stderr { err } else { out }.extend_from_slice(bytes);
+            true
+        }
+        None => false,
+    })
+}
+
+fn emit_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) {
+    let mut kept = Vec::new();
+    if CAPTURE.with(|c| c.borrow().is_some()) {
+        let _ = write(&mut kept);
+        capture(&kept, false);
+        return;
+    }
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
@@ -49,7 +82,9 @@ pub fn stdout_closed() -> bool {
 
 /// Print to stderr (what `eprint!` does); a closed stderr loses the text, it does not panic.
 pub fn emit_err(args: std::fmt::Arguments) {
-    let _ = std::io::stderr().lock().write_fmt(args);
+    if !capture(args.to_string().as_bytes(), true) {
+        let _ = std::io::stderr().lock().write_fmt(args);
+    }
 }
 
 /// `println!` that survives a closed stdout.

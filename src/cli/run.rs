@@ -21,6 +21,8 @@ const CALLER: &str = "rwfs-cli";
 /// Run `cli`; errors are returned for `main` to print (on stderr). With `--json` a failure's
 /// typed envelope is also printed on stdout, as one line: a script reads why from there.
 pub fn run(cli: Cli) -> Result<Exit> {
+    // A daemon this process becomes answers read-only commands with this very code.
+    control::answer_reads_with(super::readonly::answer);
     let json = cli.command.json();
     let outcome = run_command(cli);
     if let (Err(e), true) = (&outcome, json) {
@@ -52,10 +54,15 @@ fn run_command(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Write(args) => write(&root, &options, args),
         Command::Rm(args) => rm(&root, &options, args),
-        Command::Log(args) => log(&root, &existing(&root, &options)?, args),
-        Command::History(args) => history(&existing(&root, &options)?, args),
+        Command::Log(args) if args.follow => follow_log(&root, &existing(&root, &options)?, args),
+        // The same answer mounted or not: asked of the owner when there is one.
+        command @ (Command::Log(_)
+        | Command::History(_)
+        | Command::Show(_)
+        | Command::Sessions(_)
+        | Command::Diff(_)
+        | Command::Status(_)) => super::readonly::run(&root, command, || existing(&root, &options)),
         Command::Restore(args) => restore(&root, &options, args),
-        Command::Show(args) => show(&existing(&root, &options)?, &args.spec),
         Command::Man => {
             let mut out = Vec::new();
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out).step("render man page")?;
@@ -69,12 +76,9 @@ fn run_command(cli: Cli) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Command::Verify(args) => verify_cmd(&root, &options, args.json),
-        Command::Sessions(args) => super::history::sessions(&existing(&root, &options)?, args.json),
         Command::Rewind(args) => super::history::rewind(&root, &options, args),
-        Command::Diff(args) => super::history::diff(&existing(&root, &options)?, args),
         Command::Ui(args) => super::history::ui(&root, &options, args),
         Command::Gc(args) => gc(&root, &options, args),
-        Command::Status(args) => status(&existing(&root, &options)?, args.json),
         Command::Scan(args) => super::scan::scan(&root, &options, args),
         Command::Mount(args) => mount(root, options, args),
         Command::Unmount(args) => unmount(&args),
@@ -272,7 +276,7 @@ fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
 }
 
 /// `rwfs show PATH@REV`: the bytes of that version on stdout.
-fn show(ws: &Workspace, spec: &str) -> Result<Exit> {
+pub(super) fn show(ws: &Workspace, spec: &str) -> Result<Exit> {
     let Some((path, rev)) = spec.rsplit_once('@') else {
         return Err(Reason::InvalidArgument { what: "PATH@REV (REV: a digest prefix or a time)" }.into());
     };
@@ -286,7 +290,30 @@ fn show(ws: &Workspace, spec: &str) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
+/// `rwfs log`: the last rows.
+pub(super) fn log(ws: &Workspace, args: LogArgs) -> Result<Exit> {
+    log_tail(ws, &args).map(|_| Exit::Ok)
+}
+
+/// `rwfs log --follow`: the last rows, then each new row as it becomes durable.
+fn follow_log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
+    let (len, filter) = log_tail(ws, &args)?;
+    // New rows only (no `--since` or `-n` cut): each once, in order, as they arrive.
+    super::history::follow(root, ws, len, |line| match serde_json::from_slice::<Row>(line) {
+        Ok(row) if filter.matches(&row) => {
+            match args.json {
+                true => super::emit_bytes(&[line, b"\n"].concat()),
+                false => print_row(&row, false),
+            }
+            !super::stdout_closed()
+        }
+        _ => !super::stdout_closed(),
+    })?;
+    Ok(Exit::Ok)
+}
+
+/// Print the last rows `args` asks for; the journal's length read and the rows' filter.
+fn log_tail(ws: &Workspace, args: &LogArgs) -> Result<(u64, query::Filter)> {
     let filter = args.path.as_deref().map(|p| ws.lookup(p)).transpose()?;
     // Rows carry whole seconds: compare at that precision.
     let since = args.since.as_deref().map(parse_time).transpose()?.map(|t| {
@@ -314,20 +341,7 @@ fn log(root: &Path, ws: &Workspace, args: LogArgs) -> Result<Exit> {
     for problem in tail.problems.iter().filter(|p| **p != key_missing) {
         errln!("journal: {problem}");
     }
-    if args.follow {
-        // New rows only (no `--since` or `-n` cut): each once, in order, as they arrive.
-        super::history::follow(root, ws, tail.len, |line| match serde_json::from_slice::<Row>(line) {
-            Ok(row) if filter.matches(&row) => {
-                match args.json {
-                    true => super::emit_bytes(&[line, b"\n"].concat()),
-                    false => print_row(&row, false),
-                }
-                !super::stdout_closed()
-            }
-            _ => !super::stdout_closed(),
-        })?;
-    }
-    Ok(Exit::Ok)
+    Ok((tail.len, filter))
 }
 
 fn print_row(row: &Row, json: bool) {
@@ -347,7 +361,7 @@ fn print_row(row: &Row, json: bool) {
     );
 }
 
-fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
+pub(super) fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
     let history = ws.history(&args.path)?;
     if args.json.json {
         let versions: Vec<_> = history
@@ -441,7 +455,7 @@ fn verify_cmd(root: &Path, options: &Options, as_json: bool) -> Result<Exit> {
     Ok(exit)
 }
 
-fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
+pub(super) fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     let status = ws.status()?;
     let last = status.last_row.as_ref();
     let mounts: Vec<serde_json::Value> = mount_statuses(&status.root)

@@ -1,0 +1,162 @@
+//! Issue 29: inside a session everything tells the truth. Every read-only command answers the
+//! same from inside a mount over the workspace (where `objects/`, the keys and the index are
+//! hidden) as from the unmounted workspace; `rwfs log` shows a change made while mounted at
+//! once.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use crate::support::mount::Mounted;
+use crate::support::{Ws, sha};
+
+/// `rwfs ARGS` with `dir` as its working directory (found there, as a user runs it), with
+/// `env` added.
+fn rwfs_in(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    use std::io::Write as _;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rwfs"));
+    cmd.args(args).current_dir(dir).env_remove("RW_WORKSPACE").env_remove("RW_POLICY_FILE").env_remove("RWFS_LOG");
+    cmd.env_remove("RWFS_SESSION").envs(env.iter().copied());
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[track_caller]
+fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// A workspace with a history worth asking about: two named sessions, an overwrite, a delete
+/// and its restore, a refused secret, a rewind.
+fn workspace_with_history() -> Ws {
+    let ws = Ws::new();
+    let at = ws.path();
+    let s1 = [("RWFS_SESSION", "first")];
+    ok(rwfs_in(at, &["write", "doc.txt"], b"one\ntwo\nthree\nfour\n", &s1));
+    ok(rwfs_in(at, &["write", "notes.md"], b"# notes\n", &s1));
+    let s2 = [("RWFS_SESSION", "second")];
+    ok(rwfs_in(at, &["write", "doc.txt"], b"one\n2\n3\n4\nfive\nsix\nseven\neight\nnine\nten\n", &s2));
+    ok(rwfs_in(at, &["rm", "notes.md"], b"", &s2));
+    ok(rwfs_in(at, &["write", "src/lib.rs"], b"fn main() {}\n", &s2));
+    let refused = rwfs_in(at, &["write", "config.py"], crate::support::aws_secret_line(3).as_bytes(), &s2);
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    ok(rwfs_in(at, &["restore", "notes.md", "--sha", &sha(b"# notes\n").short(8)], b"", &[]));
+    ok(rwfs_in(at, &["rewind", "--seq", "4", "src/**"], b"", &[]));
+    ws
+}
+
+/// Every read-only command, each with the exit code it must end with.
+fn read_only_commands() -> Vec<(Vec<String>, i32)> {
+    let one = sha(b"one\ntwo\nthree\nfour\n").short(8);
+    let notes = sha(b"# notes\n").short(8);
+    let case = |args: &[&str], code: i32| (args.iter().map(|a| a.to_string()).collect(), code);
+    vec![
+        case(&["log"], 0),
+        case(&["log", "--json", "-n", "0"], 0),
+        case(&["log", "--all", "--path", "doc.txt"], 0),
+        case(&["log", "--session", "second", "--since", "1h"], 0),
+        case(&["history", "doc.txt"], 0),
+        case(&["history", "--json", "notes.md"], 0),
+        case(&["history", "src/lib.rs"], 0),
+        case(&["show", &format!("doc.txt@{one}")], 0),
+        case(&["show", &format!("notes.md@{notes}")], 0),
+        case(&["show", "doc.txt@0000"], 2),
+        case(&["show", "nowhere.txt@1h"], 2),
+        case(&["sessions"], 0),
+        case(&["sessions", "--json"], 0),
+        case(&["diff", "doc.txt"], 0),
+        case(&["diff", "--json", "doc.txt", "--from", &one], 0),
+        case(&["diff", "--session", "first"], 0),
+        case(&["diff", "--session", "second"], 0),
+        case(&["diff", "--json", "--since", "1h"], 0),
+        case(&["status"], 0),
+        case(&["status", "--json"], 0),
+        case(&["verify"], 0),
+        case(&["verify", "--json"], 0),
+        case(&["rewind", "--session", "second", "--dry-run"], 0),
+        case(&["rewind", "--json", "--seq", "1", "--dry-run"], 0),
+        case(&["scan", "doc.txt"], 0),
+        case(&["agent-rules", "--for", "claude"], 0),
+    ]
+}
+
+/// What legitimately differs between a mounted and an unmounted workspace: who owns it, its
+/// mounts, and the store's limit (free space of the moment).
+fn comparable(args: &[String], out: &[u8]) -> String {
+    let text = String::from_utf8_lossy(out);
+    if args.first().map(String::as_str) != Some("status") {
+        return text.into_owned();
+    }
+    text.lines()
+        .filter(|l| !["owner", "mount", "requests", "retention"].iter().any(|w| l.starts_with(w)))
+        .map(|l| match serde_json::from_str::<serde_json::Value>(l) {
+            Ok(serde_json::Value::Object(mut map)) => {
+                for key in ["owner", "mounts", "retention"] {
+                    map.remove(key);
+                }
+                serde_json::Value::Object(map).to_string()
+            }
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Each command's transcript, run with `dir` as the working directory.
+fn transcript(dir: &Path) -> Vec<String> {
+    read_only_commands()
+        .iter()
+        .map(|(args, code)| {
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = rwfs_in(dir, &argv, b"", &[]);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(*code), "rwfs {argv:?}: {stderr}");
+            format!("$ rwfs {}\n{}\n{}", args.join(" "), comparable(args, &out.stdout), stderr.trim_end())
+        })
+        .collect()
+}
+
+#[test]
+fn every_read_only_command_answers_the_same_inside_a_mount_over_the_workspace() {
+    let ws = workspace_with_history();
+    let unmounted = transcript(ws.path());
+    let mut mounted = Mounted::with(ws, true, &[]);
+    // Inside the mount, as a program under `rwfs run` is.
+    let inside = transcript(mounted.mountpoint());
+    mounted.unmount();
+    let after = transcript(mounted.ws.path());
+    for ((before, inside), after) in unmounted.iter().zip(&inside).zip(&after) {
+        assert_eq!(before, inside, "unmounted (left) and inside the mount (right) differ");
+        assert_eq!(before, after, "before (left) and after (right) the mount differ");
+    }
+    // And the answers are the truth, not merely the same.
+    let all = unmounted.join("\n");
+    assert!(all.contains("one\ntwo\nthree\nfour\n"), "show printed the first version:\n{all}");
+    for history in unmounted.iter().filter(|t| t.starts_with("$ rwfs history")) {
+        assert!(!history.contains("missing"), "kept versions are not called missing:\n{history}");
+    }
+    let doc = unmounted.iter().find(|t| t.starts_with("$ rwfs history doc.txt")).unwrap();
+    assert!(doc.contains(" stored "), "the first version is kept:\n{doc}");
+    let second = unmounted.iter().find(|t| t.starts_with("$ rwfs diff --session second")).unwrap();
+    assert!(second.contains("insertions(+)") && !second.contains(" 0 insertions(+)"), "{second}");
+}
+
+#[test]
+fn log_shows_a_change_made_while_mounted_at_once() {
+    let mounted = Mounted::with(Ws::new(), true, &[]);
+    let at = mounted.mountpoint();
+    for round in 0..5 {
+        let body = format!("round {round}\n");
+        std::fs::write(at.join("a.txt"), &body).unwrap();
+        let log = ok(rwfs_in(at, &["log", "--json", "-n", "1"], b"", &[]));
+        let row: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+        assert_eq!(row["sha256"], sha(body.as_bytes()).to_hex(), "round {round}: the newest row is the write");
+        ok(rwfs_in(at, &["restore", "a.txt", "--sha", &sha(b"round 0\n").short(8)], b"", &[]));
+        let log = ok(rwfs_in(at, &["log", "-n", "1"], b"", &[]));
+        let text = String::from_utf8_lossy(&log.stdout);
+        if round > 0 {
+            assert!(text.contains(" restore "), "round {round}: the newest row is the restore:\n{text}");
+        }
+    }
+}
