@@ -386,6 +386,45 @@ fn log_follow_delivers_each_new_row_once_in_order_while_another_process_writes()
     }
 }
 
+/// A text of 300,000 numbered lines (4.2 MB, over the 4 MiB MCP and the page compare), line 7
+/// reading `seventh`.
+pub fn big_text(seventh: &str) -> Vec<u8> {
+    let line = |i: usize| if i == 7 { format!("{seventh}\n") } else { format!("line {i:08}\n") };
+    (0..300_000).map(line).collect::<String>().into_bytes()
+}
+
+#[test]
+fn versions_over_the_cap_are_compared_by_rwfs_diff_and_not_by_mcp_whose_answer_says_so() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "big.txt", &big_text("line 00000007"), &in_session("setup"));
+    write_as(&engine, "small.txt", b"a\n", &in_session("setup"));
+    write_as(&engine, "big.txt", &big_text("seven"), &in_session("agent"));
+    write_as(&engine, "small.txt", b"a\nb\n", &in_session("agent"));
+    engine.close().unwrap();
+    assert!(big_text("x").len() as u64 > rwfs::engine::SHOWN_MAX);
+
+    let out = rwfs().arg("-w").arg(ws.path()).args(["diff", "big.txt"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("@@ -5,7 +5,7 @@\n line 00000004\n"), "{text}");
+    assert!(text.contains("-line 00000007\n+seven\n"), "{text}");
+    let out = rwfs().arg("-w").arg(ws.path()).args(["diff", "--session", "agent", "--json"]).output().unwrap();
+    let stats: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(stats.iter().all(|s| s["added"] == 1 && s.get("note").is_none()), "{stats:?}");
+
+    let mcp = crate::support::mcp::Mcp::start_with(ws, rwfs::tools::Settings::default());
+    let d = mcp.call("rw_diff", json!({"path": "big.txt"})).ok();
+    assert_eq!((d["diff"].as_str(), d["added"].as_u64()), (Some(""), Some(0)), "{d}");
+    assert_eq!(d["to_bytes"], big_text("seven").len());
+    assert!(d["note"].as_str().unwrap().contains("not compared"), "{d}");
+    let s = mcp.call("rw_diff", json!({"session": "agent"})).ok();
+    let by: BTreeMap<&str, &Value> =
+        s["files"].as_array().unwrap().iter().map(|f| (f["path"].as_str().unwrap(), f)).collect();
+    assert!(by["big.txt"]["note"].as_str().unwrap().contains("rwfs diff"), "{s}");
+    assert_eq!((by["small.txt"]["added"].as_u64(), by["small.txt"].get("note")), (Some(1), None), "{s}");
+}
+
 #[test]
 fn mcp_rw_diff_and_rw_rewind_plan_unless_confirmed_and_rows_carry_the_mcp_session() {
     let mcp = crate::support::mcp::Mcp::start();

@@ -104,6 +104,20 @@ impl Drop for Page {
 }
 
 #[test]
+fn the_page_compares_no_version_over_its_cap_and_says_so() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "big.txt", &crate::history::big_text("line 00000007"), "setup");
+    write_as(&engine, "big.txt", &crate::history::big_text("seven"), "agent");
+    engine.close().unwrap();
+    let page = Page::start(&ws);
+    let diff = page.api("GET", "/api/diff?path=big.txt", "");
+    assert_eq!(diff["unified"], "", "{diff}");
+    assert!(diff["note"].as_str().unwrap().contains("not compared"), "{diff}");
+    assert_eq!(diff["from_bytes"], crate::history::big_text("line 00000007").len());
+}
+
+#[test]
 fn the_api_needs_the_token_refuses_other_origins_and_hosts_pages_the_journal_and_rewinds_by_post() {
     let ws = Ws::new();
     scripted(&ws);

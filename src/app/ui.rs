@@ -8,7 +8,8 @@
 //!   GET  /api/feed         ?after=OFFSET: the rows appended past OFFSET as they arrive, as
 //!                          text/event-stream lines (the journal's follow feed)
 //!   GET  /api/history      ?path=P: the file's versions (Workspace::history)
-//!   GET  /api/diff         ?path=P&from=REV&to=REV: a unified diff (Workspace::diff)
+//!   GET  /api/diff         ?path=P&from=REV&to=REV: a unified diff (Workspace::diff); versions
+//!                          over engine::SHOWN_MAX (4 MiB) are not compared, and `note` says so
 //!   GET  /api/blocked      ?seq=N: the shown part of a refusal's envelope (rule, line,
 //!                          suggested action; never the matched text)
 //!   POST /api/rewind       {"session"|"to_time"|"seq", "confirm"}: the plan, or the rewind
@@ -215,7 +216,7 @@ fn answer(ui: &Ui, method: &Method, path: &str, params: &BTreeMap<String, String
         ("GET", "/api/diff") => {
             let path = param("path").ok_or_else(|| invalid("path parameter"))?;
             let rev = |name: &str| param(name).map(|s| Rev::parse(&s, parse_time)).transpose();
-            let d = ws.diff(&path, rev("from")?.as_ref(), rev("to")?.as_ref())?;
+            let d = ws.diff(&path, rev("from")?.as_ref(), rev("to")?.as_ref(), Some(crate::engine::SHOWN_MAX))?;
             Ok(json!(d))
         }
         ("GET", "/api/blocked") => {

@@ -159,7 +159,10 @@ fn short_json(sha: &serde_json::Value) -> String {
 pub fn diff(ws: &Workspace, args: DiffArgs) -> Result<Exit> {
     if let Some(path) = &args.path {
         let rev = |s: &Option<String>| s.as_deref().map(|s| Rev::parse(s, parse_time)).transpose();
-        let d = ws.diff(path, rev(&args.from)?.as_ref(), rev(&args.to)?.as_ref())?;
+        let d = ws.diff(path, rev(&args.from)?.as_ref(), rev(&args.to)?.as_ref(), None)?;
+        if let (Some(note), false) = (&d.note, args.json) {
+            errln!("rwfs diff: {note}");
+        }
         if args.json {
             outln!("{}", json!(d));
         } else if d.binary {
@@ -181,7 +184,7 @@ pub fn diff(ws: &Workspace, args: DiffArgs) -> Result<Exit> {
         (None, Some(session)) => Selection::Session(session.clone()),
         (None, None) => return Err(crate::error::Reason::InvalidArgument { what: "PATH, --since or --session" }.into()),
     };
-    let stats = ws.diff_stat(&selection)?;
+    let stats = ws.diff_stat(&selection, None)?;
     if args.json {
         for s in &stats {
             outln!("{}", json!(s));

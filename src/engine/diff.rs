@@ -1,12 +1,16 @@
 //! `rwfs diff`: what changed between two versions of a file (a unified diff, or sizes and
 //! digests for binary content), and what a selection of rows changed (a per-file summary like
-//! `git diff --stat`).
+//! `git diff --stat`, counted without building hunks).
 //!
-//! The line diff is Myers' O(ND) algorithm over whole lines; it never reads more than the two
-//! versions asked for. Versions come from `objects/` or the tree (`Workspace::version_bytes`),
-//! so a diff works whether or not an engine owns the workspace.
+//! The line diff is [`super::lines`] (bounded in time and linear in memory); this file finds the
+//! versions, tells text from binary and renders. It never reads more than the two versions
+//! asked for, and with a [`Limit`] (the page, MCP) not even those when one is bigger: the
+//! answer then says so in its `note`. Versions come from `objects/` or the tree, so a diff works
+//! whether or not an engine owns the workspace.
 
 use serde::Serialize;
+
+use super::lines::{self, LineDiff};
 
 use crate::error::{Error, Reason, Result};
 use crate::journal::query::{self, Selection};
@@ -18,6 +22,14 @@ use super::{RestoreTo, Workspace};
 const CONTEXT: usize = 3;
 /// Content with a NUL in its first this many bytes, or not UTF-8, is binary.
 const SNIFF: usize = 8000;
+
+/// The biggest version the page and MCP compare line by line (`rwfs diff` has no cap): a diff
+/// bigger than this is more than a page or a model can use, and each one asked for holds both
+/// versions in the daemon's memory.
+pub const SHOWN_MAX: u64 = 4 << 20;
+
+/// How big a version may be read to be compared: `None`, any size.
+pub type Limit = Option<u64>;
 
 /// A version of a file named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +70,10 @@ pub struct FileDiff {
     pub unified: String,
     pub added: u64,
     pub removed: u64,
+    /// Why the comparison is not the whole story: a version over the caller's [`Limit`] (then
+    /// nothing was compared), or the line diff cut short by its deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One file of a `--stat` summary.
@@ -74,12 +90,15 @@ pub struct FileStat {
     pub binary: bool,
     pub from: Option<Sha256>,
     pub to: Option<Sha256>,
+    /// A version over the caller's [`Limit`]: its lines were not counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Workspace {
     /// Compare two versions of `input` (default: the one before the last change, and the
-    /// current one).
-    pub fn diff(&self, input: &str, from: Option<&Rev>, to: Option<&Rev>) -> Result<FileDiff> {
+    /// current one), each read only when it is within `limit`.
+    pub fn diff(&self, input: &str, from: Option<&Rev>, to: Option<&Rev>, limit: Limit) -> Result<FileDiff> {
         let history = self.history(input)?;
         let path = history.path.to_string();
         let state_at_seq = |seq: u64| -> Option<Sha256> {
@@ -114,22 +133,38 @@ impl Workspace {
                 }
             }
         };
-        let old = self.bytes_of(&path, from_sha)?;
-        let new = self.bytes_of(&path, to_sha)?;
-        Ok(compare(&path, from_sha, &old, to_sha, &new))
+        let (old, new) = (self.version(&path, from_sha, limit)?, self.version(&path, to_sha, limit)?);
+        match (old, new) {
+            (Content::Bytes(old), Content::Bytes(new)) => Ok(compare(&path, from_sha, &old, to_sha, &new)),
+            (old, new) => Ok(FileDiff {
+                path,
+                from: from_sha,
+                to: to_sha,
+                from_bytes: old.len(),
+                to_bytes: new.len(),
+                binary: false,
+                unified: String::new(),
+                added: 0,
+                removed: 0,
+                note: limit.map(over_limit),
+            }),
+        }
     }
 
-    /// What the rows of `selection` changed, file by file (content as the selection left it).
-    pub fn diff_stat(&self, selection: &Selection) -> Result<Vec<FileStat>> {
+    /// What the rows of `selection` changed, file by file (content as the selection left it;
+    /// lines counted where both versions are within `limit`).
+    pub fn diff_stat(&self, selection: &Selection, limit: Limit) -> Result<Vec<FileStat>> {
         let touched = query::touched(self, selection)?;
         let mut stats = Vec::new();
         for t in &touched {
             if t.before == t.after || !super::class::shown(&t.path) {
                 continue;
             }
-            let old = self.bytes_of(&t.path, t.before).unwrap_or_default();
-            let new = self.bytes_of(&t.path, t.after).unwrap_or_default();
-            let d = compare(&t.path, t.before, &old, t.after, &new);
+            let read = |sha| self.version(&t.path, sha, limit).unwrap_or(Content::Bytes(Vec::new()));
+            let (counted, note) = match (read(t.before), read(t.after)) {
+                (Content::Bytes(old), Content::Bytes(new)) => (count(&old, &new), None),
+                _ => (Some((0, 0)), limit.map(over_limit)),
+            };
             let status = match (t.before, t.after) {
                 (None, _) => "created",
                 (_, None) => "deleted",
@@ -139,11 +174,12 @@ impl Workspace {
                 path: t.path.clone(),
                 status,
                 from_path: None,
-                added: d.added,
-                removed: d.removed,
-                binary: d.binary,
+                added: counted.map_or(0, |(added, _)| added),
+                removed: counted.map_or(0, |(_, removed)| removed),
+                binary: counted.is_none(),
                 from: t.before,
                 to: t.after,
+                note,
             });
         }
         // A renamed file: its old path deleted and its new path created with the same content.
@@ -169,33 +205,58 @@ impl Workspace {
         Ok(stats)
     }
 
-    /// The bytes of version `sha` of `path` (empty when absent): kept in `objects/` once it
-    /// left the tree, else what the path holds now, when its digest is `sha`.
-    fn bytes_of(&self, path: &str, sha: Option<Sha256>) -> Result<Vec<u8>> {
-        let Some(sha) = sha else { return Ok(Vec::new()) };
-        self.stored_bytes(&sha)
-            .or_else(|| self.current_bytes(path).filter(|bytes| Sha256::of(bytes) == sha))
-            .ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(path))
-    }
-
-    fn stored_bytes(&self, sha: &Sha256) -> Option<Vec<u8>> {
-        use std::io::Read;
-        let file = self.objects().ok()??.open_object(sha).ok()??;
-        let mut bytes = Vec::new();
-        std::fs::File::from(file.into_fd()).read_to_end(&mut bytes).ok()?;
-        (Sha256::of(&bytes) == *sha).then_some(bytes)
-    }
-
-    fn current_bytes(&self, path: &str) -> Option<Vec<u8>> {
-        use std::io::Read;
-        let opened = self.open_in(path, crate::durable::Scope::Workspace).ok()?;
-        let mut bytes = Vec::with_capacity(opened.stat.size as usize);
-        (&opened.file).read_to_end(&mut bytes).ok()?;
-        Some(bytes)
+    /// Version `sha` of `path` (empty when absent): kept in `objects/` once it left the tree,
+    /// else what the path holds now, when its digest is `sha`; its size only when that is over
+    /// `limit`.
+    fn version(&self, path: &str, sha: Option<Sha256>, limit: Limit) -> Result<Content> {
+        let Some(sha) = sha else { return Ok(Content::Bytes(Vec::new())) };
+        let stored = || {
+            let file = self.objects().ok()??.open_object(&sha).ok()??;
+            Some(std::fs::File::from(file.into_fd()))
+        };
+        let current = || self.open_in(path, crate::durable::Scope::Workspace).ok().map(|opened| opened.file);
+        // An object is named by its digest, but may be damaged; the current file may have
+        // changed since its digest was taken: either counts only when the bytes match.
+        for open in [&stored as &dyn Fn() -> Option<std::fs::File>, &current] {
+            let Some(file) = open() else { continue };
+            let Ok(size) = file.metadata().map(|m| m.len()) else { continue };
+            if limit.is_some_and(|max| size > max) {
+                return Ok(Content::Over(size));
+            }
+            let mut bytes = Vec::with_capacity(size as usize);
+            if std::io::Read::read_to_end(&mut &file, &mut bytes).is_ok() && Sha256::of(&bytes) == sha {
+                return Ok(Content::Bytes(bytes));
+            }
+        }
+        Err(Error::from(Reason::ObjectMissing { sha }).at(path))
     }
 }
 
-/// Compare two versions.
+/// A version read for a diff.
+enum Content {
+    Bytes(Vec<u8>),
+    /// Over the limit: only its size.
+    Over(u64),
+}
+
+impl Content {
+    fn len(&self) -> u64 {
+        match self {
+            Content::Bytes(bytes) => bytes.len() as u64,
+            Content::Over(size) => *size,
+        }
+    }
+}
+
+/// The note of a comparison skipped because a version is bigger than `limit`.
+fn over_limit(limit: u64) -> String {
+    format!(
+        "not compared: a version is bigger than the {} MiB compared here; run `rwfs diff` in the workspace for the whole diff",
+        limit >> 20
+    )
+}
+
+/// Compare two versions (at most [`lines::DEADLINE`] of work on the line diff).
 pub fn compare(path: &str, from: Option<Sha256>, old: &[u8], to: Option<Sha256>, new: &[u8]) -> FileDiff {
     let mut diff = FileDiff {
         path: path.to_string(),
@@ -207,6 +268,7 @@ pub fn compare(path: &str, from: Option<Sha256>, old: &[u8], to: Option<Sha256>,
         unified: String::new(),
         added: 0,
         removed: 0,
+        note: None,
     };
     let (Some(a), Some(b)) = (text(old), text(new)) else {
         diff.binary = true;
@@ -215,16 +277,25 @@ pub fn compare(path: &str, from: Option<Sha256>, old: &[u8], to: Option<Sha256>,
     if from == to {
         return diff;
     }
-    let a: Vec<&str> = a.split_inclusive('\n').collect();
-    let b: Vec<&str> = b.split_inclusive('\n').collect();
-    let ops = myers(&a, &b);
-    diff.added = ops.iter().filter(|o| matches!(o, Edit::Insert(_))).count() as u64;
-    diff.removed = ops.iter().filter(|o| matches!(o, Edit::Delete(_))).count() as u64;
+    let lines = LineDiff::new(a, b);
+    diff.added = lines.added();
+    diff.removed = lines.removed();
     let label =
         |sha: Option<Sha256>| sha.map_or_else(|| "/dev/null".to_string(), |s| format!("{path}@{}", s.short(12)));
-    diff.unified = format!("--- {}\n+++ {}\n{}", label(from), label(to), hunks(&a, &b, &ops));
+    diff.unified = format!("--- {}\n+++ {}\n{}", label(from), label(to), lines.unified(CONTEXT));
+    if lines.approximate() {
+        diff.note = Some(APPROXIMATE.to_string());
+    }
     diff
 }
+
+/// What [`compare`] counts, without building the diff: lines added and removed, or `None` for
+/// binary content.
+fn count(old: &[u8], new: &[u8]) -> Option<(u64, u64)> {
+    Some(lines::count(text(old)?, text(new)?))
+}
+
+const APPROXIMATE: &str = "the line diff took longer than its deadline: it is correct but may not be the shortest";
 
 fn text(bytes: &[u8]) -> Option<&str> {
     if bytes[..bytes.len().min(SNIFF)].contains(&0) {
@@ -233,173 +304,19 @@ fn text(bytes: &[u8]) -> Option<&str> {
     std::str::from_utf8(bytes).ok()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Edit {
-    /// Line `i` of the old version, kept as line `j` of the new.
-    Keep(usize, usize),
-    Delete(usize),
-    Insert(usize),
-}
-
-/// The shortest edit script from `a` to `b` (Myers 1986).
-fn myers(a: &[&str], b: &[&str]) -> Vec<Edit> {
-    let (n, m) = (a.len() as isize, b.len() as isize);
-    let max = (n + m) as usize;
-    let offset = max as isize + 1;
-    let mut v = vec![0isize; 2 * max + 3];
-    let mut trace: Vec<Vec<isize>> = Vec::new();
-    'search: for d in 0..=max as isize {
-        trace.push(v.clone());
-        let mut k = -d;
-        while k <= d {
-            let idx = (k + offset) as usize;
-            let mut x = if k == -d || (k != d && v[idx - 1] < v[idx + 1]) { v[idx + 1] } else { v[idx - 1] + 1 };
-            let mut y = x - k;
-            while x < n && y < m && a[x as usize] == b[y as usize] {
-                x += 1;
-                y += 1;
-            }
-            v[idx] = x;
-            if x >= n && y >= m {
-                trace.push(v.clone());
-                break 'search;
-            }
-            k += 2;
-        }
-    }
-    // Walk back through the saved frontiers.
-    let mut edits = Vec::new();
-    let (mut x, mut y) = (n, m);
-    for d in (0..trace.len() as isize - 1).rev() {
-        let v = &trace[d as usize];
-        let k = x - y;
-        let idx = (k + offset) as usize;
-        let prev_k = if k == -d || (k != d && v[idx - 1] < v[idx + 1]) { k + 1 } else { k - 1 };
-        let prev_x = v[(prev_k + offset) as usize];
-        let prev_y = prev_x - prev_k;
-        while x > prev_x && y > prev_y {
-            x -= 1;
-            y -= 1;
-            edits.push(Edit::Keep(x as usize, y as usize));
-        }
-        if d > 0 {
-            if x == prev_x {
-                y -= 1;
-                edits.push(Edit::Insert(y as usize));
-            } else {
-                x -= 1;
-                edits.push(Edit::Delete(x as usize));
-            }
-        }
-        (x, y) = (prev_x.max(0), prev_y.max(0));
-    }
-    edits.reverse();
-    edits
-}
-
-/// The edit script as unified-diff hunks.
-fn hunks(a: &[&str], b: &[&str], ops: &[Edit]) -> String {
-    let mut out = String::new();
-    let changed: Vec<usize> =
-        ops.iter().enumerate().filter(|(_, o)| !matches!(o, Edit::Keep(..))).map(|(i, _)| i).collect();
-    let mut i = 0;
-    while i < changed.len() {
-        let start = changed[i].saturating_sub(CONTEXT);
-        let mut end = changed[i];
-        while i < changed.len() && changed[i] <= end + 2 * CONTEXT {
-            end = changed[i];
-            i += 1;
-        }
-        let end = (end + CONTEXT + 1).min(ops.len());
-        let slice = &ops[start..end];
-        // Where the hunk starts in each version (1-based; the line before for an empty side).
-        let (mut old_at, mut new_at) = (None, None);
-        let (mut old_count, mut new_count) = (0, 0);
-        let mut body = String::new();
-        let mut line = |mark: char, text: &str| {
-            body.push(mark);
-            body.push_str(text);
-            if !text.ends_with('\n') {
-                body.push_str("\n\\ No newline at end of file\n");
-            }
-        };
-        for op in slice {
-            match *op {
-                Edit::Keep(x, y) => {
-                    old_at.get_or_insert(x);
-                    new_at.get_or_insert(y);
-                    old_count += 1;
-                    new_count += 1;
-                    line(' ', a[x]);
-                }
-                Edit::Delete(x) => {
-                    old_at.get_or_insert(x);
-                    old_count += 1;
-                    line('-', a[x]);
-                }
-                Edit::Insert(y) => {
-                    new_at.get_or_insert(y);
-                    new_count += 1;
-                    line('+', b[y]);
-                }
-            }
-        }
-        let first_old = old_at.unwrap_or_else(|| lines_before(ops, start, true));
-        let first_new = new_at.unwrap_or_else(|| lines_before(ops, start, false));
-        let range =
-            |at: usize, count: usize| if count == 0 { format!("{at},0") } else { format!("{},{count}", at + 1) };
-        out.push_str(&format!("@@ -{} +{} @@\n", range(first_old, old_count), range(first_new, new_count)));
-        out.push_str(&body);
-    }
-    out
-}
-
-/// How many lines of one version come before edit `at`.
-fn lines_before(ops: &[Edit], at: usize, old: bool) -> usize {
-    ops[..at]
-        .iter()
-        .filter(|o| match o {
-            Edit::Keep(..) => true,
-            Edit::Delete(_) => old,
-            Edit::Insert(_) => !old,
-        })
-        .count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn apply(a: &[&str], b: &[&str], ops: &[Edit]) -> Vec<String> {
-        ops.iter()
-            .filter_map(|o| match *o {
-                Edit::Keep(x, _) => Some(a[x].to_string()),
-                Edit::Insert(y) => Some(b[y].to_string()),
-                Edit::Delete(_) => None,
-            })
-            .collect()
-    }
-
     #[test]
-    fn the_script_turns_one_version_into_the_other_and_is_short() {
-        let cases: &[(&str, &str)] = &[
-            ("", ""),
-            ("a\n", ""),
-            ("", "a\n"),
-            ("a\nb\nc\n", "a\nc\n"),
-            ("a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n", "a\nB\nc\nd\ne\nf\ng\nh\nI\nj\nk\n"),
-            ("x\ny\n", "y\nx\n"),
-        ];
-        for (old, new) in cases {
-            let a: Vec<&str> = old.split_inclusive('\n').collect();
-            let b: Vec<&str> = new.split_inclusive('\n').collect();
-            let ops = myers(&a, &b);
-            assert_eq!(apply(&a, &b, &ops).concat(), *new, "{old:?} -> {new:?}");
-        }
+    fn a_text_diff_has_its_header_and_counts_and_binary_content_has_neither() {
         let d = compare("f", Some(Sha256::of(b"1")), b"a\nb\nc\n", Some(Sha256::of(b"2")), b"a\nB\nc\n");
         assert_eq!((d.added, d.removed), (1, 1));
-        assert!(d.unified.contains("@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"), "{}", d.unified);
+        assert_eq!(count(b"a\nb\nc\n", b"a\nB\nc\n"), Some((1, 1)));
+        let header = format!("--- f@{}\n+++ f@{}\n", Sha256::of(b"1").short(12), Sha256::of(b"2").short(12));
+        assert_eq!(d.unified, format!("{header}@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"));
         let d = compare("f", None, b"", Some(Sha256::of(b"\0")), b"\0\x01");
-        assert!(d.binary);
+        assert!(d.binary && d.unified.is_empty());
+        assert_eq!(count(b"", b"\0\x01"), None);
     }
 }

@@ -32,6 +32,7 @@ mod draft;
 mod events;
 mod gate;
 mod inherit;
+pub mod lines;
 mod locks;
 mod order;
 mod recovery;
@@ -65,7 +66,7 @@ use crate::store::{Objects, open_or_create};
 
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
-pub use diff::{FileDiff, FileStat, Rev, compare};
+pub use diff::{FileDiff, FileStat, Limit, Rev, SHOWN_MAX, compare};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use events::{Changed, Subscriber};
 pub use inherit::ACL_ACCESS;

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::engine::{RestoreTo, Rev, Rewind};
+use crate::engine::{RestoreTo, Rev, Rewind, SHOWN_MAX};
 use crate::journal::query::Selection;
 
 use super::{Call, Failure, Outcome, Tools, ok};
@@ -15,7 +15,8 @@ use super::{Call, Failure, Outcome, Tools, ok};
 #[serde(deny_unknown_fields)]
 pub struct DiffArgs {
     /// One file: a unified diff between two of its versions (binary content: sizes and
-    /// digests). Without it, give `since` or `session` for a per-file summary.
+    /// digests; a version over 4 MiB is not compared, and the answer's `note` says so). Without
+    /// it, give `since` or `session` for a per-file summary.
     #[serde(default)]
     pub path: Option<String>,
     /// With `path`: the older version, a sha256 prefix (4+ hex digits), `seq:N` or a time
@@ -69,11 +70,15 @@ impl Tools {
                 s.as_deref().map(|s| self.time_or_version(call, name, s)).transpose()
             };
             let (from, to) = (rev("from", &args.from)?, rev("to", &args.to)?);
-            let d = ws.diff(path, from.as_ref(), to.as_ref()).map_err(|e| self.fail(call, e, None))?;
-            return Ok(ok(json!({
+            let d = ws.diff(path, from.as_ref(), to.as_ref(), Some(SHOWN_MAX)).map_err(|e| self.fail(call, e, None))?;
+            let mut answer = json!({
                 "path": d.path, "from": d.from, "to": d.to, "from_bytes": d.from_bytes, "to_bytes": d.to_bytes,
                 "binary": d.binary, "added": d.added, "removed": d.removed, "diff": d.unified,
-            })));
+            });
+            if let Some(note) = d.note {
+                answer["note"] = json!(note);
+            }
+            return Ok(ok(answer));
         }
         let selection = match (&args.since, &args.session) {
             (Some(since), None) => Selection::AfterTime(self.time_arg(call, "since", since)?),
@@ -87,7 +92,7 @@ impl Tools {
                 ));
             }
         };
-        let files = ws.diff_stat(&selection).map_err(|e| self.fail(call, e, None))?;
+        let files = ws.diff_stat(&selection, Some(SHOWN_MAX)).map_err(|e| self.fail(call, e, None))?;
         let (added, removed) = files.iter().fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
         Ok(ok(json!({"files": files, "files_changed": files.len(), "insertions": added, "deletions": removed})))
     }
