@@ -36,6 +36,8 @@
 //! `store`, `durable`, `tools` and `vfs` never import `fuser`, `rmcp`, `tokio` or `clap`; `fuse`
 //! imports only `vfs` and the types it converts; `fuse` and `mcp` never import each other;
 //! `score` does no I/O.
+//!
+//! The contract, the invariants and the mount's rules are in `docs/architecture.md`.
 
 pub mod app;
 pub mod cli;

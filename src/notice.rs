@@ -1,7 +1,7 @@
 //! What a refusal says to the agent that caused it, in words a model acts on: one line for the
 //! writer's standard error (`vfs/stderr.rs`) and a paragraph for a harness hook (`rwfs hook`).
 //!
-//! An errno cannot carry the reason (DESIGN §5), so the reason travels beside it. Both texts are
+//! An errno cannot carry the reason (docs/architecture.md, The mount), so the reason travels beside it. Both texts are
 //! made here from the refusal's envelope, in one order: the action (a refused write, nothing
 //! written), the file (the target, never a temporary name: `crate::temporary`), each blocking
 //! rule with its line, the replacement in the file's own language (the finding's

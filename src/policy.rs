@@ -67,7 +67,7 @@ impl Action {
     }
 }
 
-/// The mount's defaults for paths written in place (DESIGN §5), at any depth: a nested
+/// The mount's defaults for paths written in place (docs/architecture.md, The mount), at any depth: a nested
 /// repository's `.git/`, a sub-crate's `target/`, a package's `node_modules/`. A database's rollback journal,
 /// write-ahead log and shared-memory index (`x.db-journal`, `x.db-wal`, `x.db-shm`) go with it:
 /// gated, each sqlite transaction would be a committed, journaled and kept version of them.
@@ -93,7 +93,7 @@ pub const DEFAULT_PASS_THROUGH: &[&str] = &[
 pub const DEFAULT_EDITOR_FILES: &[&str] =
     &["**/.*.sw?", "**/4913", "**/*~", "**/.#*", "**/#*#", "**/*___jb_tmp___", "**/*___jb_old___"];
 
-/// When the mount's `close()` returns (DESIGN §1.2; `rwfs mount --durability`).
+/// When the mount's `close()` returns (docs/architecture.md, guarantee 2; `rwfs mount --durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
@@ -134,7 +134,7 @@ pub const MAX_READ_CAP_BYTES: u64 = 2 << 20;
 pub const DEFAULT_MAX_GATED_BYTES: u64 = 4 << 30;
 
 /// What `objects/` may keep: the retention that keeps the disk safe while keeping versions is
-/// the point (DESIGN §1.3).
+/// the point (docs/architecture.md, guarantee 3).
 ///
 /// Invariants of enforcement (`Engine::gc`): versions older than `max_age` go; then, while the
 /// store is over its limit — the smaller of `max_bytes` and `max_free_fraction` of the space

@@ -1,7 +1,7 @@
 //! Crash enumeration (ALICE-style): run a scenario on a recording disk, then rebuild every disk
 //! image a crash after every prefix of the recorded changes may leave (see
 //! `support/recorder.rs` for the persistence model), open an engine on each (recovery runs),
-//! and check DESIGN §1 guarantees 1–3 and journal ⇔ files consistency:
+//! and check guarantees 1–3 of docs/architecture.md and journal ⇔ files consistency:
 //!
 //! 1. no torn files: every file holds a complete version that was written to that path;
 //! 2. acknowledged means durable: each path holds its last acknowledged version, or the
@@ -544,7 +544,7 @@ fn every_crash_state_keeps_the_guarantees() {
     assert!(images > 0 && states >= images);
 }
 
-/// `batch` durability (DESIGN §1.2): the mount's closes are acknowledged once the draft is
+/// `batch` durability (docs/architecture.md, guarantee 2): the mount's closes are acknowledged once the draft is
 /// judged, staged and its row written; a group commit makes them durable later, or at once at
 /// an fsync. A crash at every prefix of the recorded disk changes — data syncs, journal,
 /// renames across directories, directory syncs — must leave, after recovery, the tree of a

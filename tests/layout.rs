@@ -1,4 +1,4 @@
-//! The module boundaries of DESIGN §2, enforced on the source text of `src/**`.
+//! The invariants of docs/architecture.md, enforced on the source text of `src/**`.
 //!
 //! - arrows only point down: `durable` imports no other rwfs module (but `error` and `sha`),
 //!   `journal` and `store` import only `durable` below them, `engine` imports nothing of the
@@ -7,7 +7,9 @@
 //!   (the mount's filesystem) never use `fuser`, `rmcp`, `tokio`, `clap`; `mcp` is glue over
 //!   `tools`, `fuse` over `vfs` (it imports nothing else but the types it converts);
 //! - `fuse` and `mcp` never use each other;
-//! - `score` is pure: no filesystem, network, process, environment or clock.
+//! - `score` is pure: no filesystem, network, process, environment or clock;
+//! - no Rust file of the repository (`src/`, `tests/`, `integration/`, `examples/`) lacks its
+//!   opening `//!` paragraph.
 
 use std::path::{Path, PathBuf};
 
@@ -34,7 +36,6 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "score",
             "engine",
             "policy",
-            "config",
             "envelope",
             "wake",
             "temporary",
@@ -42,27 +43,18 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "time",
         ],
     ),
-    (
-        "vfs",
-        &[
-            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "vfs",
-            "notice",
-        ],
-    ),
+    ("vfs", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "vfs", "notice"]),
     // The adapter: the filesystem, and the types it converts (stats, errors, the engine it starts).
     ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake"]),
     (
         "tools",
-        &[
-            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools",
-            "time",
-        ],
+        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "time"],
     ),
     (
         "mcp",
         &[
-            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "config", "envelope", "tools",
-            "mcp", "time",
+            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "mcp",
+            "time",
         ],
     ),
 ];
@@ -106,6 +98,35 @@ fn the_checker_catches_violations() {
     for (module, line, bad) in cases {
         assert_eq!(!check_source(module, "x.rs", line).is_empty(), bad, "{module}: {line}");
     }
+}
+
+#[test]
+fn every_rust_file_opens_with_a_doc_paragraph() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    for dir in ["src", "tests", "integration", "examples"] {
+        for file in rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if !opens_with_doc(&text) {
+                missing.push(file.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files without an opening `//!` paragraph (what it is for, key types, what it does not do):\n{}",
+        missing.join("\n")
+    );
+    assert!(opens_with_doc("\n//! What this is.\n\nuse std::io;\n"));
+    assert!(!opens_with_doc("use std::io;\n//! Too late.\n"));
+    assert!(!opens_with_doc("// A plain comment.\n"));
+    assert!(!opens_with_doc("//!\n"));
+}
+
+/// Does `text` start (blank lines aside) with a `//!` line that says something?
+fn opens_with_doc(text: &str) -> bool {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    first.strip_prefix("//!").is_some_and(|rest| !rest.trim().is_empty())
 }
 
 fn check_tree(src: &Path) -> Vec<String> {

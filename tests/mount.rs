@@ -1,4 +1,4 @@
-//! The mount's contract (DESIGN §5), on a real FUSE mount: what a writer sees at `write()`,
+//! The mount's contract (docs/architecture.md, The mount), on a real FUSE mount: what a writer sees at `write()`,
 //! `close()` and `fsync()`, what the tree and the journal hold afterwards, the state
 //! directory's protection, pass-through paths, and the CLI reaching the mounted engine.
 

@@ -1,4 +1,4 @@
-//! Real programs through a real mount (DESIGN §5): git, cp, sed, python, an editor's save, tar,
+//! Real programs through a real mount (docs/architecture.md, The mount): git, cp, sed, python, an editor's save, tar,
 //! sqlite, cargo and mmap writers do their usual work in the mount, and the results are checked
 //! through the mount, in the backing tree and in the journal. A missing program fails the test
 //! (`scripts/test` installs them); it never skips.

@@ -1,4 +1,4 @@
-//! The state directory's layout (DESIGN §3): every name rwfs writes in `.resilient_write/` is
+//! The state directory's layout (docs/architecture.md, The state directory): every name rwfs writes in `.resilient_write/` is
 //! in `durable::layout`'s table, and `Engine::class` puts everything below an entry in that
 //! entry's class. (That the mount honours the classes is in `mount.rs` and `mcp/serving.rs`.)
 

@@ -1,4 +1,4 @@
-//! The one integration test binary (DESIGN §10): every module drives rwfs through its public
+//! The one integration test binary (docs/architecture.md, Testing): every module drives rwfs through its public
 //! API or the `rwfs` binary.
 
 mod support;

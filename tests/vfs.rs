@@ -1,6 +1,6 @@
-//! The mount's filesystem without a kernel (`rwfs::vfs`): every semantic rule of DESIGN §5 is
-//! tested here first, as requests a kernel would send, on a plain temporary workspace — no
-//! root, no `/dev/fuse`. `tests/mount.rs` then proves the adapter and the kernel keep them.
+//! The mount's filesystem without a kernel (`rwfs::vfs`): every semantic rule of the mount
+//! (docs/architecture.md, The mount) is tested here first, as requests a kernel would send, on
+//! a plain temporary workspace — no root, no `/dev/fuse`. `tests/mount.rs` then proves the adapter and the kernel keep them.
 //!
 //! The last test is a model test: random sequences of opens, writes, closes (including a
 //! forked child's close of an inherited descriptor), fsyncs, truncations, renames, unlinks and

@@ -30,7 +30,7 @@ import anyio
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import Implementation
 
-# The eight fields of envelope v1, all required (notes/reference.md §3).
+# The eight fields of envelope v1, all required (docs/architecture.md, The reference).
 ENVELOPE_FIELDS = {
     "ok",
     "schema_version",

@@ -29,7 +29,7 @@ from typing import Any
 # The record S3 appends from outside the server (the paper's drift trigger: one more id).
 DRIFT_RECORD = '{"id": 1000, "value": "injected_after_cursor"}\n'
 
-# What the failing S2 call answers: envelope v1 (notes/reference.md §3). A read-back mismatch
+# What the failing S2 call answers: envelope v1 (docs/architecture.md, The reference). A read-back mismatch
 # is a failure a durable write surface reports and an agent can retry.
 def injected_envelope(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {

@@ -8,10 +8,12 @@
 //! `statfs`) and the two the mount's drafts need (`create_new`, `copy_range`). The production
 //! implementation of both is [`OsDisk`](super::OsDisk).
 //!
-//! No method has a default body: a wrapper states what it does with every call (forwards it,
-//! records it, fails it), so one that forgets a call does not compile instead of silently
-//! reaching the real disk. That includes the two hints ([`Disk::start_writeback`],
-//! [`Disk::drop_cache`]), which have no semantics but do make system calls.
+//! No method but [`Disk::data_extents`] has a default body: a wrapper states what it does with
+//! every call (forwards it, records it, fails it), so one that forgets a call does not compile
+//! instead of silently reaching the real disk. That includes the two hints
+//! ([`Disk::start_writeback`], [`Disk::drop_cache`]), which have no semantics but do make system
+//! calls. `data_extents` only reads, and its default (all data, no holes) is always correct: a
+//! wrapper that keeps it makes copies dense, never wrong.
 //!
 //! Persistence model the rest of rwfs assumes (and the crash tests enforce):
 //! - written data is durable only after [`Disk::sync`] or [`Disk::sync_data`] of that file;

@@ -1,5 +1,5 @@
 //! The state directory's layout: one table naming every file and directory rwfs keeps in
-//! `.resilient_write/` (DESIGN §3), with what the mount may show of it.
+//! `.resilient_write/` (docs/architecture.md, The state directory), with what the mount may show of it.
 //!
 //! Every layer names these files (the journal, the object store, the engine, the tools, the
 //! daemon), and `durable` is the one module all of them may import, so the names live here and

@@ -1,4 +1,4 @@
-//! `batch` durability: the mount's closes acknowledged before they are durable (DESIGN §1.2).
+//! `batch` durability: the mount's closes acknowledged before they are durable (docs/architecture.md, guarantee 2).
 //!
 //! ```text
 //!   close    the draft judged (a refusal is that close's errno), its row *written* (in the

@@ -1,6 +1,6 @@
 //! Which class a path is in: the one place that decides whether the gate applies to a path,
 //! whether the mount writes it in place, and what the mount may do inside `.resilient_write/`
-//! (DESIGN §2).
+//! (docs/architecture.md, Invariants).
 //!
 //! The classes come from the policy's `pass_through` globs and the extra globs of
 //! [`Options::pass_through`](super::Options::pass_through) (the mount's `--pass-through`), put

@@ -5,7 +5,7 @@
 //! hides is the mount's business); changes never do. Every path is resolved beneath the root
 //! without following a symlink in its last component, so each call acts on the entry itself.
 //!
-//! What is journaled (DESIGN §1.5): removing a regular file (its content is kept in
+//! What is journaled (docs/architecture.md, guarantee 5): removing a regular file (its content is kept in
 //! `objects/`), renaming anything (the replaced file's content is kept too), and a hard link (a
 //! new path with content). Directories, symlinks, special files and metadata (mode, owner,
 //! times, extended attributes) change without a row; so do paths written in place

@@ -11,11 +11,11 @@
 
 mod checkpoint;
 mod chunks;
-mod gate;
 mod handoff;
 mod history;
 mod http;
 mod journal;
+mod lines;
 mod read;
 mod scratch;
 mod serve;

@@ -27,8 +27,8 @@ use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::tools::{Settings, Tools};
 
-use super::gate::gate;
 use super::http::{Admitted, CappedSessions, Connections, Limits, MAX_BODY, hold_until_sent};
+use super::lines::check_lines;
 use super::{Peer, Server};
 
 /// The tool settings from the environment (`RW_SCRATCH_DISABLE_GET`).
@@ -43,10 +43,10 @@ pub fn serve_stdio(tools: Arc<Tools>, peer: Peer) -> Result<()> {
     let _flags = stdio::Flags::save();
     let served = runtime.block_on(async move {
         let (pair, written) = match stdio::pollable()? {
-            Some((read, write)) => gate(read, write),
-            None => gate(tokio::io::stdin(), tokio::io::stdout()),
+            Some((read, write)) => check_lines(read, write),
+            None => check_lines(tokio::io::stdin(), tokio::io::stdout()),
         };
-        serve_gated(Server::new(tools, peer), pair, written).await
+        serve_checked(Server::new(tools, peer), pair, written).await
     });
     runtime.shutdown_background();
     served.step("serve MCP on stdio")
@@ -134,9 +134,9 @@ mod stdio {
     }
 }
 
-/// Serve one session on the rmcp side of a [`gate`], then wait (briefly) for its last replies
+/// Serve one session on the rmcp side of [`check_lines`], then wait (briefly) for its last replies
 /// to reach the client.
-async fn serve_gated(
+async fn serve_checked(
     server: Server,
     pair: (tokio::io::DuplexStream, tokio::io::DuplexStream),
     written: tokio::task::JoinHandle<()>,
@@ -197,8 +197,8 @@ pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, p
         let stream = tokio::net::UnixStream::from_std(stream)?;
         let (read, write) = stream.into_split();
         let read = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(first), read);
-        let (pair, written) = gate(read, write);
-        serve_gated(Server::new(tools, peer), pair, written).await
+        let (pair, written) = check_lines(read, write);
+        serve_checked(Server::new(tools, peer), pair, written).await
     });
     runtime.shutdown_background();
     served.step("serve MCP on the socket")

@@ -8,7 +8,7 @@
 //! `P[nY][nM][nD][T[nH][nM][nS]]` (Y = 365 days, M = 30 days; a bare `P` or `PT` never
 //! expires); `format` (`json|yaml|markdown`) labels the data, and `markdown` requires a string.
 //!
-//! Differences from the reference (its bugs, `notes/reference.md` §11):
+//! Differences from the reference (its bugs):
 //! - every size is written whole by one durable state write, so there is no chunking and no
 //!   character is lost at a chunk edge (bug 24), and no internal `_cp_<name>` session whose
 //!   name could exceed 64 characters (bug 25); `chunked` is always `false`;

@@ -3,7 +3,7 @@
 //!
 //! A session is `.resilient_write/chunks/<session>/`: parts `part-NNN.txt` (001..999) and a
 //! `manifest.json` (`{created_at, session, total_expected, updated_at}`, pretty, sorted keys),
-//! laid out as the reference lays them out (`notes/reference.md` §6). Compose checks that the
+//! laid out as the reference lays them out (docs/architecture.md, The reference). Compose checks that the
 //! parts are exactly 1..N (and N = `total_expected` when the manifest has one), joins them and
 //! writes the result through the engine like `rw_safe_write`.
 //!

@@ -1,4 +1,4 @@
-//! The journal and history tools: `rw_journal_tail`, `rw_analytics` (the reference's, §9),
+//! The journal and history tools: `rw_journal_tail`, `rw_analytics` (the reference's),
 //! and rwfs's `rw_history`, `rw_restore`, `rw_rejections`.
 //!
 //! Everything but `rw_restore` only reads: the journal through the tolerant reader (a torn or

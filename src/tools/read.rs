@@ -1,7 +1,7 @@
 //! The resilient-read companion (`rr_*`): bounded, resumable reads of workspace files —
 //! `rr_stat`, `rr_read_bytes`, `rr_read_lines`, `rr_read_tail`, `rr_search_then_page`,
 //! `rr_make_cursor`, `rr_read_next` — with the reference's inputs, outputs, defaults and caps
-//! (`notes/reference.md` §14) and rwfs's envelope v1 for every failure.
+//! (docs/architecture.md, The reference) and rwfs's envelope v1 for every failure.
 //!
 //! Differences from the reference (its bugs fixed here):
 //! - every path is resolved beneath the workspace root (`Workspace::open_file`), so `../`,

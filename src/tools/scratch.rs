@@ -4,7 +4,7 @@
 //! is kept content-addressed in `.resilient_write/scratch/<sha256>.bin`; every put appends a
 //! row `{bytes, content_type, created_at, encoding, label, notes, sha256}` to
 //! `scratch/index.jsonl`, so labels are aliases and a second put of the same bytes is free
-//! (`notes/reference.md` §7).
+//! (docs/architecture.md, The reference).
 //!
 //! Invariants:
 //! - a blob is created exclusively, mode 0600, durably and journaled (the reference left

@@ -13,7 +13,7 @@
 //! between `---` lines, TOML between `+++` lines, errors at their lines in the whole file); the
 //! body is prose and always valid.
 //!
-//! Differences from the reference (its bug 28, `notes/reference.md` §11, fixed here):
+//! Differences from the reference (its bug, fixed here):
 //! - LaTeX is scanned, not pattern-matched: escaped braces (`\{ \}`) and `%` comments are not
 //!   counted, `\verb`, `\lstinline` and verbatim-like environments (`verbatim`, `lstlisting`,
 //!   `minted`, `comment`, …) are skipped, math is tracked across lines (`$…$`, `$$…$$`, `\(…\)`,

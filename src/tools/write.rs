@@ -1,6 +1,6 @@
 //! L0 and L1: `rw_risk_score`, `rw_safe_write`, `rw_safe_replace`.
 //!
-//! Differences from the reference (its bugs, `notes/reference.md` §11, fixed here): `create` is
+//! Differences from the reference (its bugs, fixed here): `create` is
 //! exclusive (the engine installs with link/`RENAME_NOREPLACE`), `expected_prev_sha256` is
 //! checked under the engine's per-path lock, append is a real append, the mode, owner and
 //! xattrs of an overwritten file are kept, the directory and the journal are fsynced, and

@@ -1,5 +1,5 @@
 //! The mount's filesystem without a kernel: nodes, handles, the draft state machine and the
-//! commit points (DESIGN §5). [`Vfs`] answers every request the kernel can send — lookup,
+//! commit points (docs/architecture.md, The mount). [`Vfs`] answers every request the kernel can send — lookup,
 //! open, read, write, flush, fsync, release, rename, unlink, link … — with plain types ([`Attr`]:
 //! a node number and a backing [`Stat`]; typed [`crate::Error`]s), so its semantics are tested without
 //! root or `/dev/fuse` (`tests/vfs.rs`). `fuse/` is the adapter that speaks fuser; this module

@@ -6,9 +6,9 @@
 //! trial judged again after its output was changed behind the server's back.
 //!
 //! The scores are the judge's (`integration/rab/judge.py`); these tests assert what must hold of
-//! them: rwfs passes every scenario in every trial, and the reference fails where the notes say
-//! it must (`notes/reference.md`: its server has no `rr_*` tools — they are the separate
-//! resilient-read — and its `anthropic_oat` pattern needs 40 characters where the paper's S1
+//! them: rwfs passes every scenario in every trial, and the reference fails where it must (its
+//! server has no `rr_*` tools — they are the separate resilient-read, see docs/architecture.md,
+//! The reference — and its `anthropic_oat` pattern needs 40 characters where the paper's S1
 //! template token has 32). `--nocapture` shows the side-by-side table.
 
 use std::ffi::OsString;

@@ -218,7 +218,7 @@ fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
     let mcp = crate::support::mcp::Mcp::start();
     let names = mcp.tool_names();
     let expected = [
-        // resilient-write 0.3.0 (notes/reference.md §2, §16), wire names.
+        // resilient-write 0.3.0, wire names.
         "rw_risk_score",
         "rw_safe_write",
         "rw_safe_replace",
@@ -240,7 +240,7 @@ fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
         "rw_checkpoint_read",
         "rw_checkpoint_list",
         "rw_checkpoint_cleanup",
-        // resilient-read (§14).
+        // resilient-read.
         "rr_stat",
         "rr_read_bytes",
         "rr_read_lines",

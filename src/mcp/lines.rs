@@ -1,7 +1,8 @@
-//! The line gate in front of rmcp on stdio and the daemon's socket.
+//! The line checker in front of rmcp on stdio and the daemon's socket (not the engine's write
+//! gate: this one judges only the shape of JSON-RPC lines).
 //!
 //! rmcp drops a line that is not JSON without a word, and answers some ill-shaped messages
-//! without their id; a client then waits forever. [`gate`] reads the client's lines itself
+//! without their id; a client then waits forever. [`check_lines`] reads the client's lines itself
 //! (bounded at [`MAX_LINE`]), answers every line that is not one JSON-RPC 2.0 message with a
 //! JSON-RPC error — parse error (-32700) or invalid request (-32600), invalid params (-32602)
 //! for non-object params, with the message's id when one can be read, else `id: null` — and
@@ -17,10 +18,10 @@ use tokio::task::JoinHandle;
 /// would drop. Longer ones are skipped and answered.
 pub const MAX_LINE: usize = 16 << 20;
 
-/// Put the gate between a client (`read`, `write`) and rmcp: the pair rmcp serves on, and the
+/// Put the checker between a client (`read`, `write`) and rmcp: the pair rmcp serves on, and the
 /// task that writes to the client, which ends once rmcp has closed its side and every reply
 /// is written.
-pub fn gate<R, W>(read: R, write: W) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
+pub fn check_lines<R, W>(read: R, write: W) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
