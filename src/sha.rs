@@ -4,6 +4,8 @@
 //! named by it, and preconditions compare it. It is a 32-byte value printed as 64 lowercase hex
 //! digits; parsing accepts exactly that form, so a digest that reaches the engine is well formed.
 //! [`Hasher`] is the streaming form used while bytes are copied or read back.
+//! [`hmac_sha256`] keys the journal's chain and signs read cursors, and [`same_secret`] compares
+//! what a client sent with a secret; both are RustCrypto's (`hmac`, `subtle`), not written here.
 
 use std::fmt;
 use std::str::FromStr;
@@ -61,23 +63,20 @@ impl fmt::Debug for Sha256 {
     }
 }
 
-/// HMAC-SHA256 (RFC 2104 with SHA-256's 64-byte block): the journal's keyed chain and the read
-/// cursors' signatures. Callers domain-separate their messages.
+/// HMAC-SHA256 (RFC 2104, RustCrypto's `hmac`): the journal's keyed chain and the read cursors'
+/// signatures. Callers domain-separate their messages.
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&sha2::Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = sha2::Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
-    inner.update(message);
-    let inner = inner.finalize();
-    let mut outer = sha2::Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    outer.update(inner);
-    outer.finalize().into()
+    use hmac::{KeyInit, Mac};
+    // HMAC takes a key of any length (a longer one is hashed first): this never fails.
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ
+/// (`subtle`): for secrets compared with what a client sent (tokens, signatures).
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
 /// The text was not 64 lowercase hex digits.
@@ -172,6 +171,14 @@ mod tests {
         assert_eq!(hex::encode(case2), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
         let case6 = hmac_sha256(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First");
         assert_eq!(hex::encode(case6), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    }
+
+    #[test]
+    fn secrets_compare_equal_only_when_equal() {
+        assert!(same_secret(b"Bearer abc", b"Bearer abc"));
+        assert!(!same_secret(b"Bearer abc", b"Bearer abd"));
+        assert!(!same_secret(b"Bearer ab", b"Bearer abc"));
+        assert!(same_secret(b"", b""));
     }
 
     #[test]

@@ -383,7 +383,7 @@ pub fn check_access(
     }
     if let Some(expected) = expected {
         let given = text(header::AUTHORIZATION);
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+        if !given.is_some_and(|g| crate::sha::same_secret(g.as_bytes(), expected.as_bytes())) {
             return Err((
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong bearer token; use the URL with the token rwfs printed\n",
@@ -404,8 +404,4 @@ pub fn refuse(status: axum::http::StatusCode, why: &'static str) -> axum::respon
         response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
     }
     response
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -574,7 +574,7 @@ impl Tools {
         let (payload, mac) = token.trim().split_once('.').ok_or_else(|| refuse("malformed"))?;
         let mac = URL_SAFE_NO_PAD.decode(mac).map_err(|_| refuse("malformed signature"))?;
         let key = self.cursor_key(call)?;
-        if !constant_time_eq(&cursor_mac(&key, payload), &mac) {
+        if !crate::sha::same_secret(&cursor_mac(&key, payload), &mac) {
             return Err(refuse("bad signature"));
         }
         let bytes = URL_SAFE_NO_PAD.decode(payload).map_err(|_| refuse("malformed payload"))?;
@@ -592,11 +592,6 @@ fn cursor_mac(key: &[u8], payload: &str) -> [u8; 32] {
     message.extend_from_slice(b"rr_cursor\0");
     message.extend_from_slice(payload.as_bytes());
     crate::sha::hmac_sha256(key, &message)
-}
-
-/// Equality whose time does not depend on where the inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Fill `buf` from `offset` until it is full or the file ends; the bytes read.
