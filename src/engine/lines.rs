@@ -29,13 +29,13 @@ pub enum Span {
 }
 
 impl Span {
-    pub fn old(&self) -> &Range<usize> {
+    pub fn old_lines(&self) -> &Range<usize> {
         match self {
             Span::Same { old, .. } | Span::Changed { old, .. } => old,
         }
     }
 
-    pub fn new(&self) -> &Range<usize> {
+    pub fn new_lines(&self) -> &Range<usize> {
         match self {
             Span::Same { new, .. } | Span::Changed { new, .. } => new,
         }
@@ -100,7 +100,7 @@ impl<'a> LineDiff<'a> {
     pub fn unified(&self, context: usize) -> String {
         let mut out = String::new();
         for hunk in self.hunks(context) {
-            let (old, new) = (hunk_range(&hunk, Span::old), hunk_range(&hunk, Span::new));
+            let (old, new) = (hunk_range(&hunk, Span::old_lines), hunk_range(&hunk, Span::new_lines));
             let header = |r: &Range<usize>| match r.len() {
                 0 => format!("{},0", r.start),
                 n => format!("{},{n}", r.start + 1),
