@@ -1868,3 +1868,25 @@ fn a_state_file_the_daemon_rewrites_reads_whole_through_the_mount_at_once() {
     let after = node(journal);
     assert!(after.len() > before.len() && after == m.backing(journal).unwrap(), "the journal reads whole");
 }
+
+#[test]
+fn a_failed_request_is_logged_once_in_its_span_and_counted_for_its_operation() {
+    let mut m = Mounted::with_env(Ws::new(), false, &[], &[("RWFS_LOG", "info,rwfs::fuse=debug")]);
+    std::fs::create_dir(m.path("full")).unwrap();
+    std::fs::write(m.path("full/f"), b"x\n").unwrap();
+    let refused = std::fs::remove_dir(m.path("full")).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(nix::libc::ENOTEMPTY));
+    m.unmount();
+    let log = m.log();
+    // The failure, once, inside the span of its request (operation, request id, node).
+    let failed: Vec<&str> =
+        log.lines().filter(|l| l.contains("request failed") && l.contains("op=\"rmdir\"")).collect();
+    assert_eq!(failed.len(), 1, "{log}");
+    assert!(failed[0].contains("fuse{op=\"rmdir\" req="), "{}", failed[0]);
+    assert!(failed[0].contains(&format!("errno={}", nix::libc::ENOTEMPTY)), "{}", failed[0]);
+    // A plain answer is debug: nothing at info or above says the rmdir failed.
+    assert!(!failed[0].contains("INFO") && !failed[0].contains("WARN"), "{}", failed[0]);
+    // The counts per operation, at unmount.
+    let counts = log.lines().find(|l| l.contains("failed requests per operation")).unwrap_or_else(|| panic!("{log}"));
+    assert!(counts.contains("(\"rmdir\", 1)"), "{counts}");
+}

@@ -3,7 +3,9 @@
 //! `FileAttr` and engine errors to errnos (`errno.rs`, one exhaustive `match`), runs the
 //! requests that may commit on a small pool of threads that own the reply, and turns the
 //! filesystem's "forget this" calls ([`crate::vfs::Kernel`]) into kernel notifications. It makes
-//! no decision about what a request means: that is `vfs/`.
+//! no decision about what a request means: that is `vfs/`. Each request runs in a `fuse` span
+//! (operation, request id, node, handle), and every failure goes one way (`failure.rs`): logged
+//! at a level its error's kind decides, and counted per operation ([`Mount::failures`], logged at unmount).
 //!
 //! Kernel caches: entries and attributes have long TTLs (every change goes through the
 //! filesystem, or through the engine, which tells it), and so do absent names (negative
@@ -18,6 +20,7 @@
 //! it changes the directory, and is told when a name appears or goes behind its back.
 
 mod errno;
+mod failure;
 mod ops;
 mod passthrough;
 mod pool;
@@ -74,6 +77,7 @@ pub struct Mount {
     session: Option<fuser::BackgroundSession>,
     mountpoint: PathBuf,
     passthrough: Arc<Passthrough>,
+    failures: Arc<failure::Failures>,
 }
 
 /// The kernel's caches, reached through the session's notifier: asynchronous forgets run in
@@ -148,11 +152,12 @@ impl Mount {
         config.n_threads = Some(REQUEST_THREADS);
         config.clone_fd = true;
         let passthrough = Arc::new(Passthrough::default());
+        let failures = Arc::new(failure::Failures::new(blocked));
         let glue = ops::Glue {
             vfs: vfs.clone(),
             commits: Arc::new(Pool::new(COMMIT_THREADS, "rwfs-commit").map_err(spawn)?),
             processes: process::Processes::default(),
-            blocked,
+            failures: failures.clone(),
             want_passthrough: options.kernel_passthrough,
             passthrough: passthrough.clone(),
         };
@@ -168,7 +173,7 @@ impl Mount {
         })?;
         let _ = kernel.notifier.set(session.notifier());
         let session = session.spawn().map_err(|e| Error::io("start mount session", e))?;
-        Ok(Mount { vfs, session: Some(session), mountpoint: options.mountpoint, passthrough })
+        Ok(Mount { vfs, session: Some(session), mountpoint: options.mountpoint, passthrough, failures })
     }
 
     pub fn mountpoint(&self) -> &std::path::Path {
@@ -188,6 +193,11 @@ impl Mount {
     /// The data requests that reached the daemon, and the opens the kernel served itself.
     pub fn requests(&self) -> Requests {
         self.passthrough.requests()
+    }
+
+    /// The operations whose requests failed, with how many did (since the mount started).
+    pub fn failures(&self) -> Vec<(&'static str, u64)> {
+        self.failures.counts()
     }
 
     /// Commit (or, if refused, quarantine) every open draft; how many were settled.
@@ -214,6 +224,10 @@ impl Mount {
         }
         // Whatever arrived after the first pass (a process that kept writing).
         self.vfs.settle_drafts();
+        let failed = self.failures.counts();
+        if !failed.is_empty() {
+            tracing::info!(?failed, "failed requests per operation while mounted");
+        }
         if session.guard.is_finished() {
             let _ = session.join();
         } else {

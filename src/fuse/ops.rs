@@ -13,12 +13,13 @@ use fuser::{
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
+use super::failure::{Call, Failures};
 use super::passthrough::{Answer, Passthrough};
 use super::pool::Pool;
 use super::process::Processes;
-use super::{TTL, absent, attr_ttl, errno, file_attr, file_type, no_node};
+use super::{TTL, absent, attr_ttl, file_attr, file_type, no_node};
 use crate::durable::SetTime;
-use crate::error::{Error, Reason};
+use crate::error::Reason;
 use crate::vfs::{Attr, Caller, SetAttr, Vfs};
 
 /// The filesystem handed to fuser.
@@ -27,8 +28,8 @@ pub(crate) struct Glue {
     /// Where requests that may commit run (they own their reply).
     pub commits: Arc<Pool>,
     pub processes: Processes,
-    /// The errno of a blocked write.
-    pub blocked: i32,
+    /// Where failed requests are logged and counted (and the errno of a blocked write).
+    pub failures: Arc<Failures>,
     /// Kernel passthrough for files written in place (asked for at `init` when `true`).
     pub want_passthrough: bool,
     pub passthrough: Arc<Passthrough>,
@@ -95,11 +96,9 @@ fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
 }
 
 impl Glue {
-    fn err(&self, e: &Error) -> Errno {
-        if e.kind() != crate::error::ErrorKind::StalePrecondition || e.raw_os_error().is_some() {
-            tracing::debug!(error = %e, "request failed");
-        }
-        errno(e, self.blocked)
+    /// The span and failure path of request `req` for operation `op` on node `ino`.
+    fn call(&self, op: &'static str, req: &Request, ino: u64, fh: Option<u64>) -> Call {
+        Call::new(&self.failures, op, req.unique().0, ino, fh)
     }
 
     fn caller(&self, req: &Request) -> Caller {
@@ -123,10 +122,10 @@ impl Glue {
         Caller { umask, ..self.caller(req) }
     }
 
-    /// Run `job` on the commit pool with what it needs to answer.
-    fn later(&self, job: impl FnOnce(&Vfs, i32) + Send + 'static) {
-        let (vfs, blocked) = (self.vfs.clone(), self.blocked);
-        self.commits.run(move || job(&vfs, blocked));
+    /// Run `job` on the commit pool, in the request's span, with what it needs to answer.
+    fn later(&self, call: Call, job: impl FnOnce(&Vfs, &Call) + Send + 'static) {
+        let vfs = self.vfs.clone();
+        self.commits.run(move || call.in_span(|| job(&vfs, &call)));
     }
 }
 
@@ -163,7 +162,9 @@ impl Filesystem for Glue {
         self.vfs.settle_drafts();
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let call = self.call("lookup", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.lookup(parent.0, name) {
             Ok(attr) => entry(&self.vfs, reply, &attr),
             // Absent, and the kernel may remember it: `lstat` then `open(O_CREAT)` (git
@@ -171,18 +172,22 @@ impl Filesystem for Glue {
             Err(e) if *e.reason() == Reason::NotFound && self.vfs.absence_cacheable(parent.0) => {
                 reply.entry(&TTL, &absent(), Generation(0))
             }
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+    fn forget(&self, req: &Request, ino: INodeNo, nlookup: u64) {
+        let call = self.call("forget", req, ino.0, None);
+        let _in = call.enter();
         self.vfs.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let call = self.call("getattr", req, ino.0, fh.map(|f| f.0));
+        let _in = call.enter();
         match self.vfs.getattr(ino.0) {
             Ok(attr) => reply.attr(&attr_ttl(&self.vfs, &attr), &file_attr(&attr)),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
@@ -204,56 +209,69 @@ impl Filesystem for Glue {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let call = self.call("setattr", req, ino.0, fh.map(|f| f.0));
         let (atime, mtime, by_path) = (set_time(atime), set_time(mtime), fh.is_none());
         let set = SetAttr { mode, uid, gid, size, atime, mtime, by_path };
         let caller = self.caller_for_setgid(req, mode.is_some_and(|m| m & crate::vfs::SETGID != 0));
-        let job = move |vfs: &Vfs, blocked| match vfs.setattr(ino.0, set, &caller) {
+        let job = move |vfs: &Vfs, call: &Call| match vfs.setattr(ino.0, set, &caller) {
             Ok(attr) => reply.attr(&attr_ttl(vfs, &attr), &file_attr(&attr)),
-            Err(e) => reply.error(errno(&e, blocked)),
+            Err(e) => reply.error(call.fail(&e)),
         };
         // A truncation commits when no handle is open: off the request thread.
-        if size.is_some() { self.later(job) } else { job(&self.vfs, self.blocked) }
+        if size.is_some() { self.later(call, job) } else { call.in_span(|| job(&self.vfs, &call)) }
     }
 
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        let call = self.call("readlink", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.readlink(ino.0) {
             Ok(target) => reply.data(&target),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let call = self.call("mknod", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.mknod(parent.0, name, mode, rdev, &self.creator(req, umask)) {
             Ok(attr) => entry(&self.vfs, reply, &attr),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let call = self.call("mkdir", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.mkdir(parent.0, name, mode, &self.creator(req, umask)) {
             Ok(attr) => entry(&self.vfs, reply, &attr),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let call = self.call("unlink", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.unlink(parent.0, name, &self.caller(req)) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let call = self.call("rmdir", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.rmdir(parent.0, name) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let call = self.call("symlink", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.symlink(parent.0, link_name, target.as_os_str(), &self.caller(req)) {
             Ok(attr) => entry(&self.vfs, reply, &attr),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
@@ -267,28 +285,33 @@ impl Filesystem for Glue {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let call = self.call("rename", req, parent.0, None);
         if flags.contains(RenameFlags::RENAME_WHITEOUT) {
             return reply.error(Errno::EINVAL);
         }
         let caller = self.caller(req);
         let (name, newname) = (name.to_os_string(), newname.to_os_string());
         // A rename may commit a pending file first and syncs directories: off the request thread.
-        self.later(move |vfs, blocked| {
+        self.later(call, move |vfs, call| {
             match vfs.rename(parent.0, &name, newparent.0, &newname, flags.bits(), &caller) {
                 Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(&e, blocked)),
+                Err(e) => reply.error(call.fail(&e)),
             }
         });
     }
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let call = self.call("link", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.link(ino.0, newparent.0, newname, &self.caller(req)) {
             Ok(attr) => entry(&self.vfs, reply, &attr),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let call = self.call("open", req, ino.0, None);
+        let _in = call.enter();
         // An O_TRUNC open of an existing file may start a draft: cheap enough for this thread.
         match self.vfs.open(ino.0, flags.0, &self.caller(req)) {
             Ok(opened) => {
@@ -297,14 +320,14 @@ impl Filesystem for Glue {
                 flags.set(FopenFlags::FOPEN_NOFLUSH, !opened.flush_at_close);
                 self.passthrough.answer(&self.vfs, opened.fh, Open(reply, FileHandle(opened.fh), flags))
             }
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn read(
         &self,
-        _req: &Request,
-        _ino: INodeNo,
+        req: &Request,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -312,17 +335,19 @@ impl Filesystem for Glue {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let call = self.call("read", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         self.passthrough.counts().reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.vfs.read(fh.0, offset, size) {
             Ok(data) => reply.data(&data),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
     fn write(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -331,43 +356,47 @@ impl Filesystem for Glue {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        let call = self.call("write", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         self.passthrough.counts().writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.vfs.write(fh.0, offset, data, &self.caller(req)) {
             Ok(n) => reply.written(n),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(&self, req: &Request, ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let call = self.call("flush", req, ino.0, Some(fh.0));
         // Most closes are readers' (a build, git): nothing to commit, no commit thread.
         let ino = match self.vfs.flush_target(fh.0, false) {
             Ok(Some(ino)) => ino,
             Ok(None) => return reply.ok(),
-            Err(e) => return reply.error(self.err(&e)),
+            Err(e) => return reply.error(call.fail(&e)),
         };
         let caller = self.caller(req);
-        self.later(move |vfs, blocked| match vfs.flush_file(ino, false, &caller) {
+        self.later(call, move |vfs, call| match vfs.flush_file(ino, false, &caller) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e, blocked)),
+            Err(e) => reply.error(call.fail(&e)),
         });
     }
 
     fn release(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        let call = self.call("release", req, ino.0, Some(fh.0));
         let caller = self.caller(req);
         // The handle goes now (a stat that overtakes the commit waits for it), the last close
         // on the pool.
         self.passthrough.release(fh.0);
         let closing = self.vfs.release_handle(fh.0);
-        self.later(move |vfs, _| {
+        self.later(call, move |vfs, _| {
             if let Some(closing) = closing {
                 vfs.finish_release(closing, &caller);
             }
@@ -375,15 +404,18 @@ impl Filesystem for Glue {
         });
     }
 
-    fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(&self, req: &Request, ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let call = self.call("fsync", req, ino.0, Some(fh.0));
         let caller = self.caller(req);
-        self.later(move |vfs, blocked| match vfs.flush(fh.0, true, &caller) {
+        self.later(call, move |vfs, call| match vfs.flush(fh.0, true, &caller) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e, blocked)),
+            Err(e) => reply.error(call.fail(&e)),
         });
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let call = self.call("opendir", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.opendir(ino.0) {
             Ok(fh) => {
                 let mut flags = FopenFlags::empty();
@@ -392,20 +424,24 @@ impl Filesystem for Glue {
                 }
                 reply.opened(FileHandle(fh), flags)
             }
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let call = self.call("readdir", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         let filled =
             self.vfs.readdir(fh.0, offset, |e, next| reply.add(INodeNo(e.ino), next, file_type(e.kind), &e.name));
         match filled {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let call = self.call("readdirplus", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         let filled = self.vfs.readdirplus(fh.0, offset, |e, attr, next| match attr {
             Some(attr) => {
                 reply.add(INodeNo(attr.ino), next, &e.name, &attr_ttl(&self.vfs, attr), &file_attr(attr), Generation(0))
@@ -415,21 +451,27 @@ impl Filesystem for Glue {
         });
         match filled {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn releasedir(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+    fn releasedir(&self, req: &Request, ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        let call = self.call("releasedir", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         self.vfs.release(fh.0, &self.caller(req));
         reply.ok();
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsyncdir(&self, req: &Request, ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let call = self.call("fsyncdir", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         // Every namespace change through the mount is already durable when it returns.
         reply.ok();
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+    fn statfs(&self, req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        let call = self.call("statfs", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.statfs() {
             Ok(s) => reply.statfs(
                 s.blocks,
@@ -441,7 +483,7 @@ impl Filesystem for Glue {
                 s.name_max,
                 s.fragment_size,
             ),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
@@ -455,35 +497,45 @@ impl Filesystem for Glue {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        let call = self.call("setxattr", req, ino.0, None);
+        let _in = call.enter();
         let caller = self.caller_for_setgid(req, name == crate::engine::ACL_ACCESS);
         match self.vfs.setxattr(ino.0, name, value, flags, &caller) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let call = self.call("getxattr", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.getxattr(ino.0, name) {
             Ok(value) => sized(reply, size, &value),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let call = self.call("listxattr", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.listxattr(ino.0) {
             Ok(list) => sized(reply, size, &list),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let call = self.call("removexattr", req, ino.0, None);
+        let _in = call.enter();
         match self.vfs.removexattr(ino.0, name) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
-    fn access(&self, _req: &Request, _ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        let call = self.call("access", req, ino.0, None);
+        let _in = call.enter();
         // default_permissions: the kernel checks the mode bits; only read-only is ours to say.
         if self.vfs.read_only() && mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
@@ -501,9 +553,11 @@ impl Filesystem for Glue {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let call = self.call("create", req, parent.0, None);
+        let _in = call.enter();
         match self.vfs.create(parent.0, name, mode, flags, &self.creator(req, umask)) {
             Ok((attr, fh)) => self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh))),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 
@@ -513,31 +567,35 @@ impl Filesystem for Glue {
     /// into `ENOTTY` anyway).
     fn ioctl(
         &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
         _flags: fuser::IoctlFlags,
         _cmd: u32,
         _in_data: &[u8],
         _out_size: u32,
         reply: fuser::ReplyIoctl,
     ) {
+        let call = self.call("ioctl", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         reply.error(Errno::ENOTTY);
     }
 
     fn fallocate(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         length: u64,
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        let call = self.call("fallocate", req, ino.0, Some(fh.0));
+        let _in = call.enter();
         match self.vfs.fallocate(fh.0, offset, length, mode, &self.caller(req)) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(self.err(&e)),
+            Err(e) => reply.error(call.fail(&e)),
         }
     }
 }
