@@ -2,7 +2,7 @@
 //! answer whether or not the workspace is mounted over itself.
 //!
 //! Through a mount over the workspace, `objects/`, the keys and the journal's index are hidden
-//! (DESIGN §1.7): a command reading them there would call kept versions lost. So when a
+//! (docs/architecture.md, guarantee 7): a command reading them there would call kept versions lost. So when a
 //! process owns the workspace (its control socket answers), the command line goes to it
 //! ([`Request::Read`]); it runs the very same command ([`answer`], registered with
 //! `control::answer_reads_with`) on its own view of the backing directory, with the output kept
