@@ -552,14 +552,23 @@ impl Policy {
 
     /// What happens to content at `path` with this report.
     pub fn decide(&self, report: &Report, path: &str) -> Decision {
+        self.decide_carrying(report, path, |_| false)
+    }
+
+    /// [`Policy::decide`], where a finding `carried` says is already in the version being
+    /// replaced (same rule, same value) only warns: an edit that leaves a committed credential
+    /// where it was is not refused for it; a new one still is.
+    pub fn decide_carrying(&self, report: &Report, path: &str, carried: impl Fn(usize) -> bool) -> Decision {
         if self.allow_paths.is_match(path) {
             return Decision { action: Action::Allow, findings: vec![Action::Allow; report.findings.len()] };
         }
         let findings: Vec<Action> = report
             .findings
             .iter()
-            .map(|f| {
-                self.rules
+            .enumerate()
+            .map(|(i, f)| {
+                let action = self
+                    .rules
                     .iter()
                     .filter(|r| r.verdict.is_none())
                     .find(|r| {
@@ -568,7 +577,8 @@ impl Policy {
                             && r.family.as_ref().is_none_or(|fam| *fam == f.family)
                             && r.kind.is_none_or(|k| k == f.kind)
                     })
-                    .map_or_else(|| default_action(f), |r| r.action)
+                    .map_or_else(|| default_action(f), |r| r.action);
+                if action == Action::Block && carried(i) { Action::Warn } else { action }
             })
             .collect();
         let whole = self

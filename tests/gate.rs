@@ -195,3 +195,41 @@ fn retry_budget_scope_is_the_writer_s_posix_session_issue_16_item_1() {
         child.wait().unwrap();
     }
 }
+
+#[test]
+fn a_credential_already_in_the_committed_file_does_not_freeze_it_and_a_new_one_still_blocks() {
+    // A file that held a credential before rwfs: an edit of another line commits, the old
+    // credential stays where it was; a new credential is refused, and the envelope says the old
+    // one is still there, and where.
+    let ws = Ws::new();
+    let old = aws_secret_line(100);
+    ws.put("app/settings.py", &config(&old));
+    let engine = ws.open();
+    let edited = String::from_utf8(config(&old)).unwrap().replace("eu-west-1", "us-east-2");
+    write(&engine, "app/settings.py", edited.as_bytes(), WriteMode::Overwrite).expect("an unrelated edit commits");
+    assert_eq!(ws.read("app/settings.py").unwrap(), edited.as_bytes());
+    // The same credential moved to another line is still the committed one.
+    let moved = format!("{old}{}", edited.replace(&old, ""));
+    write(&engine, "app/settings.py", moved.as_bytes(), WriteMode::Overwrite).expect("moving it commits");
+
+    let new = aws_secret_line(101);
+    let with_new = format!("{moved}{new}");
+    let err = write(&engine, "app/settings.py", with_new.as_bytes(), WriteMode::Overwrite).unwrap_err();
+    let Reason::Blocked(rejection) = err.reason() else { panic!("{err:?}") };
+    assert_eq!(rejection.rules, [("aws-secret-access-key".to_string(), 5)], "only the new one blocks");
+    let envelope: Value = serde_json::from_str(&rejection.envelope).unwrap();
+    let findings = envelope["context"]["findings"].as_array().unwrap();
+    let kept: Vec<(u64, bool, &str)> = findings
+        .iter()
+        .map(|f| {
+            (f["line"].as_u64().unwrap(), f["already_committed"].as_bool().unwrap(), f["action"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(kept, [(1, true, "warn"), (5, false, "block")], "{envelope}");
+    let message = envelope["context"]["message"].as_str().unwrap();
+    assert!(message.contains("already holds aws-secret-access-key at line 1"), "{message}");
+    assert_eq!(ws.read("app/settings.py").unwrap(), moved.as_bytes());
+    // The same credential in another file is new there.
+    let err = write(&engine, "app/other.py", &config(&old), WriteMode::Create).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Blocked);
+}

@@ -1890,3 +1890,55 @@ fn a_failed_request_is_logged_once_in_its_span_and_counted_for_its_operation() {
     let counts = log.lines().find(|l| l.contains("failed requests per operation")).unwrap_or_else(|| panic!("{log}"));
     assert!(counts.contains("(\"rmdir\", 1)"), "{counts}");
 }
+
+#[test]
+fn a_file_holding_an_old_credential_is_editable_through_the_mount_and_a_new_one_is_refused() {
+    // The file held the key before the mount. `sed -i` writes a temporary copy and renames it
+    // over the file; Python rewrites it in place; both leave the old key where it was.
+    let ws = Ws::new();
+    let old = aws_secret_line(102);
+    ws.put("settings.py", format!("REGION = \"eu-west-1\"\n{old}").as_bytes());
+    let m = Mounted::with(ws, false, &[]);
+    m.run("sed", &["-i", "s/eu-west-1/us-east-2/", "settings.py"]);
+    let now = String::from_utf8(m.read("settings.py").unwrap()).unwrap();
+    assert!(now.starts_with("REGION = \"us-east-2\"") && now.contains(&old), "{now}");
+    python("import sys; open(sys.argv[1], 'a').write('DEBUG = False\\n')", &[m.path("settings.py")]);
+    assert!(m.backing("settings.py").unwrap().ends_with(b"DEBUG = False\n"));
+    // A new credential is refused, and the envelope names the old one, still there.
+    let new = aws_secret_line(103);
+    let err = OpenOptions::new().append(true).open(m.path("settings.py")).unwrap().write_all(new.as_bytes());
+    assert_eq!(err.unwrap_err().raw_os_error(), Some(nix::libc::EACCES));
+    let latest: Value = serde_json::from_slice(&m.read(".resilient_write/rejections/latest.json").unwrap()).unwrap();
+    assert!(
+        latest["context"]["message"].as_str().unwrap().contains("already holds aws-secret-access-key at line 2"),
+        "{latest}"
+    );
+    assert!(!m.backing("settings.py").unwrap().windows(new.len()).any(|w| w == new.as_bytes()));
+}
+
+#[test]
+fn rwfs_run_takes_the_mounts_options() {
+    let ws = Ws::new();
+    let script = format!(
+        "printf '%s' \"$LEAK\" > settings.py; mkdir -p scratch && echo x > scratch/a.txt; \
+         {} status --json > status.json.out 2>/dev/null; cat /proc/$({} status --json | sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' | head -1)/cmdline | tr '\\0' ' '",
+        env!("CARGO_BIN_EXE_rwfs"),
+        env!("CARGO_BIN_EXE_rwfs")
+    );
+    let out = rwfs()
+        .arg("-w")
+        .arg(ws.path())
+        .args(["run", "--durability", "batch", "--blocked-errno", "EPERM", "--pass-through", "scratch/**", "--"])
+        .args(["bash", "-c", &script])
+        .env("LEAK", aws_secret_line(104))
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Operation not permitted"), "the refusal's errno is EPERM: {stderr}");
+    assert!(stdout.contains("--durability batch"), "the daemon runs in batch durability: {stdout}");
+    assert_eq!(ws.read("scratch/a.txt").unwrap(), b"x\n");
+    assert!(ws.rows().iter().all(|r| !r.path.starts_with("scratch/")), "scratch/ passes through: no row");
+    assert_eq!(ws.read("settings.py"), None);
+}

@@ -320,6 +320,14 @@ pub struct MountArgs {
     /// Detach once the mount is ready (exit 0), or exit 2 with the error.
     #[arg(long)]
     pub daemon: bool,
+    #[command(flatten)]
+    pub options: MountOptionArgs,
+}
+
+/// How a mount behaves: `rwfs mount`'s options, which `rwfs run` and `rwfs shell` take too
+/// (for the mount they make when the workspace is not mounted yet).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MountOptionArgs {
     /// Mount read-only (writes fail with EROFS).
     #[arg(long)]
     pub read_only: bool,
@@ -429,6 +437,8 @@ pub struct RunArgs {
     /// Leave the workspace mounted when PROGRAM exits (if this command mounted it).
     #[arg(long)]
     pub keep_mounted: bool,
+    #[command(flatten)]
+    pub mount: MountOptionArgs,
     /// The program and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
@@ -439,6 +449,8 @@ pub struct ShellArgs {
     /// Leave the workspace mounted when the shell exits (if this command mounted it).
     #[arg(long)]
     pub keep_mounted: bool,
+    #[command(flatten)]
+    pub mount: MountOptionArgs,
 }
 
 #[derive(Debug, Args)]

@@ -16,37 +16,62 @@ use crate::error::{Error, Reason, Result};
 const FS_TYPE: &str = "fuse.rwfs";
 
 pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
+    let MountArgs { target, mountpoint, daemon, options: how } = args;
     let blocked_errno =
-        match &args.blocked_errno {
+        match &how.blocked_errno {
             Some(name) => Some(crate::policy::errno_named(name).ok_or(Reason::InvalidArgument {
                 what: "blocked errno (EACCES, EPERM, EIO, EROFS, ENOSPC or EDQUOT)",
             })?),
             None => None,
         };
-    let durability = match args.durability.as_deref() {
+    let durability = match how.durability.as_deref() {
         Some("batch") => Some(crate::policy::Durability::Batch),
         Some(_) => Some(crate::policy::Durability::Close),
         None => None,
     };
     let options = Options { durability, ..options };
-    let workspace = args.target.unwrap_or(root);
-    remove_dead_mounts(&workspace, args.mountpoint.as_deref());
-    refuse_if_mounted(&workspace, args.mountpoint.as_deref())?;
+    let workspace = target.unwrap_or(root);
+    remove_dead_mounts(&workspace, mountpoint.as_deref());
+    refuse_if_mounted(&workspace, mountpoint.as_deref())?;
     wait_for_departing_daemon(&workspace);
     daemon::run(MountRequest {
         workspace,
-        mountpoint: args.mountpoint,
-        daemon: args.daemon,
-        read_only: args.read_only,
-        allow_other: args.allow_other,
+        mountpoint,
+        daemon,
+        read_only: how.read_only,
+        allow_other: how.allow_other,
         blocked_errno,
-        kernel_passthrough: !args.no_kernel_passthrough,
-        stderr_notice: args.stderr_notice.as_deref().map(|v| v == "on"),
-        pass_through: args.pass_through,
-        mcp_http: args.mcp_http,
+        kernel_passthrough: !how.no_kernel_passthrough,
+        stderr_notice: how.stderr_notice.as_deref().map(|v| v == "on"),
+        pass_through: how.pass_through,
+        mcp_http: how.mcp_http,
         options,
     })?;
     Ok(Exit::Ok)
+}
+
+impl super::MountOptionArgs {
+    /// These options as `rwfs mount` arguments (`rwfs run` starts the mount as a child).
+    pub(super) fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        let mut flag = |on: bool, name: &str| on.then(|| args.push(name.to_string()));
+        flag(self.read_only, "--read-only");
+        flag(self.allow_other, "--allow-other");
+        flag(self.no_kernel_passthrough, "--no-kernel-passthrough");
+        let valued = [
+            ("--blocked-errno", self.blocked_errno.clone()),
+            ("--durability", self.durability.clone()),
+            ("--stderr-notice", self.stderr_notice.clone()),
+            ("--mcp-http", self.mcp_http.map(|a| a.to_string())),
+        ];
+        for (name, value) in valued.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))) {
+            args.extend([name.to_string(), value]);
+        }
+        for glob in &self.pass_through {
+            args.extend(["--pass-through".to_string(), glob.clone()]);
+        }
+        args
+    }
 }
 
 /// Is `path` a mountpoint whose FUSE daemon is gone (the kernel answers `ENOTCONN`, or

@@ -85,7 +85,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Run(args) => super::session::run_inside(&root, cli.allow_unsafe_root, args),
         Command::Shell(args) => {
             let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into());
-            let args = super::RunArgs { keep_mounted: args.keep_mounted, program: vec![shell] };
+            let args = super::RunArgs { keep_mounted: args.keep_mounted, mount: args.mount, program: vec![shell] };
             super::session::run_inside(&root, cli.allow_unsafe_root, args)
         }
         Command::Mcp(args) => {

@@ -23,9 +23,17 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
     let root =
         std::fs::canonicalize(root).map_err(|e| Error::io("resolve workspace", e).at(root.display().to_string()))?;
     let (mountpoint, mounted_here) = match mountpoint_of(&root) {
-        Some(mountpoint) => (mountpoint, false),
+        Some(mountpoint) => {
+            if !args.mount.to_args().is_empty() {
+                errln!(
+                    "rwfs: {} is mounted already: its mount keeps the options it has (yours apply when run mounts it)",
+                    root.display()
+                );
+            }
+            (mountpoint, false)
+        }
         None => {
-            mount_daemon(&root, allow_unsafe_root)?;
+            mount_daemon(&root, allow_unsafe_root, &args.mount)?;
             let mountpoint = mountpoint_of(&root).ok_or_else(|| {
                 Error::from(Reason::InvalidArgument { what: "mount: the daemon reported ready but no mount is listed" })
             })?;
@@ -82,10 +90,10 @@ fn mountpoint_of(root: &Path) -> Option<PathBuf> {
 /// `rwfs mount --daemon ROOT`, as a child: it returns once the mount is ready (or failed). Its
 /// note is for a user who mounted by hand (a shell left under the mount must `cd` again), so
 /// it is shown only when the mount failed.
-fn mount_daemon(root: &Path, allow_unsafe_root: bool) -> Result<()> {
+fn mount_daemon(root: &Path, allow_unsafe_root: bool, how: &super::MountOptionArgs) -> Result<()> {
     let exe = std::env::current_exe().step("find the rwfs binary")?;
     let mut cmd = Command::new(exe);
-    cmd.arg("mount").arg("--daemon").arg(root);
+    cmd.arg("mount").arg("--daemon").arg(root).args(how.to_args());
     // Under `rwfs run` a refused writer is told why on its stderr, unless the policy says.
     let policy_says = crate::engine::Workspace::open(root, &Default::default())
         .and_then(|ws| {
@@ -93,7 +101,7 @@ fn mount_daemon(root: &Path, allow_unsafe_root: bool) -> Result<()> {
         })
         .ok()
         .and_then(|p| p.stderr_notice());
-    if policy_says.is_none() {
+    if policy_says.is_none() && how.stderr_notice.is_none() {
         cmd.args(["--stderr-notice", "on"]);
     }
     if allow_unsafe_root {

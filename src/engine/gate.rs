@@ -65,9 +65,15 @@ pub(crate) struct Gate {
     scanned: AtomicU64,
     /// Refused writes → retries left.
     budgets: Mutex<HashMap<Attempt, u32>>,
+    /// The committed version of a workspace path, as far as it can be judged (text, at most
+    /// [`SCAN_MAX`]): what a new version replaces (set by the engine when it opens).
+    committed: std::sync::OnceLock<ReadCommitted>,
     /// Which agent was told of which refusal of a write through the mount (`told.rs`).
     pub(crate) told: super::told::Told,
 }
+
+/// Reads the committed version of a workspace path.
+pub(crate) type ReadCommitted = Box<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
 
 /// A refused write as its retry budget is keyed: whose attempt (the agent session, see
 /// [`Core::attempter`]), which path, which content. The paper's budget belongs to one agent:
@@ -80,6 +86,9 @@ type Attempt = (Option<String>, String, Sha256);
 pub struct Judgement {
     pub report: Report,
     pub decision: Decision,
+    /// The findings (by index) whose value the version being replaced already holds (same
+    /// rule, same value): they do not block (see [`Gate::judge_any`]).
+    pub carried: Vec<usize>,
 }
 
 impl Judgement {
@@ -138,7 +147,14 @@ impl Gate {
         // Without entropy the hashes are merely unsalted; nothing else depends on it.
         let _ = getrandom::fill(&mut salt);
         let scanner = policy.scanner(salt);
-        Gate { policy, scanner, scanned: AtomicU64::new(0), budgets: Mutex::default(), told: Default::default() }
+        Gate {
+            policy,
+            scanner,
+            scanned: AtomicU64::new(0),
+            budgets: Mutex::default(),
+            committed: std::sync::OnceLock::new(),
+            told: Default::default(),
+        }
     }
 
     pub fn policy(&self) -> &Policy {
@@ -210,12 +226,49 @@ impl Gate {
         Some(self.judge_any(Some(path), window))
     }
 
-    /// Score and judge `content` unconditionally (the risk-score tool).
+    /// Read committed versions with `committed` (the engine, once it is open).
+    pub(crate) fn read_committed_with(&self, committed: ReadCommitted) {
+        let _ = self.committed.set(committed);
+    }
+
+    /// Score and judge `content` unconditionally (the risk-score tool). As the new version of
+    /// `path`, a blocking finding whose value the committed version of `path` already holds
+    /// (same rule, same value digest) does not block: a file that held a credential before
+    /// stays editable (an unrelated line, `sed -i`), and only a new credential is refused. The
+    /// committed version is read and scanned only when something would block.
     pub(crate) fn judge_any(&self, path: Option<&str>, content: &[u8]) -> Judgement {
         self.scanned.fetch_add(content.len() as u64, Ordering::Relaxed);
         let report = self.scanner.scan(content, path);
         let decision = self.policy.decide(&report, path.unwrap_or(""));
-        Judgement { report, decision }
+        let mut judgement = Judgement { report, decision, carried: Vec::new() };
+        if let (Some(path), true) = (path, judgement.blocks()) {
+            self.carry_committed(path, &mut judgement);
+        }
+        judgement
+    }
+
+    /// Let the findings the committed version of `path` already holds warn instead of block.
+    fn carry_committed(&self, path: &str, judgement: &mut Judgement) {
+        let Some(old) = self.committed.get().and_then(|read| read(path)) else { return };
+        if !scannable(&old) {
+            return;
+        }
+        let before = self.scanner.scan(&old, Some(path));
+        let held: std::collections::HashSet<(&str, &str)> =
+            before.findings.iter().map(|f| (f.rule.as_str(), f.hash.as_str())).collect();
+        let carried: Vec<usize> = judgement
+            .report
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| held.contains(&(f.rule.as_str(), f.hash.as_str())))
+            .map(|(i, _)| i)
+            .collect();
+        if carried.is_empty() {
+            return;
+        }
+        judgement.decision = self.policy.decide_carrying(&judgement.report, path, |i| carried.contains(&i));
+        judgement.carried = carried;
     }
 
     /// Count a refusal of `sha` at `path` by agent session `who`: the budget left, or `None`
@@ -253,6 +306,23 @@ impl Core {
     /// writer that is gone (the kernel's writeback).
     pub(crate) fn attempter(&self, actor: &Actor) -> Option<String> {
         actor.session_label.clone().or_else(|| actor.pid.and_then(|pid| self.journal.sessions().of_pid(pid)))
+    }
+
+    /// The committed version of workspace path `path` as the gate judges it: `None` when it is
+    /// absent, not a regular file, or larger than [`SCAN_MAX`]. The tree's version, not one
+    /// staged in batch mode: a judge may hold the path's lock, which the batch committer's
+    /// install of that path waits for. A version staged since holds no credential the tree's
+    /// did not (each was refused or carried), so at worst one the writer removed moments ago
+    /// may come back, which the tree's history holds already.
+    pub(crate) fn committed_text(&self, path: &str) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let opened = self.ws.open_file(path).ok()?;
+        if opened.stat.kind != crate::durable::FileKind::File || opened.stat.size > SCAN_MAX as u64 {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(opened.stat.size as usize);
+        opened.file.take(SCAN_MAX as u64).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
     }
 
     /// Quarantine refused content, journal the refusal, write its envelope, and return the
@@ -325,6 +395,22 @@ impl Core {
             ),
             None => format!("the workspace policy blocks {}; nothing was written", rule_ids.join(", ")),
         };
+        // Credentials the committed file already holds did not block: say they are still there.
+        let kept: Vec<String> = r
+            .judgement
+            .carried
+            .iter()
+            .filter_map(|&i| report.findings.get(i))
+            .map(|f| format!("{} at line {}", f.rule, f.line))
+            .collect();
+        let message = match kept.is_empty() {
+            true => message,
+            false => format!(
+                "{message}. The committed {subject} already holds {} — left where it is (not what was refused); \
+                 move it out when you can",
+                kept.join(", ")
+            ),
+        };
         let mut envelope = Envelope::new(ErrorKind::Blocked, budget.unwrap_or(0));
         if budget.is_none() {
             envelope.suggested_action = "abort".into();
@@ -337,11 +423,13 @@ impl Core {
             .findings
             .iter()
             .zip(&r.judgement.decision.findings)
-            .map(|(f, action)| {
+            .enumerate()
+            .map(|(i, (f, action))| {
                 json!({
                     "rule": f.rule, "family": f.family, "finding": f.kind, "confidence": f.confidence,
                     "severity": f.severity, "line": f.line, "column": f.column, "length": f.length,
                     "snippet": f.snippet, "hash": f.hash, "replacement": f.replacement, "action": action.as_str(),
+                    "already_committed": r.judgement.carried.contains(&i),
                 })
             })
             .collect();

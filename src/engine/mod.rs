@@ -196,6 +196,8 @@ impl Engine {
             spares,
             batch,
         });
+        let weak = Arc::downgrade(&core);
+        core.gate.read_committed_with(Box::new(move |path| weak.upgrade().and_then(|core| core.committed_text(path))));
         let mut recovery = core.recover(&claims)?;
         let budget = Some(recovery::RECOVERY_HASH_BUDGET);
         (recovery.drafts_kept, recovery.drafts_deferred) =
