@@ -33,3 +33,4 @@ mod sessions;
 mod sparse;
 mod state_layout;
 mod ui;
+mod watch;

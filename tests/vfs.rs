@@ -49,6 +49,9 @@ impl Kernel for Recorder {
         self.0.lock().unwrap().push(Forgot::Name(parent, name.to_string_lossy().into_owned()));
     }
     fn settle(&self) {}
+    fn announce(&self, _path: &str, _what: rwfs::vfs::Announce) -> bool {
+        false
+    }
 }
 
 /// A workspace, its engine and the filesystem over it.

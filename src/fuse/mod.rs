@@ -17,7 +17,9 @@
 //! nothing), one round trip fewer per file a `grep` or a build reads. Directory listings are
 //! kept across opens (`FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE`) where
 //! [`Vfs::listing_cacheable`] allows: the kernel drops a listing itself when a request through
-//! it changes the directory, and is told when a name appears or goes behind its back.
+//! it changes the directory, and is told when a name appears or goes behind its back. A change
+//! the engine made behind the kernel's back is announced to inotify watchers by doing, through
+//! the mount, the harmless operation that raises its events (`vfs::Announce`).
 
 mod errno;
 mod failure;
@@ -86,6 +88,10 @@ pub struct Mount {
 struct Notifications {
     notifier: OnceLock<Notifier>,
     thread: Pool,
+    /// Where the mount is: announcements go through it.
+    mountpoint: PathBuf,
+    /// The mount's device, once it serves: an announcement goes only where it is.
+    device: OnceLock<u64>,
 }
 
 impl Notifications {
@@ -127,14 +133,56 @@ impl Kernel for Notifications {
         });
         let _ = wait.recv_timeout(SETTLE_WAIT);
     }
+
+    /// The operation, through the mount, from the calling thread (never a request thread: the
+    /// engine publishes its changes from the thread that made them, an MCP or control one).
+    /// Only through this mount: the parent directory is opened by path and then checked to be
+    /// on the mount's device, so that once it is unmounted (a stop under way, an external
+    /// `umount`) nothing is made or removed in the directory underneath.
+    fn announce(&self, path: &str, what: vfs::Announce) -> bool {
+        use nix::fcntl::{OFlag, openat};
+        use nix::sys::stat::{Mode, mkdirat};
+        use nix::unistd::{UnlinkatFlags, unlinkat};
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let Some(&device) = self.device.get() else { return false };
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let done = (|| -> std::io::Result<()> {
+            let dir = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                .open(self.mountpoint.join(parent))?;
+            if dir.metadata()?.dev() != device {
+                return Err(std::io::Error::from_raw_os_error(libc::EXDEV));
+            }
+            let rewrite = |create: OFlag| -> std::io::Result<()> {
+                let flags = OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | create;
+                let file = std::fs::File::from(openat(&dir, name, flags, Mode::from_bits_truncate(0o644))?);
+                file.set_len(file.metadata()?.len())
+            };
+            match what {
+                vfs::Announce::Dir => Ok(mkdirat(&dir, name, Mode::from_bits_truncate(0o755))?),
+                vfs::Announce::Created => rewrite(OFlag::O_CREAT),
+                vfs::Announce::Modified => rewrite(OFlag::empty()),
+                vfs::Announce::Deleted => Ok(unlinkat(&dir, name, UnlinkatFlags::NoRemoveDir)?),
+            }
+        })();
+        if let Err(e) = &done {
+            tracing::debug!(path, ?what, error = %e, "the change could not be announced to file watchers");
+        }
+        done.is_ok()
+    }
 }
 
 impl Mount {
     /// Mount `engine`'s workspace at `options.mountpoint` and serve it on background threads.
     pub fn start(engine: Arc<Engine>, options: MountOptions) -> Result<Mount> {
         let spawn = |e: std::io::Error| Error::io("start mount threads", e);
-        let kernel =
-            Arc::new(Notifications { notifier: OnceLock::new(), thread: Pool::new(1, "rwfs-inval").map_err(spawn)? });
+        let kernel = Arc::new(Notifications {
+            notifier: OnceLock::new(),
+            thread: Pool::new(1, "rwfs-inval").map_err(spawn)?,
+            mountpoint: options.mountpoint.clone(),
+            device: OnceLock::new(),
+        });
         let blocked = options.blocked_errno.unwrap_or_else(|| engine.blocked_errno());
         let fsname = engine.workspace().path().display().to_string();
         let stderr_notice = options.stderr_notice.or_else(|| engine.stderr_notice()).unwrap_or(false);
@@ -173,6 +221,9 @@ impl Mount {
         })?;
         let _ = kernel.notifier.set(session.notifier());
         let session = session.spawn().map_err(|e| Error::io("start mount session", e))?;
+        if let Ok(meta) = std::fs::metadata(&options.mountpoint) {
+            let _ = kernel.device.set(std::os::unix::fs::MetadataExt::dev(&meta));
+        }
         Ok(Mount { vfs, session: Some(session), mountpoint: options.mountpoint, passthrough, failures })
     }
 

@@ -165,11 +165,12 @@ impl Filesystem for Glue {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let call = self.call("lookup", req, parent.0, None);
         let _in = call.enter();
-        match self.vfs.lookup(parent.0, name) {
+        let caller = self.caller(req);
+        match self.vfs.lookup_as(parent.0, name, &caller) {
             Ok(attr) => entry(&self.vfs, reply, &attr),
             // Absent, and the kernel may remember it: `lstat` then `open(O_CREAT)` (git
             // checkout), or a build probing for files, asks once.
-            Err(e) if *e.reason() == Reason::NotFound && self.vfs.absence_cacheable(parent.0) => {
+            Err(e) if *e.reason() == Reason::NotFound && self.vfs.absence_cacheable_for(parent.0, name, &caller) => {
                 reply.entry(&TTL, &absent(), Generation(0))
             }
             Err(e) => reply.error(call.fail(&e)),

@@ -45,7 +45,9 @@
 //! pages across opens while nothing changed the file): a refused draft drops the file's pages, a commit drops its attributes, a
 //! change the engine made behind the kernel's back (an MCP or CLI write, a restore — published
 //! by the engine as a [`crate::engine::Changed`] event, to which a `Vfs` subscribes) drops the
-//! node and the name. [`Attr::cacheable`] and [`Vfs::absence_cacheable`] say which answers the
+//! node and the name, and is announced to inotify watchers by replaying it through the mount
+//! ([`Kernel::announce`], [`Announce`]): this process's own requests for a path it announces are
+//! answered from what the engine did, and change nothing. [`Attr::cacheable`] and [`Vfs::absence_cacheable`] say which answers the
 //! kernel may keep.
 //!
 //! Threads: any method may be called from several threads at once. Locks: a file's state, then
@@ -164,6 +166,31 @@ pub trait Kernel: Send + Sync {
     fn forget_name(&self, parent: u64, name: &OsStr);
     /// Wait (bounded) until the asynchronous forgets asked for so far are done.
     fn settle(&self);
+    /// Make a change the engine made behind the kernel's back look to file watchers as the
+    /// same change made through the mount does: perform, through the mount, the harmless
+    /// operation that raises its inotify events (`Announce`), from this process, whose
+    /// requests the filesystem answers from what is already there. Whether it was raised.
+    fn announce(&self, path: &str, what: Announce) -> bool;
+}
+
+/// A change the engine made behind the kernel's back, as the daemon replays it through its
+/// own mount so that inotify watchers see it ([`Kernel::announce`]). The kernel raises
+/// inotify events only for operations that pass through it; invalidating its caches raises
+/// none (`FUSE_NOTIFY_INVAL_ENTRY`/`_INODE`, and `FUSE_NOTIFY_DELETE`, whose `d_delete` tells
+/// no watcher of the directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announce {
+    /// A directory the engine made (on the way to a file): `mkdir` → `IN_CREATE|IN_ISDIR`.
+    Dir,
+    /// A file the kernel did not know: `open(O_CREAT)`, `ftruncate` to its size, `close` →
+    /// `IN_CREATE`, `IN_OPEN`, `IN_MODIFY`, `IN_CLOSE_WRITE`.
+    Created,
+    /// A file the kernel knows, with new content: `open`, `ftruncate` to its size, `close` →
+    /// `IN_OPEN`, `IN_MODIFY`, `IN_CLOSE_WRITE`.
+    Modified,
+    /// A file that is gone: `unlink` → `IN_DELETE` (and the file's `IN_ATTRIB`,
+    /// `IN_DELETE_SELF`).
+    Deleted,
 }
 
 /// An open file or directory.
@@ -201,6 +228,9 @@ pub struct Vfs {
     stderr_notice: bool,
     /// Time of the last commit through the mount (for status).
     last_commit: Mutex<Option<SystemTime>>,
+    /// The announcements in progress ([`Kernel::announce`]), by path: this process's requests
+    /// for them are answered from what the engine already did, and change nothing.
+    heralds: Mutex<HashMap<String, Announce>>,
 }
 
 impl Vfs {
@@ -218,6 +248,7 @@ impl Vfs {
             read_only: options.read_only,
             stderr_notice: options.stderr_notice,
             last_commit: Mutex::default(),
+            heralds: Mutex::default(),
         });
         let weak = Arc::downgrade(&vfs);
         vfs.engine.subscribe(Box::new(move |changed| match weak.upgrade() {
@@ -321,8 +352,9 @@ impl Vfs {
     }
 
     /// The engine changed `path` behind the kernel's back (a write, delete or restore from the
-    /// CLI or MCP): forget what this filesystem and the kernel cached about it, and return once
-    /// the kernel has (so that whoever is told "written" then finds the name).
+    /// CLI or MCP): forget what this filesystem and the kernel cached about it, announce the
+    /// change to file watchers, and return once the kernel has seen both (so that whoever is
+    /// told "written" then finds the name, and a watcher has its event).
     pub fn changed(&self, path: &str) {
         // The node at `path`, and the name the kernel may hold an entry for (positive, or
         // negative: "absent"): the last one, or the first one on the way that the table does
@@ -350,10 +382,67 @@ impl Vfs {
             }
             self.kernel.forget_node(ino);
         }
-        if let Some((dir, name)) = parent {
-            self.kernel.forget_name(dir, &name);
+        let now = self.engine.stat(path).ok().flatten();
+        // A file that is gone keeps the kernel's entry for the announcement's `unlink`, which
+        // removes it; if that cannot run, the entry is forgotten after all.
+        let deleting = node.is_some() && now.is_none();
+        if let Some((dir, name)) = &parent
+            && !deleting
+        {
+            self.kernel.forget_name(*dir, name);
         }
         self.kernel.settle();
+        let mut raised = true;
+        for (at, what) in self.announcements(path, node.is_some(), now.as_ref()) {
+            self.heralds.lock().unwrap_or_else(PoisonError::into_inner).insert(at.clone(), what);
+            raised &= self.kernel.announce(&at, what);
+            self.heralds.lock().unwrap_or_else(PoisonError::into_inner).remove(&at);
+        }
+        if deleting
+            && !raised
+            && let Some((dir, name)) = parent
+        {
+            self.kernel.forget_name(dir, &name);
+            self.kernel.settle();
+        }
+    }
+
+    /// What to announce of a change at `path` ([`Announce`]), given whether the node table
+    /// knew the path and what is there now.
+    fn announcements(&self, path: &str, known: bool, now: Option<&Stat>) -> Vec<(String, Announce)> {
+        match now.map(|s| s.kind) {
+            None => vec![(path.to_string(), Announce::Deleted)],
+            Some(FileKind::File) if known => vec![(path.to_string(), Announce::Modified)],
+            Some(FileKind::File) => {
+                // From the first component the table does not know: directories made on the
+                // way, then the file.
+                let mut out = Vec::new();
+                let (mut at, mut prefix) = (Some(ROOT), String::new());
+                for name in path.split('/').filter(|c| !c.is_empty()) {
+                    prefix = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+                    at = at.and_then(|dir| self.table().child(dir, OsStr::new(name)));
+                    if at.is_some() {
+                        continue;
+                    }
+                    let kind = self.engine.stat(&prefix).ok().flatten().map(|s| s.kind);
+                    match kind {
+                        Some(FileKind::Dir) => out.push((prefix.clone(), Announce::Dir)),
+                        Some(FileKind::File) if prefix == path => out.push((prefix.clone(), Announce::Created)),
+                        _ => return Vec::new(),
+                    }
+                }
+                out
+            }
+            Some(_) => Vec::new(),
+        }
+    }
+
+    /// The announcement this process is making of `path`, when `caller` is this process.
+    pub(crate) fn heralded(&self, path: &str, caller: &Caller) -> Option<Announce> {
+        if caller.pid != std::process::id() {
+            return None;
+        }
+        self.heralds.lock().unwrap_or_else(PoisonError::into_inner).get(path).copied()
     }
 
     /// May the kernel keep `attr` for a while? Not when [`Attr::cacheable`] says no, and not for

@@ -10,7 +10,7 @@ use nix::libc;
 use super::data::os_error;
 use super::file::FileState;
 use super::table::ROOT;
-use super::{Attr, Caller, DirEntry, Handle, SETGID, Vfs};
+use super::{Announce, Attr, Caller, DirEntry, Handle, SETGID, Vfs};
 use crate::durable::{FileKind, SetTime, Stat};
 use crate::engine::{Entry, RenameHow};
 use crate::error::{Error, Reason, Result};
@@ -135,6 +135,32 @@ impl Vfs {
         }
     }
 
+    /// [`Vfs::lookup`] by `caller`. This process's own lookups of a name it is announcing
+    /// (`Vfs::changed`) see it as the announced operation needs: absent for a creation (so the
+    /// kernel creates it, and says so), present for a removal (so the kernel removes it).
+    pub fn lookup_as(&self, parent: u64, name: &OsStr, caller: &Caller) -> Result<Attr> {
+        let path = self.child_path(parent, name)?;
+        match self.heralded(&path, caller) {
+            Some(Announce::Dir | Announce::Created) => Err(Reason::NotFound.into()),
+            Some(Announce::Deleted) if self.engine.stat(&path)?.is_none() => {
+                // Gone already: a stand-in for the kernel to remove (it never had one).
+                let dir = self.table().path(parent).ok_or_else(|| Error::from(Reason::NotFound))?;
+                let mut stat = self.engine.stat(&dir)?.ok_or_else(|| Error::from(Reason::NotFound))?;
+                (stat.kind, stat.perm, stat.size, stat.nlink, stat.blocks) = (FileKind::File, 0o644, 0, 1, 0);
+                let ino = self.table().lookup(parent, name, FileKind::File);
+                Ok(Attr { ino, stat })
+            }
+            _ => self.lookup(parent, name),
+        }
+    }
+
+    /// May the kernel remember that `name` in `parent` is absent, as `caller` was told? Not an
+    /// announcement's (`Vfs::lookup_as`), nor where [`Vfs::absence_cacheable`] says no.
+    pub fn absence_cacheable_for(&self, parent: u64, name: &OsStr, caller: &Caller) -> bool {
+        let heralded = self.child_path(parent, name).ok().and_then(|p| self.heralded(&p, caller));
+        heralded.is_none() && self.absence_cacheable(parent)
+    }
+
     /// Resolve `name` in `parent`, counting a lookup.
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let path = self.child_path(parent, name)?;
@@ -171,6 +197,15 @@ impl Vfs {
     }
 
     pub fn setattr(&self, ino: u64, set: SetAttr, caller: &Caller) -> Result<Attr> {
+        // An announcement's truncation to the size the file has (`Vfs::changed`): nothing to do.
+        if let (Some(size), Ok(path)) = (set.size, self.path(ino))
+            && matches!(self.heralded(&path, caller), Some(Announce::Created | Announce::Modified))
+        {
+            let attr = self.getattr(ino)?;
+            if attr.stat.size == size {
+                return Ok(attr);
+            }
+        }
         if self.is_unlinked(ino) && self.file_of(ino).is_some() {
             return self.setattr_unlinked(ino, set, caller);
         }
@@ -269,6 +304,14 @@ impl Vfs {
     }
 
     pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, caller: &Caller) -> Result<Attr> {
+        // An announcement of a directory the engine made (`Vfs::changed`): the one there.
+        let path = self.child_path(parent, name)?;
+        if self.heralded(&path, caller) == Some(Announce::Dir)
+            && let Some(stat) = self.engine.stat(&path)?.filter(|s| s.kind == FileKind::Dir)
+        {
+            let ino = self.table().lookup(parent, name, FileKind::Dir);
+            return Ok(Attr { ino, stat });
+        }
         let owner = caller.owner();
         self.made(parent, name, |path| self.engine.mkdir(path, mode & 0o7777, owner))
     }
@@ -301,6 +344,11 @@ impl Vfs {
     pub fn unlink(&self, parent: u64, name: &OsStr, caller: &Caller) -> Result<()> {
         let path = self.child_path(parent, name)?;
         self.check_writable(&path)?;
+        // An announcement of a removal the engine made (`Vfs::changed`): only the name goes.
+        if self.heralded(&path, caller) == Some(Announce::Deleted) && self.engine.stat(&path)?.is_none() {
+            self.table().detach(parent, name);
+            return Ok(());
+        }
         let known = self.child_of(parent, name);
         let file_node = known.and_then(|ino| self.file_of(ino));
         if let (Some(ino), Some(file_node)) = (known, &file_node) {
