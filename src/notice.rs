@@ -61,12 +61,11 @@ impl Notice {
             .get("rejection_id")
             .and_then(Value::as_str)
             .map(|id| format!("{}/{}/{id}.json", crate::durable::STATE_DIR, crate::durable::layout::REJECTIONS));
-        Some(Notice {
-            path,
-            findings,
-            retries_left: envelope.get("retry_budget").and_then(Value::as_u64),
-            envelope: envelope_path,
-        })
+        // A refusal past the budget still has its envelope (retry budget 0, like the last
+        // refusal within it): its reason says the budget is spent.
+        let spent = context.get("reason").and_then(Value::as_str) == Some("retry_budget_exhausted");
+        let retries_left = envelope.get("retry_budget").and_then(Value::as_u64).filter(|_| !spent);
+        Some(Notice { path, findings, retries_left, envelope: envelope_path })
     }
 
     /// An identical retry of content refused before, once its budget is spent (no envelope).
@@ -104,7 +103,9 @@ impl Notice {
             Some(instead) => format!("use {instead} in place of the value, then write the file again"),
             None => "remove the secret, then write the file again".to_string(),
         };
-        let mut line = format!("rwfs: refused write to {}: {} — nothing was written; {next}", self.path, self.rules());
+        let again = if self.retries_left.is_none() { " again (its retry budget is spent)" } else { "" };
+        let mut line =
+            format!("rwfs: refused write to {}{again}: {} — nothing was written; {next}", self.path, self.rules());
         if let Some(envelope) = &self.envelope {
             line.push_str(&format!(" (why: {envelope})"));
         }
@@ -133,8 +134,9 @@ impl Notice {
             None => text.push_str(&format!(" Remove the secret, then write {} again.", self.path)),
         }
         text.push_str(" Do not retry the same content");
-        if let Some(left) = self.retries_left {
-            text.push_str(&format!(" ({left} identical retries left)"));
+        match self.retries_left {
+            Some(left) => text.push_str(&format!(" ({left} identical retries left)")),
+            None => text.push_str(" (it was refused before and its retry budget is spent)"),
         }
         text.push_str(", and do not change permissions or write through another path: the content is the problem.");
         if let Some(envelope) = &self.envelope {
@@ -185,6 +187,23 @@ mod tests {
             assert!(text.contains(part), "{part}: {text}");
         }
         assert!(!text.contains("AKIA"));
+    }
+
+    #[test]
+    fn a_refusal_past_the_budget_says_it_is_spent_and_still_names_rule_and_line() {
+        let mut spent = envelope();
+        spent["retry_budget"] = json!(0);
+        spent["context"]["reason"] = json!("retry_budget_exhausted");
+        let notice = Notice::of_envelope(&spent).unwrap();
+        let text = notice.paragraph();
+        assert!(text.contains("aws-secret-access-key at line 3"), "{text}");
+        assert!(text.contains("its retry budget is spent") && !text.contains("retries left"), "{text}");
+        let line = notice.line();
+        assert!(line.starts_with("rwfs: refused write to app/config.py again (its retry budget is spent): "), "{line}");
+        // The last refusal within the budget: none left, not spent yet.
+        let mut last = envelope();
+        last["retry_budget"] = json!(0);
+        assert!(Notice::of_envelope(&last).unwrap().paragraph().contains("(0 identical retries left)"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::support::mcp::Stdio;
 use crate::support::mount::{Mounted, rwfs};
-use crate::support::{Ws, aws_secret_line, run_ok};
+use crate::support::{Ws, aws_secret_line, five_refusals_counted_down, refusals, run_ok};
 
 /// A directory holding the harness script `claude`.
 struct Harness {
@@ -139,28 +139,9 @@ fn retries_count_down_across_one_harness_s_shell_calls_and_its_mcp_calls_and_a_n
     let fourth = run.call_stateless("claude-code", "rw_safe_write", args.clone()).err();
     let fifth = run.call_stateless("claude-code", "rw_safe_write", args.clone()).err();
     assert!(run.finish().success());
-    let budgets: Vec<(u64, String)> = m
-        .ws
-        .rows()
-        .iter()
-        .filter(|r| r.path == "config.py" && r.op() == rwfs::journal::Op::Block)
-        .map(|r| {
-            let id = rwfs::engine::rejection_id(&r.ts, r.seq.unwrap());
-            let text = std::fs::read(m.ws.abs(&format!(".resilient_write/rejections/{id}.json"))).unwrap();
-            let envelope: Value = serde_json::from_slice(&text).unwrap();
-            (envelope["retry_budget"].as_u64().unwrap(), envelope["context"]["reason"].as_str().unwrap().to_string())
-        })
-        .collect();
-    let expect = |b: u64, r: &str| (b, r.to_string());
     assert_eq!(
-        budgets,
-        [
-            expect(3, "content_blocked"),
-            expect(2, "content_blocked"),
-            expect(1, "content_blocked"),
-            expect(0, "content_blocked"),
-            expect(0, "retry_budget_exhausted"),
-        ],
+        refusals(&m.ws, "config.py"),
+        five_refusals_counted_down(),
         "one budget counted down across the run's shell calls and MCP calls"
     );
     assert_eq!(fourth["retry_budget"], 0);

@@ -6,12 +6,14 @@
 //! Under CI a variable that is not set fails the test; elsewhere the tests also look in
 //! setup.sh's default directory. A missing harness fails the test, it never skips.
 //!
-//! Not here yet (they depend on issue 24 items 4–8, another branch): identical retries
-//! counting one budget down across a harness's calls, `rm -rf` then a rewind of that agent's
-//! session, `rw_rewind self` in a second run, a file holding an old credential being editable,
-//! an MCP write raising an inotify event on the mount. Each is a scenario batch of the same
-//! shape: turns for the endpoint, then assertions on the requests and the tree.
+//! Claude Code's two runs on one workspace (`claude_code_runs_...`) carry the scenarios of
+//! issue 24 items 4–6: identical retries through its Write tool and its Bash counting one
+//! budget down, an Edit of a file holding an old credential, `rm -rf` of a directory taken back
+//! by `rwfs rewind --session` of that run, `rw_rewind {session: "self"}` through its MCP server
+//! (`--mcp-config` with `rwfs mcp`) in the second run touching only that run's files, and a
+//! Node `fs.watch` watcher (what Claude Code watches with) seeing the MCP write.
 
+use std::ffi::OsStr;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -19,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::support::mount::{Mounted, rwfs};
-use crate::support::{Ws, aws_secret_line};
+use crate::support::{Ws, aws_secret_line, five_refusals_counted_down, refusals};
 
 /// A pinned harness: `$env`, or (outside CI) where `setup.sh` installs it by default.
 fn harness(env: &str, rel: &str) -> PathBuf {
@@ -105,6 +107,40 @@ fn limited(program: &Path) -> Command {
     cmd
 }
 
+/// Claude Code run non-interactively in `dir` on the scripted endpoint, with its own `home`
+/// and `args` (`--settings`, `--mcp-config`).
+fn claude_code(program: &Path, dir: &Path, home: &Path, model: &Endpoint, args: &[&OsStr]) -> Command {
+    let mut cmd = limited(program);
+    cmd.args(["-p", "Make the changes.", "--dangerously-skip-permissions", "--output-format", "json"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{}", model.port))
+        .env("ANTHROPIC_API_KEY", "sk-scripted")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    cmd
+}
+
+/// `rwfs hooks --for claude` saved in `home`: the settings file for `--settings`.
+fn claude_hooks(home: &Path) -> PathBuf {
+    let settings = home.join("rwfs-hooks.json");
+    let printed = run(
+        {
+            let mut c = rwfs();
+            c.args(["hooks", "--for", "claude"]);
+            c
+        },
+        "rwfs hooks",
+    );
+    std::fs::write(&settings, printed).unwrap();
+    settings
+}
+
 /// What the model read after its call of turn `k`: Anthropic messages after its last
 /// assistant message.
 fn anthropic_after(request: &Value) -> String {
@@ -152,30 +188,8 @@ fn claude_code_is_told_file_rule_and_line_of_every_refused_write() {
     ];
     let model = Endpoint::start(turns);
     let home = tempfile::tempdir().unwrap();
-    let settings = home.path().join("rwfs-hooks.json");
-    let printed = run(
-        {
-            let mut c = rwfs();
-            c.args(["hooks", "--for", "claude"]);
-            c
-        },
-        "rwfs hooks",
-    );
-    std::fs::write(&settings, printed).unwrap();
-
-    let mut cmd = limited(&claude);
-    cmd.args(["-p", "Make the changes.", "--dangerously-skip-permissions", "--output-format", "json", "--settings"])
-        .arg(&settings)
-        .current_dir(m.mountpoint())
-        .env("HOME", home.path())
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{}", model.port))
-        .env("ANTHROPIC_API_KEY", "sk-scripted")
-        .env_remove("ANTHROPIC_AUTH_TOKEN")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    let settings = claude_hooks(home.path());
+    let cmd = claude_code(&claude, m.mountpoint(), home.path(), &model, &["--settings".as_ref(), settings.as_ref()]);
     let output = run(cmd, "claude");
 
     // A write and an edit land; their saves are one row each.
@@ -205,6 +219,188 @@ fn claude_code_is_told_file_rule_and_line_of_every_refused_write() {
         let rwfs_said: String = told.split("rwfs").skip(1).map(|s| &s[..s.len().min(600)]).collect();
         assert!(!rwfs_said.contains(k.as_str()), "a notice echoed a secret");
     }
+}
+
+/// The tool result the model read after its call of the turn before `request`: its text, and
+/// whether the harness marked it an error.
+fn tool_result(request: &Value) -> (String, bool) {
+    let messages = request["messages"].as_array().unwrap();
+    let result = messages
+        .iter()
+        .rev()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .find(|block| block["type"] == "tool_result")
+        .expect("a tool result");
+    let text = match &result["content"] {
+        Value::String(text) => text.clone(),
+        blocks => blocks.as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect(),
+    };
+    (text, result["is_error"] == true)
+}
+
+/// Node's `fs.watch` on a directory (what Claude Code watches the workspace with), logging
+/// each event as `EVENT NAME`.
+struct NodeWatch {
+    child: Child,
+    log: tempfile::NamedTempFile,
+}
+
+impl NodeWatch {
+    fn on(dir: &Path) -> NodeWatch {
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let script = "const fs = require('fs'); const out = fs.openSync(process.argv[2], 'a'); \
+                      fs.watch(process.argv[1], (ev, name) => fs.writeSync(out, `${ev} ${name}\\n`)); \
+                      console.log('ready');";
+        let mut child = Command::new("node")
+            .args(["-e", script])
+            .arg(dir)
+            .arg(log.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start node (scripts/test installs it)");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready", "the watcher started");
+        NodeWatch { child, log }
+    }
+
+    /// A shell command that waits (10 s at most) until the watcher logged `event`, then prints
+    /// every event it logged so far.
+    fn until_seen(&self, event: &str) -> String {
+        let log = self.log.path().display();
+        format!("for i in $(seq 100); do grep -qx '{event}' {log} && break; sleep 0.1; done; cat {log}")
+    }
+}
+
+impl Drop for NodeWatch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn claude_code_runs_are_sessions_whose_retries_count_down_and_whose_changes_rewind_apart() {
+    let claude = harness("RWFS_CLAUDE", "node/node_modules/.bin/claude");
+    let ws = Ws::new();
+    let (app, util) = (b"print('app')\n", b"def f():\n    return 1\n");
+    ws.put("src/app.py", app);
+    ws.put("src/lib/util.py", util);
+    // A file that held a credential before the mount.
+    let settings_py = format!("REGION = \"eu-west-1\"\n{}", aws_secret_line(120));
+    ws.put("settings.py", settings_py.as_bytes());
+    let m = Mounted::with(ws, false, &["--stderr-notice", "on"]);
+    let at = |rel: &str| m.mountpoint().join(rel).display().to_string();
+    let home = tempfile::tempdir().unwrap();
+
+    // Run 1: the same refused content five times, by its Write tool and its Bash in turn (each
+    // Write a fresh temporary name, each Bash call a new POSIX session); an Edit of the file
+    // holding the old credential; a new file; rm -rf of a directory.
+    let secret = format!("import os\nAWS_SECRET_ACCESS_KEY = \"{}\"\n", key(121));
+    let write = json!({"calls": [{"tool": "Write", "input": {"file_path": at("config.py"), "content": secret}}]});
+    let echo = json!({"calls": [{"shell": format!("printf '%s' '{secret}' > config.py")}]});
+    let turns = vec![
+        write.clone(),
+        echo.clone(),
+        write.clone(),
+        echo,
+        write,
+        json!({"calls": [{"tool": "Read", "input": {"file_path": at("settings.py")}}]}),
+        json!({"calls": [{"tool": "Edit", "input": {"file_path": at("settings.py"), "old_string": "eu-west-1", "new_string": "us-east-2"}}]}),
+        json!({"calls": [{"tool": "Write", "input": {"file_path": at("notes.md"), "content": "run one\n"}}]}),
+        json!({"calls": [{"shell": "rm -rf src"}]}),
+        json!({"text": "done"}),
+    ];
+    let model = Endpoint::start(turns);
+    let settings = claude_hooks(home.path());
+    let output = run(
+        claude_code(&claude, m.mountpoint(), home.path(), &model, &["--settings".as_ref(), settings.as_ref()]),
+        "claude (run 1)",
+    );
+    let requests = model.agent_requests();
+    assert!(requests.len() >= 10, "a request after each call: {}\n{output}", requests.len());
+    // One budget, counted down across both tools, and the model told so after each attempt.
+    assert_eq!(refusals(&m.ws, "config.py"), five_refusals_counted_down());
+    for (k, told) in [
+        (1, "(3 identical retries left)"),
+        (2, "(2 identical retries left)"),
+        (3, "(1 identical retries left)"),
+        (4, "(0 identical retries left)"),
+        (5, "its retry budget is spent"),
+    ] {
+        let next = anthropic_after(&requests[k]);
+        explains(&next, "config.py", 2);
+        assert!(next.contains(told), "after attempt {k} the model reads {told:?}:\n{next}");
+    }
+    assert_eq!(m.backing("config.py"), None);
+    // The Edit of the file holding the old credential landed, the credential where it was.
+    let (edited, failed) = tool_result(&requests[7]);
+    assert!(!failed, "the Edit succeeded: {edited}");
+    assert_eq!(m.backing("settings.py").unwrap(), settings_py.replace("eu-west-1", "us-east-2").as_bytes());
+    assert_eq!(m.backing("notes.md").unwrap(), b"run one\n");
+    assert_eq!(m.backing("src/app.py"), None, "rm -rf src ran");
+    // All of it one session: the run's.
+    let rows = m.ws.rows();
+    let session_of = |path: &str| rows.iter().rfind(|r| r.path == path).and_then(|r| r.session.clone());
+    let first = session_of("notes.md").expect("a session");
+    assert!(first.starts_with("claude-"), "{first}");
+    for path in ["config.py", "settings.py", "src/app.py", "src/lib/util.py"] {
+        assert_eq!(session_of(path).as_deref(), Some(first.as_str()), "{path}");
+    }
+
+    // Run 2, with rwfs's MCP server, watched by fs.watch: its Write tool and an MCP write, then
+    // rw_rewind {session: "self"} takes back exactly those two.
+    let watch = NodeWatch::on(m.mountpoint());
+    let turns = vec![
+        json!({"calls": [{"tool": "Write", "input": {"file_path": at("second.py"), "content": "print(2)\n"}}]}),
+        json!({"calls": [{"tool": "mcp__rwfs__rw_safe_write", "input": {"path": "from-mcp.txt", "content": "m\n"}}]}),
+        json!({"calls": [{"shell": watch.until_seen("change from-mcp.txt")}]}),
+        json!({"calls": [{"tool": "mcp__rwfs__rw_rewind", "input": {"session": "self", "confirm": true}}]}),
+        json!({"text": "done"}),
+    ];
+    let model = Endpoint::start(turns);
+    let mcp = home.path().join("mcp.json");
+    let server = json!({"type": "stdio", "command": env!("CARGO_BIN_EXE_rwfs"), "args": ["mcp", "-w", m.ws.path()]});
+    std::fs::write(&mcp, json!({"mcpServers": {"rwfs": server}}).to_string()).unwrap();
+    let args: [&OsStr; 3] = ["--mcp-config".as_ref(), mcp.as_ref(), "--strict-mcp-config".as_ref()];
+    let output = run(claude_code(&claude, m.mountpoint(), home.path(), &model, &args), "claude (run 2)");
+    let requests = model.agent_requests();
+    assert!(requests.len() >= 5, "a request after each call: {}\n{output}", requests.len());
+    let (written, failed) = tool_result(&requests[2]);
+    assert!(!failed && written.contains("\"ok\":true"), "{written}");
+    // The MCP write, made by the daemon behind the kernel's back, reached the watcher before
+    // anything else touched the file: its creation and its content.
+    let (seen, _) = tool_result(&requests[3]);
+    for event in ["rename from-mcp.txt", "change from-mcp.txt"] {
+        assert!(seen.lines().any(|l| l == event), "fs.watch saw no {event:?} of the MCP write; it saw:\n{seen}");
+    }
+    let (rewound, failed) = tool_result(&requests[4]);
+    assert!(!failed, "{rewound}");
+    let rewound: Value = serde_json::from_str(&rewound).unwrap();
+    let mut paths: Vec<&str> =
+        rewound["steps"].as_array().unwrap().iter().map(|s| s["path"].as_str().unwrap()).collect();
+    paths.sort();
+    assert_eq!(paths, ["from-mcp.txt", "second.py"], "only this run's files: {rewound}");
+    assert_eq!(rewound["applied"], 2, "{rewound}");
+    let selection = rewound["selection"].as_str().unwrap();
+    assert!(selection.starts_with("session claude-") && !selection.ends_with(&first), "{selection}");
+    assert_eq!((m.backing("second.py"), m.backing("from-mcp.txt")), (None, None));
+    assert_eq!(m.backing("notes.md").unwrap(), b"run one\n", "run 1's files stay");
+
+    // rwfs rewind --session of run 1: src/ is back, run 1's changes are undone, run 2 untouched.
+    run(
+        {
+            let mut c = rwfs();
+            c.args(["rewind", "--session", &first, "--workspace"]).arg(m.ws.path());
+            c
+        },
+        "rwfs rewind --session",
+    );
+    assert_eq!(m.read("src/app.py").unwrap(), app);
+    assert_eq!(m.read("src/lib/util.py").unwrap(), util);
+    assert!(m.read("notes.md").is_err(), "run 1's new file is gone");
+    assert_eq!(m.read("settings.py").unwrap(), settings_py.as_bytes(), "the edit is undone");
 }
 
 #[test]

@@ -162,6 +162,33 @@ pub fn aws_secret_line(seed: u64) -> String {
     format!("AWS_SECRET_ACCESS_KEY = \"{key}\"\n")
 }
 
+/// The refusals of writes to `path`, in order, as their envelopes say: (retry budget, reason).
+pub fn refusals(ws: &Ws, path: &str) -> Vec<(u64, String)> {
+    ws.rows()
+        .iter()
+        .filter(|r| r.path == path && r.op() == rwfs::journal::Op::Block)
+        .map(|r| {
+            let id = rwfs::engine::rejection_id(&r.ts, r.seq.unwrap());
+            let text = ws.read(&format!(".resilient_write/rejections/{id}.json")).unwrap();
+            let envelope: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            (envelope["retry_budget"].as_u64().unwrap(), envelope["context"]["reason"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// What [`refusals`] reads of an identical write refused five times by one agent: a budget
+/// of three retries counted down, then spent.
+pub fn five_refusals_counted_down() -> Vec<(u64, String)> {
+    let expect = |b: u64, r: &str| (b, r.to_string());
+    vec![
+        expect(3, "content_blocked"),
+        expect(2, "content_blocked"),
+        expect(1, "content_blocked"),
+        expect(0, "content_blocked"),
+        expect(0, "retry_budget_exhausted"),
+    ]
+}
+
 /// A small deterministic generator (xorshift) for the model tests, so failures reproduce from
 /// the seed.
 pub struct Rng(pub u64);
