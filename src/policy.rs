@@ -26,6 +26,7 @@
 //!   max_free_fraction: 0.2                   #   and this share of the space it could use
 //!   max_age_days: 30                         #   versions older than this go
 //!   interval_seconds: 600                    #   how often the daemon enforces it
+//!   full_disk_keeps_previous: true           #   a full disk keeps each path's previous version
 //! session_hosts: [claude, codex, aider]      # process names that host agents (journal::session)
 //! stderr_notice: true                        # the mount tells a refused writer why on its stderr
 //!                                            #   (default: on under `rwfs run`, off under `rwfs mount`)
@@ -148,6 +149,8 @@ pub struct Retention {
     pub max_age: std::time::Duration,
     /// How often the daemon enforces it; zero: never in the background (`rwfs gc` only).
     pub interval: std::time::Duration,
+    /// On a full disk, keep the newest previous version of every path (`engine/retention.rs`).
+    pub full_disk_keeps_previous: bool,
 }
 
 impl Default for Retention {
@@ -157,6 +160,7 @@ impl Default for Retention {
             max_free_fraction: 0.2,
             max_age: std::time::Duration::from_secs(30 * 86_400),
             interval: std::time::Duration::from_secs(600),
+            full_disk_keeps_previous: true,
         }
     }
 }
@@ -216,6 +220,7 @@ struct RetentionSpec {
     max_free_fraction: Option<f64>,
     max_age_days: Option<f64>,
     interval_seconds: Option<i64>,
+    full_disk_keeps_previous: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -618,6 +623,9 @@ fn retention(spec: Option<&RetentionSpec>, text: &str) -> Result<Retention> {
         let n = u64::try_from(n)
             .map_err(|_| semantic(text, "interval_seconds", "retention.interval_seconds must be a whole number ≥ 0"))?;
         out.interval = std::time::Duration::from_secs(n);
+    }
+    if let Some(keep) = spec.full_disk_keeps_previous {
+        out.full_disk_keeps_previous = keep;
     }
     Ok(out)
 }

@@ -51,6 +51,9 @@ pub const INDEX: &str = "index";
 pub const DAEMON_LOG: &str = "rwfs.log";
 pub const DAEMON_LOG_OLD: &str = "rwfs.log.1";
 pub const DAEMON_LOG_ROTATE: u64 = 1 << 20;
+/// Disk space held back for deletes and renames on a full disk and for versions acknowledged in
+/// batch durability (see `engine/reserve.rs`): allocated blocks, no content.
+pub const RESERVE: &str = "reserve";
 /// Tells git (and tools that honour `.gitignore`) to leave the whole state directory alone.
 pub const GITIGNORE: &str = ".gitignore";
 /// What [`GITIGNORE`] holds: everything in the state directory, itself included.
@@ -106,6 +109,7 @@ pub const STATE_LAYOUT: &[StateEntry] = &[
     entry(KEYS, Shape::Dir, Visibility::Hidden),
     entry(HTTP_TOKEN, Shape::File, Visibility::Hidden),
     entry(INDEX, Shape::Dir, Visibility::Hidden),
+    entry(RESERVE, Shape::File, Visibility::Hidden),
     entry(GITIGNORE, Shape::File, Visibility::ReadOnly),
     entry(DAEMON_LOG, Shape::File, Visibility::ReadOnly),
     entry(DAEMON_LOG_OLD, Shape::File, Visibility::ReadOnly),

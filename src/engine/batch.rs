@@ -50,6 +50,7 @@ use crate::sha::Sha256;
 use super::Core;
 use super::commit::Current;
 use super::order::{Kind, Order, Turn};
+use super::room::is_full;
 use super::settle::Token;
 
 /// Versions staged and not yet installed, at most: each holds descriptors (its draft, its
@@ -66,6 +67,8 @@ pub(crate) struct Entry {
     pub(crate) seq: u64,
     pub(crate) token: Token,
     pub(crate) actor: Actor,
+    /// Bytes of the reserve held for it until it is installed or kept (`reserve.rs`).
+    charge: u64,
     since: Instant,
     ticket: u64,
 }
@@ -78,8 +81,16 @@ impl Entry {
         seq: u64,
         token: Token,
         actor: Actor,
+        charge: u64,
     ) -> Entry {
-        Entry { target, staged, prev, seq, token, actor, since: Instant::now(), ticket: 0 }
+        Entry { target, staged, prev, seq, token, actor, charge, since: Instant::now(), ticket: 0 }
+    }
+
+    /// Spend the reserve held for this version, to retry a step that failed for want of
+    /// space; whether there was any left.
+    fn spend_charge(&mut self, core: &Core) -> bool {
+        let charge = std::mem::take(&mut self.charge);
+        charge > 0 && core.reserve.spend_charge(core.disk(), charge)
     }
 }
 
@@ -338,12 +349,11 @@ impl Core {
         // 3. Installs, in row order; each path read from the tree from its install on (an
         //    exchange leaves the replaced version under the staged name).
         let mut installed: Vec<(Entry, Option<Displaced>, Option<Current>)> = Vec::with_capacity(ready.len());
-        for entry in ready {
+        for mut entry in ready {
             let _guard = self.locks.lock(&entry.target.path);
-            let path = entry.target.path.as_str();
-            batch.begin_install(path);
-            let put = self.put_in_place(&entry.target, &entry.staged);
-            batch.unview(path, entry.staged.temp_name());
+            batch.begin_install(entry.target.path.as_str());
+            let put = self.install_staged(&mut entry);
+            batch.unview(entry.target.path.as_str(), entry.staged.temp_name());
             match put {
                 Ok((displaced, current)) => installed.push((entry, displaced, current)),
                 Err(e) => failed.push((entry, e)),
@@ -361,9 +371,11 @@ impl Core {
                 dir_failed.insert(dir);
             }
         }
-        // 5. Settle.
+        // 5. Settle; the reserve held for the batch is owed no more.
+        let mut owed = 0;
         for (entry, displaced, current) in installed {
-            let Entry { target, staged, token, .. } = entry;
+            let Entry { target, staged, token, charge, .. } = entry;
+            owed += charge;
             if dir_failed.contains(target.parent.rel()) {
                 // Visible but maybe not durable: only the next start can tell.
                 drop(token);
@@ -372,23 +384,48 @@ impl Core {
             self.installed(&target, staged.file().id(), staged.sha256(), displaced.zip(current.as_ref()), token);
         }
         for (entry, error) in failed {
-            self.abandon_staged(batch, entry, error);
+            owed += self.abandon_staged(batch, entry, error);
         }
+        self.reserve.discharge(disk, owed);
+    }
+
+    /// Install a staged version (the caller holds its path's lock). On a full disk it is tried
+    /// again with the reserve held for it handed back, then after an emergency retention run:
+    /// an acknowledged version must not depend on space found later.
+    fn install_staged(&self, entry: &mut Entry) -> Result<(Option<Displaced>, Option<Current>)> {
+        let mut put = self.put_in_place(&entry.target, &entry.staged);
+        if matches!(&put, Err(e) if is_full(e)) && entry.spend_charge(self) {
+            put = self.put_in_place(&entry.target, &entry.staged);
+        }
+        if let Err(e) = &put
+            && self.make_room(e, self.reserve.block().max(1), &Actor::engine())
+        {
+            put = self.put_in_place(&entry.target, &entry.staged);
+        }
+        put
     }
 
     /// An acknowledged version that could not be made durable or installed: an `abort` row
-    /// says so, and its bytes are kept in objects/ (the writer was told the close succeeded).
-    fn abandon_staged(&self, batch: &Batch, entry: Entry, error: Error) {
-        let Entry { target, staged, prev, token, actor, seq, .. } = entry;
-        tracing::error!(path = %target.path, seq, error = %error, "a version acknowledged in batch mode was not installed");
-        let name = staged.temp_name().map(str::to_string);
-        if let (Some(name), Ok(dir)) = (&name, self.drafts_dir())
-            && let Err(e) = self.objects.adopt(&dir, name, staged.sha256())
-        {
-            tracing::error!(draft = name, error = %e, "the draft stays in drafts/ for the next start");
+    /// says so, and its bytes are kept in objects/ (the writer was told the close succeeded;
+    /// on a full disk with the reserve held for it), or left in drafts/ for the next start to
+    /// keep. Returns the reserve it still holds.
+    fn abandon_staged(&self, batch: &Batch, mut entry: Entry, error: Error) -> u64 {
+        tracing::error!(path = %entry.target.path, seq = entry.seq, error = %error, "a version acknowledged in batch mode was not installed");
+        let name = entry.staged.temp_name().map(str::to_string);
+        if let (Some(name), Ok(dir)) = (&name, self.drafts_dir()) {
+            let sha = entry.staged.sha256();
+            let mut kept = self.objects.adopt(&dir, name, sha);
+            if matches!(&kept, Err(e) if is_full(e)) && entry.spend_charge(self) {
+                kept = self.objects.adopt(&dir, name, sha);
+            }
+            if let Err(e) = kept {
+                tracing::error!(draft = name, error = %e, "the draft stays in drafts/ for the next start");
+            }
         }
+        let Entry { target, staged, prev, token, actor, charge, .. } = entry;
         batch.unview(target.path.as_str(), name.as_deref());
         let _ = self.abort(token, &target.path, prev, Some(staged.sha256()), &actor, error);
+        charge
     }
 
     /// Install a staged version at `target` over whatever is there now (the caller holds the

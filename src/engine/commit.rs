@@ -321,14 +321,16 @@ impl Core {
             verdict: None,
             reason: None,
         };
-        let appended = match self.journal.append(change) {
+        // A delete is how a user frees a full disk: its row and its entry in objects/ may use
+        // the reserve kept for that (`reserve.rs`).
+        let appended = match self.freeing(|| self.journal.append(change.clone())) {
             Ok(appended) => appended,
             Err(e) => {
                 self.tracker.end(token);
                 return Err(e.at(at));
             }
         };
-        if let Err(e) = self.objects.adopt(&target.parent, &target.name, current.sha) {
+        if let Err(e) = self.freeing(|| self.objects.adopt(&target.parent, &target.name, current.sha)) {
             return Err(self.abort(token, &target.path, Some(current.sha), None, actor, e));
         }
         if let Err(e) = disk.sync_dir(&target.parent) {

@@ -774,18 +774,24 @@ impl Core {
             Err(e) => return Err(Box::new((Error::io("dup draft", e), staged))),
         };
         let (sha, bytes) = (staged.sha256(), staged.len());
+        // What its install will need is held before it is acknowledged (`reserve.rs`).
+        let charge = self.reserve.block();
+        if let Err(e) = self.reserve.charge(self.disk(), charge) {
+            return Err(Box::new((e, staged)));
+        }
         let token = self.tracker.begin(self.journal.durable_seq());
         let written = self.journal.submit_written(version_row(op, &target.path, sha, prev, bytes, mode, actor)).wait();
         let appended = match written {
             Ok(appended) => appended,
             Err(e) => {
                 self.tracker.end(token);
+                self.reserve.discharge(self.disk(), charge);
                 return Err(Box::new((e, staged)));
             }
         };
         tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "staged");
         let committed = Committed::version(&target.path, op, (sha, bytes), prev, appended, Vec::new());
-        batch.push(Entry::new(target, staged, prev, committed.seq, token, actor.clone()));
+        batch.push(Entry::new(target, staged, prev, committed.seq, token, actor.clone(), charge));
         Ok((committed, file))
     }
 

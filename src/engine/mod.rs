@@ -36,6 +36,7 @@ pub mod lines;
 mod locks;
 mod order;
 mod recovery;
+mod reserve;
 mod retention;
 mod rewind;
 mod room;
@@ -86,6 +87,7 @@ use gate::Gate;
 pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, rejection_id, scannable};
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;
+use reserve::Reserve;
 use settle::{OwnerLock, Previous, Token, Tracker};
 use spares::Spares;
 use workspace::open_root;
@@ -123,6 +125,9 @@ pub(crate) struct Core {
     recorded: AtomicU64,
     /// Temp files made ahead of small commits (see `spares.rs`).
     pub(crate) spares: Spares,
+    /// Disk space held back for deletes and renames on a full disk and for versions
+    /// acknowledged in `batch` durability (see `reserve.rs`).
+    pub(crate) reserve: Reserve,
     /// The mount's versions acknowledged in `batch` durability and not installed yet
     /// (`batch.rs`); `None` in `close` mode.
     pub(crate) batch: Option<Batch>,
@@ -172,6 +177,7 @@ impl Engine {
         })?;
         // Spares only on the real disk: hooked test disks see exactly a commit's calls.
         let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
+        let reserve = if options.disk.is_none() { Reserve::open(&*disk, &state) } else { Reserve::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
         if let Some(hosts) = gate.policy().session_hosts() {
@@ -194,6 +200,7 @@ impl Engine {
             unsettled: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
             spares,
+            reserve,
             batch,
         });
         let weak = Arc::downgrade(&core);

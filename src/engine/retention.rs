@@ -13,6 +13,12 @@
 //! 3. never for size: the newest version of a file that is deleted now (the only copy of it);
 //!    it goes by age only.
 //!
+//! On a full disk (`room.rs`) an emergency run frees room by the same order, but keeps the
+//! newest previous version of every path (the one its last change replaced or deleted) and
+//! every version the mount acknowledged that never reached the tree (an `abort` row names it),
+//! unless the policy says otherwise (`retention.full_disk_keeps_previous: false`); its row says
+//! how many it kept that way.
+//!
 //! Each run that removes anything is one `gc` row (its `reason` gives the counts and the limit).
 //! Which path an object was a version of comes from the journal (the last row naming its digest
 //! as the state before or after a change); an object no row names is its own group of one.
@@ -40,6 +46,9 @@ pub struct Kept {
     pub path: Option<String>,
     /// The newest version of a file deleted now: never removed for size.
     pub last_of_deleted: bool,
+    /// The newest previous version of its path (what the path's last change replaced or
+    /// deleted), or a version acknowledged and never installed: an emergency run keeps it.
+    pub newest_previous: bool,
 }
 
 /// Why a version was removed.
@@ -135,11 +144,25 @@ impl Engine {
 }
 
 /// What an emergency run removes (see `room.rs`): the normal order with a limit `want` bytes
-/// below the store's size, then, only if that did not free the `need` bytes the failed step
-/// needs, the newest versions of deleted files, the oldest first, until it does.
-pub fn emergency_plan(kept: &[Kept], now_ns: i64, retention: &Retention, want: u64, need: u64) -> Plan {
+/// below the store's size. With `retention.full_disk_keeps_previous` (the default) never the
+/// newest previous version of a path for size; without it, those too, and then, only if that
+/// did not free the `need` bytes the failed step needs, the newest versions of deleted files,
+/// the oldest first, until it does. Also returns how many versions were kept as the newest
+/// previous ones.
+pub fn emergency_plan(kept: &[Kept], now_ns: i64, retention: &Retention, want: u64, need: u64) -> (Plan, u64) {
     let store_bytes: u64 = kept.iter().map(|k| k.size).sum();
     let squeezed = Retention { max_bytes: store_bytes.saturating_sub(want), max_free_fraction: 1.0, ..*retention };
+    if retention.full_disk_keeps_previous {
+        // The kept ones count as deleted files' last versions do: removed by age only.
+        let marked: Vec<Kept> = kept
+            .iter()
+            .map(|k| Kept { last_of_deleted: k.last_of_deleted || k.newest_previous, ..k.clone() })
+            .collect();
+        let mut out = plan(&marked, now_ns, &squeezed, 0);
+        out.store_bytes = store_bytes;
+        let spared = marked.iter().filter(|k| k.last_of_deleted && !out.evict.iter().any(|e| e.0 == k.sha)).count();
+        return (out, spared as u64);
+    }
     let mut out = plan(kept, now_ns, &squeezed, 0);
     let mut freed: u64 = out.evict.iter().map(|(_, size, _)| size).sum();
     let mut last: Vec<&Kept> =
@@ -152,7 +175,7 @@ pub fn emergency_plan(kept: &[Kept], now_ns: i64, retention: &Retention, want: u
         out.evict.push((k.sha, k.size, Why::Size));
         freed += k.size;
     }
-    out
+    (out, 0)
 }
 
 impl Core {
@@ -166,21 +189,26 @@ impl Core {
     pub(crate) fn retain_emergency(&self, want: u64, need: u64, actor: &Actor) -> Result<Gc> {
         let retention = self.gate.policy().retention();
         let kept = self.kept_versions()?;
-        let plan = emergency_plan(&kept, now_ns(), &retention, want, need);
-        self.evict(&plan, &retention, Some(need), actor, false)
+        let (plan, spared) = emergency_plan(&kept, now_ns(), &retention, want, need);
+        self.evict(&plan, &retention, Some((need, spared)), actor, false)
     }
 
-    /// Remove what `plan` says and journal it (`emergency`: the bytes a full disk asked for).
+    /// Remove what `plan` says and journal it (`emergency`: the bytes a full disk asked for,
+    /// and how many newest previous versions it kept).
     fn evict(
         &self,
         plan: &Plan,
         retention: &Retention,
-        emergency: Option<u64>,
+        emergency: Option<(u64, u64)>,
         actor: &Actor,
         always_row: bool,
     ) -> Result<Gc> {
         let shas: Vec<Sha256> = plan.evict.iter().map(|(sha, _, _)| *sha).collect();
         let removed = self.objects.remove(&shas)?;
+        if removed.objects > 0 {
+            // Room came back: the disk reserve takes what it handed out (`reserve.rs`).
+            self.reserve.refill(self.disk());
+        }
         let by_age = plan.evict.iter().filter(|(_, _, why)| *why == Why::Age).count() as u64;
         let by_size = plan.evict.len() as u64 - by_age;
         let mut gc = Gc {
@@ -205,7 +233,11 @@ impl Core {
                 verdict: None,
                 reason: Some(format!(
                     "{}keep_seconds={} removed={} by_age={by_age} by_size={by_size} store_bytes={} limit={}",
-                    emergency.map_or_else(String::new, |want| format!("no_space wanted={want} ")),
+                    emergency.map_or_else(String::new, |(want, spared)| if retention.full_disk_keeps_previous {
+                        format!("no_space wanted={want} kept_newest_previous={spared} ")
+                    } else {
+                        format!("no_space wanted={want} ")
+                    }),
                     retention.max_age.as_secs(),
                     removed.objects,
                     plan.store_bytes,
@@ -223,6 +255,9 @@ impl Core {
         let mut ledger = Ledger::default();
         let mut path_of: HashMap<Sha256, String> = HashMap::new();
         let mut last_before: HashMap<String, Option<Sha256>> = HashMap::new();
+        // The newest previous version of each path, and versions acknowledged and not installed.
+        let mut previous: HashMap<String, Sha256> = HashMap::new();
+        let mut kept_on_full_disk: BTreeSet<Sha256> = BTreeSet::new();
         self.ws.read_journal(|entry| {
             let row = &entry.row;
             ledger.apply(row);
@@ -232,7 +267,20 @@ impl Core {
             if row.op().states_content() {
                 last_before.insert(row.path.clone(), row.prev_sha256);
             }
+            match (row.op(), row.prev_sha256) {
+                (Op::Abort, Some(claimed)) if row.sha256 != Some(claimed) => {
+                    kept_on_full_disk.insert(claimed);
+                }
+                (
+                    Op::Create | Op::Write | Op::Append | Op::Replace | Op::Restore | Op::Delete | Op::Rename,
+                    Some(prev),
+                ) => {
+                    previous.insert(row.path.clone(), prev);
+                }
+                _ => {}
+            }
         })?;
+        kept_on_full_disk.extend(previous.into_values());
         let last_of_deleted: BTreeSet<Sha256> = ledger
             .iter()
             .filter(|(_, now)| now.is_none())
@@ -248,6 +296,7 @@ impl Core {
                 left_ns: stat.ctime_ns,
                 path: path_of.get(&sha).cloned(),
                 last_of_deleted: last_of_deleted.contains(&sha),
+                newest_previous: kept_on_full_disk.contains(&sha),
             })
             .collect())
     }
@@ -264,7 +313,14 @@ mod tests {
     const DAY: i64 = 86_400_000_000_000;
 
     fn kept(n: u8, path: &str, size: u64, left_day: i64) -> Kept {
-        Kept { sha: Sha256::of(&[n]), size, left_ns: left_day * DAY, path: Some(path.into()), last_of_deleted: false }
+        Kept {
+            sha: Sha256::of(&[n]),
+            size,
+            left_ns: left_day * DAY,
+            path: Some(path.into()),
+            last_of_deleted: false,
+            newest_previous: false,
+        }
     }
 
     fn order(plan: &Plan) -> Vec<(Sha256, Why)> {
@@ -278,6 +334,7 @@ mod tests {
             max_free_fraction: 1.0,
             max_age: Duration::from_secs(30 * 86_400),
             interval: Duration::ZERO,
+            full_disk_keeps_previous: true,
         };
         let kept = vec![
             kept(1, "busy", 10, 95),
@@ -313,23 +370,42 @@ mod tests {
 
     #[test]
     fn an_emergency_frees_by_the_normal_order_and_a_deleted_files_last_version_only_if_needed() {
-        let retention = Retention::default();
+        // As the user asked: the newest previous versions are not kept on a full disk.
+        let retention = Retention { full_disk_keeps_previous: false, ..Retention::default() };
         let kept = vec![
             kept(1, "busy", 10, 95),
-            kept(2, "busy", 10, 96),
-            kept(3, "quiet", 10, 97),
-            Kept { last_of_deleted: true, ..kept(4, "gone", 10, 90) },
+            Kept { newest_previous: true, ..kept(2, "busy", 10, 96) },
+            Kept { newest_previous: true, ..kept(3, "quiet", 10, 97) },
+            Kept { last_of_deleted: true, newest_previous: true, ..kept(4, "gone", 10, 90) },
         ];
         let sha = |n: u8| Sha256::of(&[n]);
         // 15 bytes wanted and needed: busy's oldest, then (level) the older of busy and quiet.
-        let plan = emergency_plan(&kept, 100 * DAY, &retention, 15, 15);
-        assert_eq!(order(&plan), vec![(sha(1), Why::Size), (sha(2), Why::Size)]);
+        let (plan, spared) = emergency_plan(&kept, 100 * DAY, &retention, 15, 15);
+        assert_eq!((order(&plan), spared), (vec![(sha(1), Why::Size), (sha(2), Why::Size)], 0));
         // 100 wanted, 25 needed: everything but the deleted file's last version frees 30.
-        let plan = emergency_plan(&kept, 100 * DAY, &retention, 100, 25);
+        let (plan, _) = emergency_plan(&kept, 100 * DAY, &retention, 100, 25);
         assert_eq!(plan.evict.len(), 3);
         assert!(!plan.evict.iter().any(|e| e.0 == sha(4)), "{plan:?}");
         // 35 needed: nothing else is left, so it goes too.
-        let plan = emergency_plan(&kept, 100 * DAY, &retention, 100, 35);
+        let (plan, _) = emergency_plan(&kept, 100 * DAY, &retention, 100, 35);
         assert_eq!(plan.evict.last().map(|e| e.0), Some(sha(4)));
+    }
+
+    #[test]
+    fn an_emergency_keeps_the_newest_previous_version_of_every_path_by_default() {
+        let retention = Retention::default();
+        let kept = vec![
+            kept(1, "busy", 10, 95),
+            Kept { newest_previous: true, ..kept(2, "busy", 10, 96) },
+            Kept { newest_previous: true, ..kept(3, "quiet", 10, 97) },
+            Kept { last_of_deleted: true, newest_previous: true, ..kept(4, "gone", 10, 90) },
+            // Past max_age: age still applies.
+            Kept { newest_previous: true, ..kept(5, "old", 10, 10) },
+        ];
+        let sha = |n: u8| Sha256::of(&[n]);
+        // However much is needed, only busy's older version goes for size.
+        let (plan, spared) = emergency_plan(&kept, 100 * DAY, &retention, 1000, 1000);
+        assert_eq!(order(&plan), vec![(sha(5), Why::Age), (sha(1), Why::Size)], "{plan:?}");
+        assert_eq!((plan.store_bytes, spared), (50, 3));
     }
 }

@@ -543,8 +543,10 @@ impl Core {
             verdict: None,
             reason: None,
         };
+        // A rename frees a full disk's names: its row, its entry and the replaced file's entry in
+        // objects/ may use the reserve kept for that (`reserve.rs`).
         let token = self.tracker.begin(self.journal.durable_seq());
-        if let Err(e) = self.journal.append(row) {
+        if let Err(e) = self.freeing(|| self.journal.append(row.clone())) {
             self.tracker.end(token);
             return Err(e);
         }
@@ -560,11 +562,11 @@ impl Core {
             (_, _, true, _) => Rename::Replace,
             (_, _, false, _) => Rename::NoReplace,
         };
-        if let Err(e) = disk.rename(&from_dir, &from_name, &to_dir, &to_name, flags) {
+        let renamed = self.freeing(|| disk.rename(&from_dir, &from_name, &to_dir, &to_name, flags).step("rename"));
+        if let Err(e) = renamed {
             if let Some(tmp) = &aside {
                 let _ = disk.unlink(&to_dir, tmp);
             }
-            let e = Error::io("rename", e);
             return Err(self.abort(token, &to_path, kept.map(|k| k.0), content.map(|c| c.0), actor, e));
         }
         if let Some((sha, _)) = kept {
@@ -572,7 +574,7 @@ impl Core {
                 Some(tmp) => (&to_dir, tmp.as_str()),
                 None => (&from_dir, from_name.as_str()),
             };
-            if let Err(e) = self.objects.adopt(dir, name, sha) {
+            if let Err(e) = self.freeing(|| self.objects.adopt(dir, name, sha)) {
                 tracing::error!(path = %dir.join(name), error = %e, "replaced version left under a temp name");
             }
         }

@@ -33,8 +33,17 @@ use super::session::Sessions;
 const MAX_BATCH: usize = 1024;
 /// Space kept allocated past the journal's end (`fallocate`, size unchanged), so the rows of a
 /// delete or a rename still fit when the disk is full and a user can free space through the
-/// mount. Topped up whenever less than half of it is left.
+/// mount. Topped up whenever less than half of it is left; when that fails for want of space,
+/// the half left is for the rows of space-freeing and recording operations only
+/// ([`uses_reserve`]): every other row gets `ENOSPC` until the disk has room again.
 const RESERVE: u64 = 256 << 10;
+
+/// Rows that may be written into the last half of the journal's reserve on a full disk: the
+/// ones that free space (deletes, renames, retention) or record what already happened (an
+/// aborted commit, what recovery found, tampering), never a new version.
+fn uses_reserve(op: Op) -> bool {
+    matches!(op, Op::Delete | Op::Rename | Op::Gc | Op::Abort | Op::Recover | Op::Tamper)
+}
 
 /// Who made a change, as recorded in its row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,7 +270,7 @@ struct Writer {
 impl Writer {
     /// Write batches of what is queued until the queue is closed and drained.
     fn run(&mut self, queue: &Queue<Request>) {
-        self.top_up();
+        let _ = self.top_up();
         loop {
             let batch = queue.take(MAX_BATCH);
             if batch.is_empty() {
@@ -272,7 +281,13 @@ impl Writer {
         }
     }
 
-    fn commit(&mut self, batch: Vec<Request>) {
+    fn commit(&mut self, mut batch: Vec<Request>) {
+        if self.short_of_reserve() {
+            batch = self.refuse_new_versions(batch);
+            if batch.is_empty() {
+                return;
+            }
+        }
         let (saved_seq, saved_chain) = (self.next_seq, self.chain);
         let now = SystemTime::now();
         let ts = crate::time::stamp(now);
@@ -306,7 +321,7 @@ impl Writer {
                 if rows {
                     self.end += buf.len() as u64;
                     self.needs_newline = false;
-                    self.top_up();
+                    let _ = self.top_up();
                 }
                 if sync {
                     self.durable_seq.store(self.next_seq - 1, Ordering::Release);
@@ -356,15 +371,50 @@ impl Writer {
     }
 
     /// Keep [`RESERVE`] bytes allocated past the end (best effort: a full disk keeps what is
-    /// left of the reserve, which is what it is for).
-    fn top_up(&mut self) {
+    /// left of the reserve, which is what it is for). False when less than half of it is left
+    /// and the disk has no room for more.
+    fn top_up(&mut self) -> bool {
         if self.reserved_to >= self.end + RESERVE / 2 {
-            return;
+            return true;
         }
         match self.disk.reserve(&self.file, self.end, RESERVE) {
-            Ok(()) => self.reserved_to = self.end + RESERVE,
-            Err(e) => tracing::debug!(error = %e, "journal reserve not topped up"),
+            Ok(()) => {
+                self.reserved_to = self.end + RESERVE;
+                true
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "journal reserve not topped up");
+                !matches!(e.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
+            }
         }
+    }
+
+    /// Is the disk full with less than half of the reserve left (see [`RESERVE`])?
+    fn short_of_reserve(&mut self) -> bool {
+        !self.top_up()
+    }
+
+    /// Answer the rows that may not use the reserve with `ENOSPC` (nothing is written for
+    /// them, and they take no `seq`); the rest of the batch goes on.
+    fn refuse_new_versions(&self, batch: Vec<Request>) -> Vec<Request> {
+        let mut kept = Vec::with_capacity(batch.len());
+        for request in batch {
+            match request {
+                Request::Row { change, reply, .. } if !uses_reserve(change.op) => {
+                    tracing::debug!(
+                        op = change.op.as_str(),
+                        path = change.path,
+                        "row refused: the journal's reserve is kept for deletes and renames"
+                    );
+                    reply.send(Err(Error::io(
+                        "journal append (the disk is full; what is left of the journal's reserve is kept for deletes and renames)",
+                        std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+                    )));
+                }
+                other => kept.push(other),
+            }
+        }
+        kept
     }
 
     /// Rewrite the head to vouch for the journal as it is durable now: right after a batch's
