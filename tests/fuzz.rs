@@ -192,7 +192,10 @@ fn regex_work_is_linear_on_adversarial_inputs() {
 }
 
 /// Configuration built to make the parsers work hard, at two sizes: scanning 4× the input takes
-/// at most about 4× the time (16× allowed for noise on a shared machine), and never long.
+/// at most about 4× the time (16× allowed for noise on a shared machine). Only the ratio is
+/// asserted, both sizes timed side by side in one run: an absolute limit failed a debug build on
+/// a loaded machine (7 s for 256 KiB of YAML aliases at load 15, 4 s alone), which says nothing
+/// about the parser. `integration/bench/scan.sh` measures the hostile inputs' throughput.
 #[test]
 fn parsing_configuration_stays_linear_on_adversarial_inputs() {
     type Config = (&'static str, &'static str, fn(usize) -> String);
@@ -231,6 +234,5 @@ fn parsing_configuration_stays_linear_on_adversarial_inputs() {
         let (t_small, t_large) = (time(&small, path), time(&large, path));
         println!("{name}: {t_small:?} / {t_large:?}");
         assert!(t_large <= 16 * t_small + std::time::Duration::from_millis(50), "{name}: {t_small:?} then {t_large:?}");
-        assert!(t_large < std::time::Duration::from_secs(5), "{name}: {t_large:?} for 256 KiB");
     }
 }
