@@ -625,26 +625,18 @@ impl<'a> Collector<'a> {
 
     /// A finding of a custom rule of the team's `.gitleaks.toml`: it fails their CI, so it blocks.
     fn custom(&mut self, rule: &str, span: Range<usize>) {
-        self.raw.push(Raw {
-            rule: rule.to_string(),
-            family: "api_key".to_string(),
-            kind: Kind::Leak,
-            confidence: Confidence::Medium,
-            severity: Severity::Credential,
-            validated: false,
-            checked: false,
-            named: false,
-            vendor: false,
-            generic: false,
-            env: "SECRET".into(),
-            span,
-        });
+        self.blocking(rule, "api_key", span);
     }
 
     fn extra(&mut self, pattern: &ExtraPattern, span: Range<usize>) {
+        self.blocking(&pattern.name, &pattern.family, span);
+    }
+
+    /// A blocking credential finding of a rule rwfs does not know (the team's own rules).
+    fn blocking(&mut self, rule: &str, family: &str, span: Range<usize>) {
         self.raw.push(Raw {
-            rule: pattern.name.clone(),
-            family: pattern.family.clone(),
+            rule: rule.to_string(),
+            family: family.to_string(),
             kind: Kind::Leak,
             confidence: Confidence::Medium,
             severity: Severity::Credential,
