@@ -160,3 +160,51 @@ fn log_shows_a_change_made_while_mounted_at_once() {
         }
     }
 }
+
+/// The session `rwfs run` printed at its start.
+fn session_said(stderr: &str) -> String {
+    let line = stderr.lines().find(|l| l.starts_with("rwfs: session ")).unwrap_or_else(|| panic!("{stderr}"));
+    line["rwfs: session ".len()..].split(':').next().unwrap().to_string()
+}
+
+#[test]
+fn run_in_a_subdirectory_mounts_the_workspace_root_as_its_own_named_session() {
+    let ws = Ws::new();
+    ok(rwfs_in(ws.path(), &["write", "top.txt"], b"before\n", &[]));
+    std::fs::create_dir(ws.abs("app")).unwrap();
+    let app = ws.abs("app");
+    // A read-only command in the subdirectory reads the parent's journal, and says so.
+    let log = ok(rwfs_in(&app, &["log", "--json"], b"", &[]));
+    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 1);
+    let said = String::from_utf8_lossy(&log.stderr);
+    assert!(said.contains(&format!("workspace {}", ws.path().display())), "{said}");
+    // `run` there mounts the root: a write to ../top.txt goes through the gate.
+    let script = "pwd; echo after > ../top.txt; echo new > here.txt";
+    let run = ok(rwfs_in(&app, &["run", "--", "sh", "-c", script], b"", &[]));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(String::from_utf8_lossy(&run.stdout), format!("{}\n", app.display()), "$PWD, no trailing slash");
+    assert!(!app.join(".resilient_write").exists(), "no nested workspace");
+    let session = session_said(&stderr);
+    assert!(stderr.contains(&format!("undo it with `rwfs rewind --session {session}`")), "{stderr}");
+    let rows = ws.rows();
+    let of = |path: &str| rows.iter().rev().find(|r| r.path == path).unwrap_or_else(|| panic!("no row of {path}"));
+    assert_eq!(of("top.txt").session.as_deref(), Some(session.as_str()));
+    assert_eq!(of("app/here.txt").session.as_deref(), Some(session.as_str()));
+    // The one command it printed undoes exactly that run.
+    ok(rwfs_in(ws.path(), &["rewind", "--session", &session], b"", &[]));
+    assert_eq!(ws.read("top.txt").unwrap(), b"before\n");
+    assert_eq!(ws.read("app/here.txt"), None);
+    // Another run is another session.
+    let again = ok(rwfs_in(&app, &["run", "--", "true"], b"", &[]));
+    assert_ne!(session_said(&String::from_utf8_lossy(&again.stderr)), session);
+}
+
+#[test]
+fn run_of_a_program_that_is_not_there_is_127_and_mounts_nothing() {
+    let ws = Ws::new();
+    let out = rwfs_in(ws.path(), &["run", "--", "rwfs-no-such-program"], b"", &[]);
+    assert_eq!(out.status.code(), Some(127));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("command not found") && !said.contains("rwfs log") && !said.contains("mounted "), "{said}");
+    assert!(!ws.abs(".resilient_write").exists(), "nothing was set up");
+}

@@ -5,6 +5,7 @@
 //! negative (`verify` found problems, `scan` found something the policy blocks), 2 error (the
 //! kind and reason are printed on stderr).
 
+mod discover;
 mod history;
 mod hook;
 mod mount;

@@ -1,7 +1,7 @@
 //! Running a parsed command: open the workspace, call the engine, print the answer.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
@@ -43,7 +43,26 @@ fn run_command(cli: Cli) -> Result<Exit> {
     ) {
         super::session::warn_if_shadowed();
     }
-    let root = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    let root = match &cli.command {
+        // The hook finds its workspace from the harness's `cwd`; help texts need none.
+        Command::Hook(_) | Command::Completions(_) | Command::Man => {
+            cli.workspace.clone().unwrap_or_else(|| ".".into())
+        }
+        command => {
+            let takes_paths = matches!(
+                command,
+                Command::Write(_)
+                    | Command::Rm(_)
+                    | Command::Restore(_)
+                    | Command::History(_)
+                    | Command::Show(_)
+                    | Command::Diff(_)
+                    | Command::Log(_)
+                    | Command::Rewind(_)
+            );
+            super::discover::chosen(cli.workspace.clone(), takes_paths)
+        }
+    };
     let options = Options {
         allow_unsafe_root: cli.allow_unsafe_root,
         disk: None,

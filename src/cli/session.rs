@@ -22,6 +22,13 @@ use crate::error::{Error, IoContext, Reason, Result};
 pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result<Exit> {
     let root =
         std::fs::canonicalize(root).map_err(|e| Error::io("resolve workspace", e).at(root.display().to_string()))?;
+    let (program, rest) = args.program.split_first().ok_or(Reason::InvalidArgument { what: "program to run" })?;
+    // As a shell does, before anything is mounted: a program that is not there is 127.
+    if !runnable(program) {
+        errln!("rwfs: {program}: command not found (nothing was mounted)");
+        std::process::exit(127);
+    }
+    let session = session_name(program);
     let (mountpoint, mounted_here) = match mountpoint_of(&root) {
         Some(mountpoint) => {
             if !args.mount.to_args().is_empty() {
@@ -51,9 +58,10 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
     // This process stood in the directory the mount now covers: its working directory would
     // lead the program there (`/proc/$PPID/cwd/…`), past the gate. It needs none of it.
     std::env::set_current_dir("/").step("leave the workspace's backing directory")?;
-    let (program, rest) = args.program.split_first().ok_or(Reason::InvalidArgument { what: "program to run" })?;
     let mut command = Command::new(program);
     command.args(rest).current_dir(&inside).env("PWD", &inside).env("RWFS_MOUNT", &mountpoint);
+    command.env("RWFS_SESSION", &session);
+    errln!("rwfs: session {session}: every write of this run is journaled under that name");
     // Ctrl-C and Ctrl-\ reach the whole foreground group: they are the program's to handle (an
     // agent's prompt, the shell's line); this process waits for it and then unmounts.
     let keyboard = [Signal::SIGINT, Signal::SIGQUIT];
@@ -76,10 +84,36 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
             errln!("rwfs: could not unmount {}: {e} (try `rwfs unmount {0}`)", mountpoint.display());
         }
     }
+    errln!(
+        "rwfs: session {session} ended; see it with `rwfs diff --session {session}`, undo it with `rwfs rewind --session {session}`"
+    );
     let status = status?;
     // The program's own exit status (128 + signal, as shells report a killed program).
     let code = status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(2);
     std::process::exit(code)
+}
+
+/// The session of this run: `$RWFS_SESSION` when this runs inside one already (a nested run
+/// belongs to it), else the program's name and this process's pid (`bash-4242`), so each
+/// `rwfs run` and `rwfs shell` is its own session, one agent run as one.
+fn session_name(program: &str) -> String {
+    if let Some(outer) = std::env::var("RWFS_SESSION").ok().filter(|s| !s.is_empty()) {
+        return outer;
+    }
+    let base = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let base: String = base.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+    format!("{}-{}", if base.is_empty() { "run" } else { &base }, std::process::id())
+}
+
+/// Can `program` be started: a path to an executable file, or a name found on `$PATH`?
+fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).any(|dir| executable(&dir.join(program)))
 }
 
 /// The mountpoint of the rwfs mount serving the workspace at `root`, if any.
