@@ -379,7 +379,10 @@ impl fmt::Display for Reason {
                 f,
                 "{bytes} bytes is over the policy's max_gated_bytes ({max}): refused, its bytes kept in objects/; write such files on a pass_through path"
             ),
-            PermissionDenied => f.write_str("permission denied"),
+            PermissionDenied => f.write_str(
+                "permission denied: this user may not change it (`ls -ld` shows its owner and mode); \
+                 use a directory this user owns, or run as its owner",
+            ),
             ReadOnlyFilesystem => f.write_str("the backing filesystem is read-only"),
             Io => f.write_str("I/O error"),
             UnsafeRoot => f.write_str(
@@ -463,6 +466,14 @@ impl Error {
         if self.0.path.is_none() {
             self.0.path = Some(path.into());
         }
+        self
+    }
+
+    /// Name the path from `root` down (an absolute path where it was relative to the workspace):
+    /// for an error about the workspace itself, which a user may not know the root of.
+    pub fn within(mut self, root: &std::path::Path) -> Error {
+        let path = self.0.path.take().unwrap_or_default();
+        self.0.path = Some(root.join(path).display().to_string());
         self
     }
 

@@ -208,3 +208,113 @@ fn run_of_a_program_that_is_not_there_is_127_and_mounts_nothing() {
     assert!(said.contains("command not found") && !said.contains("rwfs log") && !said.contains("mounted "), "{said}");
     assert!(!ws.abs(".resilient_write").exists(), "nothing was set up");
 }
+
+/// `rwfs ARGS` in `dir` as a normal user: uid 65534 when the tests run as root (who may write
+/// anywhere and mount with any option), else as the user running them.
+fn rwfs_as_user(dir: &Path, args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let bin = env!("CARGO_BIN_EXE_rwfs");
+    let mut cmd = Command::new(bin);
+    cmd.args(args).current_dir(dir).env_remove("RW_WORKSPACE").env_remove("RWFS_SESSION");
+    if nix::unistd::geteuid().is_root() {
+        cmd.uid(65534).gid(65534).env("HOME", "/nonexistent");
+    }
+    cmd.stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{bin} as uid 65534: {e} (the checkout must be readable by others)"))
+}
+
+/// Make `dir` owned by the user [`rwfs_as_user`] runs as.
+fn own(dir: &Path) {
+    if nix::unistd::geteuid().is_root() {
+        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+    }
+}
+
+#[test]
+fn a_missing_mountpoint_says_so_and_what_to_do_not_rwfs_log() {
+    let ws = Ws::new();
+    let nowhere = ws.abs("no-such-dir");
+    let out = rwfs_in(ws.path(), &["mount", ".", nowhere.to_str().unwrap(), "--daemon"], b"", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no such directory") && said.contains("mkdir -p"), "{said}");
+    assert!(!said.contains("rwfs log") && !said.contains("rwfs restore"), "{said}");
+}
+
+#[test]
+fn a_dry_run_rewind_of_a_directory_rwfs_never_wrote_sets_nothing_up() {
+    let ws = Ws::new();
+    let out = rwfs_in(ws.path(), &["rewind", "--to", "1h", "--dry-run"], b"", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not_a_workspace"), "{said}");
+    assert!(!ws.abs(".resilient_write").exists(), "the dry run made a workspace");
+}
+
+#[test]
+fn a_directory_the_user_may_not_write_is_named_in_full_with_what_to_do() {
+    let ws = Ws::new();
+    let closed = ws.abs("closed");
+    std::fs::create_dir(&closed).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = rwfs_as_user(&closed, &["rm", "a.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let state = closed.join(".resilient_write");
+    assert!(said.contains(&format!("{}: create directory: permission denied", state.display())), "{said}");
+    assert!(said.contains("use a directory this user owns"), "{said}");
+    // A state directory there whose lock this user may not open: the lock, in full.
+    std::fs::create_dir(&state).unwrap();
+    let out = rwfs_as_user(&closed, &["rm", "a.txt"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&format!("{}: open lock file: permission denied", state.join("lock").display())), "{said}");
+}
+
+#[test]
+fn allow_other_without_user_allow_other_says_where_to_allow_it() {
+    let ws = Ws::new();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    own(ws.path());
+    let conf = std::fs::read_to_string("/etc/fuse.conf").unwrap_or_default();
+    let allowed = conf.lines().any(|l| l.trim() == "user_allow_other");
+    let out = rwfs_as_user(ws.path(), &["mount", ".", "--allow-other", "--daemon"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    if allowed {
+        // This machine allows it: the mount works, and is taken down again.
+        assert!(out.status.success(), "{said}");
+        ok(rwfs_as_user(ws.path(), &["unmount", "."]));
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains("user_allow_other") && said.contains("/etc/fuse.conf"), "{said}");
+        assert!(!said.contains("io_error"), "{said}");
+    }
+}
+
+#[test]
+fn write_from_a_terminal_says_it_is_reading_it() {
+    let ws = Ws::new();
+    // `script` (util-linux) gives rwfs a terminal as stdin: a line, then Ctrl-D.
+    let line = format!("{} write t.txt", env!("CARGO_BIN_EXE_rwfs"));
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(ws.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(b"hello\n\x04")?;
+            child.wait_with_output()
+        })
+        .expect("script (util-linux) runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("reading the new content of t.txt from the terminal: end it with Ctrl-D"), "{said}");
+    assert_eq!(ws.read("t.txt").unwrap(), b"hello\n");
+    // Not on a pipe: nothing is said there.
+    let piped = ok(rwfs_in(ws.path(), &["write", "u.txt"], b"x\n", &[]));
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("terminal"));
+}

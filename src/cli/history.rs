@@ -42,6 +42,10 @@ pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {
 /// `rwfs rewind`: on the daemon's engine when mounted (the mount sees the result at once),
 /// else on one opened here.
 pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> {
+    // Nothing to rewind where rwfs never wrote; a dry run sets nothing up there either.
+    if !control::answers(root) {
+        super::run::existing(root, options)?;
+    }
     let after_unix_ns = args.to.as_deref().map(parse_time).transpose()?.map(unix_ns);
     let selection = control::selection(args.seq, after_unix_ns, args.session.clone(), args.undo.clone())?;
     let rewind = Rewind { selection, globs: args.globs.clone(), force: args.force, dry_run: args.dry_run };

@@ -31,6 +31,13 @@ pub fn mount(root: PathBuf, options: Options, args: MountArgs) -> Result<Exit> {
     };
     let options = Options { durability, ..options };
     let workspace = target.unwrap_or(root);
+    if let Some(at) = mountpoint.as_deref().filter(|m| !m.is_dir()) {
+        return Err(Error::from(Reason::InvalidArgument {
+            what: "MOUNTPOINT: no such directory (create it with `mkdir -p`, or leave MOUNTPOINT out to \
+                   mount the workspace over itself)",
+        })
+        .at(at.display().to_string()));
+    }
     remove_dead_mounts(&workspace, mountpoint.as_deref());
     refuse_if_mounted(&workspace, mountpoint.as_deref())?;
     wait_for_departing_daemon(&workspace);

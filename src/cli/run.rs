@@ -131,7 +131,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
 
 /// The workspace at `root` for a read-only command: one rwfs has written (an empty answer
 /// from a directory that is not a workspace would mislead).
-fn existing(root: &Path, options: &Options) -> Result<Workspace> {
+pub(super) fn existing(root: &Path, options: &Options) -> Result<Workspace> {
     let ws = Workspace::open(root, options)?;
     if !ws.is_initialized() {
         return Err(crate::error::Error::from(Reason::NotAWorkspace).at(ws.path().display().to_string()));
@@ -193,6 +193,12 @@ fn write(root: &Path, options: &Options, args: WriteArgs) -> Result<Exit> {
     let mode: WriteMode = args.mode.parse()?;
     let expect = args.expect.as_deref().map(Expect::parse).transpose()?;
     let mut content = Vec::new();
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        errln!(
+            "rwfs: reading the new content of {} from the terminal: end it with Ctrl-D (or pipe it: `echo hi | rwfs write PATH`)",
+            Escaped(&args.path)
+        );
+    }
     std::io::stdin().read_to_end(&mut content).step("read stdin")?;
     let actor = actor();
     let committed = with_engine(

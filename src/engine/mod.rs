@@ -157,8 +157,14 @@ impl Engine {
     /// Open and own the workspace at `path`.
     pub fn open(path: &Path, options: &Options) -> Result<Engine> {
         let (disk, path, root) = open_root(path, options)?;
-        let state = open_or_create(&*disk, &root, STATE_DIR)?;
-        let (owner, previous) = OwnerLock::acquire(disk.clone(), &state)?;
+        // Where this user may not write the state directory or its lock, say which, in full.
+        let in_full = |e: Error, what: String| match e.reason() {
+            Reason::PermissionDenied | Reason::ReadOnlyFilesystem => e.at(what).within(&path),
+            _ => e,
+        };
+        let state = open_or_create(&*disk, &root, STATE_DIR).map_err(|e| in_full(e, STATE_DIR.into()))?;
+        let (owner, previous) =
+            OwnerLock::acquire(disk.clone(), &state).map_err(|e| in_full(e, format!("{STATE_DIR}/{LOCK_FILE}")))?;
         state::ensure_gitignore(&*disk, &state)?;
         let settled = match previous {
             Previous::Settled(seq) => Some(seq),

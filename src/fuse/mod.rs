@@ -211,6 +211,14 @@ impl Mount {
         };
         let session = fuser::Session::new(glue, &options.mountpoint, &config).map_err(|e| {
             let at = options.mountpoint.display().to_string();
+            // fusermount3's own refusal, in its words on the error.
+            if options.allow_other && e.to_string().contains("user_allow_other") {
+                return Error::from(Reason::InvalidArgument {
+                    what: "--allow-other: as a normal user it needs `user_allow_other` in /etc/fuse.conf \
+                           (root adds that line), or mount without --allow-other",
+                })
+                .at(at);
+            }
             match e.raw_os_error() {
                 Some(libc::EPERM | libc::EACCES | libc::ENODEV) => Error::from(Reason::FuseUnavailable).at(at),
                 // No /dev/fuse, or no fusermount3 to mount as a normal user.
