@@ -318,3 +318,36 @@ fn write_from_a_terminal_says_it_is_reading_it() {
     let piped = ok(rwfs_in(ws.path(), &["write", "u.txt"], b"x\n", &[]));
     assert!(!String::from_utf8_lossy(&piped.stderr).contains("terminal"));
 }
+
+#[test]
+fn unmount_with_a_process_inside_says_it_served_it_and_when_it_really_stopped() {
+    let ws = Ws::new();
+    ok(rwfs_in(ws.path(), &["mount", ".", "--daemon"], b"", &[]));
+    // This process stays inside: a directory of the mount held open.
+    let inside = std::fs::File::open(ws.path()).unwrap();
+    let fd = std::os::fd::AsFd::as_fd(&inside);
+    let before = nix::sys::stat::fstat(fd).unwrap();
+    let out = ok(rwfs_in(ws.path(), &["unmount", "."], b"", &[]));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("processes still inside it") && said.contains("its daemon stopped at"), "{said}");
+    assert!(said.contains("now get ENOTCONN"), "{said}");
+    // And that is what this process now gets; the daemon is gone, the lock free.
+    let create = nix::fcntl::openat(
+        fd,
+        "late.txt",
+        nix::fcntl::OFlag::O_CREAT | nix::fcntl::OFlag::O_WRONLY,
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    );
+    assert_eq!(create.err(), Some(nix::errno::Errno::ENOTCONN), "inode {} of the detached mount", before.st_ino);
+    let lock = std::fs::File::open(ws.abs(".resilient_write/lock")).unwrap();
+    lock.try_lock().expect("the workspace lock is free");
+    drop(lock);
+    // Without a process inside, the plain message.
+    ok(rwfs_in(ws.path(), &["mount", ".", "--daemon"], b"", &[]));
+    let out = ok(rwfs_in(Path::new("/"), &["unmount", ws.path().to_str().unwrap()], b"", &[]));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("committed or quarantined every draft and stopped") && !said.contains("still inside"),
+        "{said}"
+    );
+}

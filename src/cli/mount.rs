@@ -259,32 +259,56 @@ pub fn unmount(args: &UnmountArgs) -> Result<Exit> {
     };
     match control::call(&mounted.workspace, Request::Shutdown, &[]) {
         Ok(_) => {
-            // The daemon unmounts, then closes the engine (journal, settled watermark) and
-            // releases the workspace's lock, its last act: only then has it stopped.
+            // The daemon detaches the mount at once (lazily), serves processes still inside
+            // for up to its grace period, then closes the engine (journal, settled watermark)
+            // and releases the workspace's lock, its last act: only then has it stopped.
             let deadline = Instant::now() + Duration::from_secs(30);
-            while Instant::now() < deadline && (mounted_at(&mounted.mountpoint) || is_locked(&mounted.workspace)) {
+            let mut detached = None;
+            while Instant::now() < deadline && (detached.is_none() || is_locked(&mounted.workspace)) {
+                if detached.is_none() && !mounted_at(&mounted.mountpoint) {
+                    detached = Some((Instant::now(), crate::time::stamp(std::time::SystemTime::now())));
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            if !mounted_at(&mounted.mountpoint) && !is_locked(&mounted.workspace) {
-                errln!(
-                    "rwfs: unmounted {} (its daemon committed or quarantined every draft and stopped)",
-                    mounted.mountpoint.display()
-                );
-                return Ok(Exit::Ok);
+            let at = mounted.mountpoint.display();
+            match detached {
+                Some(_) if is_locked(&mounted.workspace) => {
+                    errln!("rwfs: unmounted {at}, but its daemon is still stopping after 30 s");
+                }
+                // The daemon stayed for processes still inside the detached mount.
+                Some((when, stamp)) if when.elapsed() >= IN_USE_AFTER => errln!(
+                    "rwfs: unmounted {at} at {stamp}: processes still inside it (a working directory or an \
+                     open file there) were served {:.1} s more, their writes gated and journaled; its daemon \
+                     stopped at {}, and those processes now get ENOTCONN there (`cd {at}` again reaches the \
+                     directory itself)",
+                    when.elapsed().as_secs_f64(),
+                    crate::time::stamp(std::time::SystemTime::now()),
+                ),
+                Some(_) => errln!("rwfs: unmounted {at} (its daemon committed or quarantined every draft and stopped)"),
+                None => {
+                    errln!("rwfs: the daemon did not unmount in 30 s; unmounting lazily");
+                    return lazy_unmount(&mounted.mountpoint);
+                }
             }
-            if !mounted_at(&mounted.mountpoint) {
-                errln!("rwfs: unmounted {}, but its daemon is still stopping after 30 s", mounted.mountpoint.display());
-                return Ok(Exit::Ok);
-            }
-            errln!("rwfs: the daemon did not unmount in 30 s; unmounting lazily");
+            return Ok(Exit::Ok);
         }
         Err(e) => errln!("rwfs: no daemon answers ({e}); unmounting lazily"),
     }
-    nix::mount::umount2(&mounted.mountpoint, nix::mount::MntFlags::MNT_DETACH)
-        .map_err(|e| Error::io("unmount", e.into()).at(mounted.mountpoint.display().to_string()))?;
+    lazy_unmount(&mounted.mountpoint)
+}
+
+/// A daemon stops at once once the mount is detached unless processes are still inside it (it
+/// serves them for a grace period, `app::daemon`'s `UNMOUNT_WAIT`): a stop this long after
+/// the detach was that.
+const IN_USE_AFTER: Duration = Duration::from_secs(1);
+
+/// Detach `mountpoint` without a daemon's help.
+fn lazy_unmount(mountpoint: &Path) -> Result<Exit> {
+    nix::mount::umount2(mountpoint, nix::mount::MntFlags::MNT_DETACH)
+        .map_err(|e| Error::io("unmount", e.into()).at(mountpoint.display().to_string()))?;
     errln!(
         "rwfs: unmounted {} (lazily: processes using it keep it until they close their files)",
-        mounted.mountpoint.display()
+        mountpoint.display()
     );
     Ok(Exit::Ok)
 }
