@@ -183,24 +183,8 @@ fn the_api_needs_the_token_refuses_other_origins_and_hosts_pages_the_journal_and
 impl Page {
     /// The first event of `/api/feed?after=OFFSET`: its `data:` line.
     fn first_feed_event(&self, offset: u64) -> String {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
-        let head = format!(
-            "GET /api/feed?after={offset} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
-            self.addr, self.token
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let text = String::from_utf8_lossy(&got).into_owned();
-            if let Some(data) = text.split_once("data: ").and_then(|(_, rest)| rest.split_once("\n\n")) {
-                return data.0.to_string();
-            }
-            let n = stream.read(&mut buf).expect("the feed sends an event");
-            assert!(n > 0, "the feed ended: {text}");
-            got.extend_from_slice(&buf[..n]);
-        }
+        let event = self.first_feed_event_raw(offset);
+        event.split_once("data: ").map(|(_, data)| data.to_string()).unwrap_or_else(|| panic!("{event}"))
     }
 }
 
@@ -303,4 +287,82 @@ fn mounted_the_daemon_serves_the_page_beside_mcp_over_http_and_its_rewind_is_see
     assert_eq!(done["applied"], 6, "{done}");
     assert_eq!(mnt.read("src/f3.txt").unwrap(), b"one\ntwo 3\nthree\n", "the mount sees the rewind at once");
     assert!(mnt.read("src/new.txt").is_err());
+}
+
+#[test]
+fn mounted_without_mcp_http_the_daemon_serves_the_page_with_the_refusal_and_without_swap_rows() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let mnt = crate::support::mount::Mounted::with(ws, true, &[]);
+    // Through the mount, as a program under `rwfs run` does: a refusal and a vim swap file.
+    assert!(mnt.write("settings.py", crate::support::aws_secret_line(7).as_bytes()).is_err(), "refused");
+    mnt.write(".notes.txt.swp", b"vim swap").unwrap();
+    mnt.write("notes.txt", b"saved\n").unwrap();
+    let page = Page::start(&mnt.ws);
+    assert_eq!(page.request("GET", "/api/sessions", &[], "").0, 401, "the page's token is its own");
+
+    let rows = page.api("GET", "/api/rows?limit=500", "");
+    let paths: Vec<&str> = rows["rows"].as_array().unwrap().iter().filter_map(|r| r["path"].as_str()).collect();
+    assert!(paths.contains(&"notes.txt") && paths.contains(&"settings.py"), "{paths:?}");
+    assert!(!paths.contains(&".notes.txt.swp"), "the swap file's rows are left out, as rwfs log does: {paths:?}");
+    let all = page.api("GET", "/api/rows?limit=500&all=1", "");
+    assert!(all["rows"].as_array().unwrap().iter().any(|r| r["path"] == ".notes.txt.swp"), "all=1 shows them");
+    // The feed marks them hidden instead of dropping them (the page counts their bytes).
+    let swap_at = {
+        let journal = crate::support::mount::rwfs()
+            .args(["log", "--json", "-n", "0", "--all"])
+            .current_dir(mnt.mountpoint())
+            .output()
+            .unwrap();
+        let text = String::from_utf8(journal.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let i = lines.iter().position(|l| l.contains(".notes.txt.swp")).expect("the swap file's row");
+        lines[..i].iter().map(|l| l.len() as u64 + 1).sum::<u64>()
+    };
+    let event = page.first_feed_event_raw(swap_at);
+    assert!(event.starts_with("event: hidden\ndata: ") && event.contains(".notes.txt.swp"), "{event}");
+
+    // "why refused": the envelope's rule, line and action, and what to do, never the secret.
+    let block = rows["rows"].as_array().unwrap().iter().find(|r| r["op"] == "block").expect("a block row");
+    let shown = page.api("GET", &format!("/api/blocked?seq={}", block["seq"]), "")["envelope"].clone();
+    assert_eq!(shown["path"], "settings.py", "{shown}");
+    assert!(shown["message"].as_str().is_some_and(|m| m.contains("aws-secret-access-key")), "{shown}");
+    let finding = &shown["findings"][0];
+    assert_eq!(
+        (finding["rule"].as_str(), finding["line"].as_u64()),
+        (Some("aws-secret-access-key"), Some(1)),
+        "{shown}"
+    );
+    assert_eq!(shown["suggested_actions"][0]["action"], "redact", "{shown}");
+    let secret = crate::support::aws_secret_line(7);
+    let key = secret.split('"').nth(1).unwrap();
+    assert!(!shown.to_string().contains(key), "the page never shows the secret");
+}
+
+impl Page {
+    /// The first event of `/api/feed?after=OFFSET`, whole (its `event:` line included).
+    fn first_feed_event_raw(&self, offset: u64) -> String {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "GET /api/feed?after={offset} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.addr, self.token
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&got).into_owned();
+            // After the headers, the first chunk: its size line, then the event up to its blank line.
+            if let Some((_, body)) = text.split_once("\r\n\r\n")
+                && let Some((_, chunk)) = body.split_once("\r\n")
+                && let Some((event, _)) = chunk.split_once("\n\n")
+            {
+                return event.to_string();
+            }
+            let n = stream.read(&mut buf).expect("the feed sends an event");
+            assert!(n > 0, "the feed ended: {text}");
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
 }

@@ -125,6 +125,13 @@ def main():
         rows = d.find_all("#timeline tr.row")
         if len(rows) < 18:
             raise SystemExit(f"expected the scripted session's 18 rows, saw {len(rows)}")
+        # One header per session with its count, then one per program within it.
+        d.wait_for("#timeline tr.group", "the agent's session header", text="agent · 6 rows")
+        d.wait_for("#timeline tr.group", "the setup session header", text="setup · 12 rows")
+        groups = d.find_all("#timeline tr.group")
+        if len(groups) != 2:
+            raise SystemExit(f"expected one header per session (2), saw {len(groups)}")
+        d.wait_for("#timeline tr.program", "a program header with its count", text="6 rows")
         d.screenshot(shot)
         print(f"timeline: {len(rows)} rows; screenshot {shot}")
 

@@ -107,8 +107,9 @@ pub trait Daemon: Send + Sync {
     /// `{pid, workspace, mountpoint, drafts_open, last_commit}`.
     fn status(&self) -> Value;
     fn shutdown(&self);
-    /// The URL (with its token) of the page of `rwfs ui` the daemon serves, if it serves it.
-    fn ui_url(&self) -> Option<String>;
+    /// The URL (with its token) of the page of `rwfs ui` the daemon serves, started on the
+    /// first request when it does not serve it yet; `None` when this owner serves no page.
+    fn ui_url(&self) -> Result<Option<String>>;
     /// Serve an MCP session on `stream`; `first` holds the bytes already read from it.
     fn serve_mcp(&self, stream: UnixStream, first: Vec<u8>, peer: crate::mcp::Peer);
 }
@@ -354,10 +355,10 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             status["ok"] = json!(true);
             Ok(status)
         }
-        Request::Ui => match daemon.ui_url() {
+        Request::Ui => match daemon.ui_url()? {
             Some(url) => Ok(json!({"ok": true, "url": url})),
             None => Err(Reason::InvalidArgument {
-                what: "rwfs ui on a mounted workspace: the daemon serves the page with MCP over HTTP; remount with --mcp-http 127.0.0.1:PORT",
+                what: "rwfs ui: the workspace is owned by `rwfs mcp`, which serves no page; run rwfs ui once it has stopped, or mount the workspace (its daemon serves the page)",
             }
             .into()),
         },

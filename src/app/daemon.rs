@@ -100,6 +100,8 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
         tools: Arc::new(Tools::new(engine.clone(), mcp::settings_from_env())),
         mount: Mutex::new(Some(mount)),
         ui_url: std::sync::OnceLock::new(),
+        page_thread: Mutex::new(None),
+        page_stop: CancellationToken::new(),
         workspace: workspace.clone(),
         mountpoint: mountpoint.clone(),
         stop: stop_tx.clone(),
@@ -151,6 +153,10 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     tracing::info!(why, "stopping");
     let foreground = ready.is_none();
     http_stop.cancel();
+    shared.page_stop.cancel();
+    if let Some(page) = shared.page_thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        let _ = page.join();
+    }
     let mount = shared.mount.lock().unwrap_or_else(PoisonError::into_inner).take();
     let unmounted = mount.map_or(Ok(()), |m| m.unmount(UNMOUNT_WAIT));
     control::unlisten(&workspace, &state);
@@ -230,6 +236,9 @@ struct Shared {
     mount: Mutex<Option<Mount>>,
     /// The page of `rwfs ui`, when served with MCP over HTTP (its URL carries the token).
     ui_url: std::sync::OnceLock<String>,
+    /// The page's own server, when `rwfs ui` asked for it (not served beside MCP over HTTP).
+    page_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    page_stop: CancellationToken,
     workspace: PathBuf,
     mountpoint: PathBuf,
     stop: Sender<&'static str>,
@@ -262,8 +271,32 @@ impl Daemon for Shared {
         })
     }
 
-    fn ui_url(&self) -> Option<String> {
-        self.ui_url.get().cloned()
+    fn ui_url(&self) -> Result<Option<String>> {
+        let mut thread = self.page_thread.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(url) = self.ui_url.get() {
+            return Ok(Some(url.clone()));
+        }
+        // Not served beside MCP over HTTP: on a free loopback port of its own, until the
+        // daemon stops, with a token made now.
+        let token = super::ui::new_token()?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).step("bind the page's address")?;
+        let addr = listener.local_addr().step("read the page's address")?;
+        let page = super::ui::on_engine(&self.engine, &token)?;
+        let stop = self.page_stop.clone();
+        *thread = Some(
+            std::thread::Builder::new()
+                .name("rwfs-ui".into())
+                .spawn(move || {
+                    if let Err(e) = super::ui::serve(page, listener, stop) {
+                        tracing::error!(error = %e, "the history page stopped");
+                    }
+                })
+                .step("start the page's thread")?,
+        );
+        let url = format!("http://{addr}/#token={token}");
+        let _ = self.ui_url.set(url.clone());
+        tracing::info!(%addr, "serving the history page");
+        Ok(Some(url))
     }
 
     fn shutdown(&self) {

@@ -113,8 +113,8 @@ impl Daemon for Owner {
     fn shutdown(&self) {}
 
     /// `rwfs mcp` serves no page.
-    fn ui_url(&self) -> Option<String> {
-        None
+    fn ui_url(&self) -> Result<Option<String>> {
+        Ok(None)
     }
 
     fn serve_mcp(&self, stream: std::os::unix::net::UnixStream, first: Vec<u8>, peer: Peer) {

@@ -191,7 +191,9 @@ fn answer(ui: &Ui, method: &Method, path: &str, params: &BTreeMap<String, String
                 session: param("session"),
                 since: None,
                 before: number("before")?,
-                leave_out: None,
+                // As `rwfs log`: editors' swap files and temporary copies only with `all=1` or
+                // when a path is asked for.
+                leave_out: if param("all").is_none() && param("path").is_none() { Some(left_out(ws)?) } else { None },
             };
             let tail = query::tail(ws, &filter, limit)?;
             let next = if tail.rows.len() == limit { tail.rows.first().and_then(|r| r.seq) } else { None };
@@ -269,14 +271,25 @@ fn who(row: &Row) -> String {
     }
 }
 
-/// `/api/feed`: rows past `after` as server-sent events, one `data:` line per journal row. The
-/// follower runs on a thread of its own and ends when the page goes away (at the next row).
+/// The rows the timeline leaves out, as `rwfs log` does: the policy's `editor_files` (and,
+/// through [`Filter`], temporary copies renamed over their file), refusals excepted.
+fn left_out(ws: &Workspace) -> Result<globset::GlobSet> {
+    Ok(ws.policy(None)?.editor_files().clone())
+}
+
+/// `/api/feed`: rows past `after` as server-sent events, one `data:` line per journal row; a
+/// row the timeline leaves out ([`left_out`]) is sent as `event: hidden`, so the page still
+/// counts its bytes. The follower runs on a thread of its own and ends when the page goes away
+/// (at the next row).
 fn feed(ui: Arc<Ui>, params: &BTreeMap<String, String>) -> Response {
     let after = params.get("after").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
+    let shown = Filter { leave_out: left_out(&ui.ws).ok(), ..Filter::default() };
     std::thread::spawn(move || {
         let _ = (ui.follow)(after, &mut |line| {
-            let event = [b"data: ".as_slice(), line, b"\n\n"].concat();
+            let hidden = serde_json::from_slice::<Row>(line).is_ok_and(|row| !shown.matches(&row));
+            let kind: &[u8] = if hidden { b"event: hidden\n" } else { b"" };
+            let event = [kind, b"data: ".as_slice(), line, b"\n\n"].concat();
             tx.blocking_send(event).is_ok()
         });
     });

@@ -125,13 +125,15 @@ pub fn rewind_on_engine(root: &Path, options: &Options, rewind: &Rewind) -> Resu
 /// URL, with a token made for this run, once.
 pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
     if control::answers(root) {
-        // Mounted: the daemon serves the page beside MCP over HTTP.
+        // Mounted: the daemon serves the page (through the mount the journal's index and
+        // objects/ are hidden; the daemon sees the backing directory), until it is unmounted.
         let answer = control::call(root, Request::Ui, &[])?;
         outln!(
             "rwfs: the history page of {} is served by its mount at {}",
             root.display(),
             answer["url"].as_str().unwrap_or("?")
         );
+        errln!("(served until the workspace is unmounted; the token in the URL is the key to the page)");
         return Ok(Exit::Ok);
     }
     let ws = Workspace::open(root, options)?;

@@ -563,6 +563,9 @@ pub fn rejection_id(ts: &str, seq: u64) -> String {
 /// `rwfs ui`): the rules, where they matched and what to do — never the matched text, its
 /// snippet or its hash.
 pub fn shown_envelope(envelope: &serde_json::Value) -> serde_json::Value {
+    // The refusal's fields are the envelope's `context` (schema v1); at the top level only in
+    // a bare context.
+    let envelope = if envelope["context"].is_object() { &envelope["context"] } else { envelope };
     let findings: Vec<serde_json::Value> = envelope["findings"]
         .as_array()
         .into_iter()
