@@ -411,9 +411,13 @@ impl Core {
     /// keep. Returns the reserve it still holds.
     fn abandon_staged(&self, batch: &Batch, mut entry: Entry, error: Error) -> u64 {
         tracing::error!(path = %entry.target.path, seq = entry.seq, error = %error, "a version acknowledged in batch mode was not installed");
+        let sha = entry.staged.sha256();
+        // The row first: from the moment the bytes are in objects/, a retention run finds the
+        // `abort` row that keeps them (it lists objects/ before it reads the journal). Kept
+        // first, an emergency run in between removed them as an old version (issue 25 item 2).
+        let journaled = self.abort_row(&entry.target.path, entry.prev, Some(sha), &entry.actor, &error);
         let name = entry.staged.temp_name().map(str::to_string);
         if let (Some(name), Ok(dir)) = (&name, self.drafts_dir()) {
-            let sha = entry.staged.sha256();
             let mut kept = self.objects.adopt(&dir, name, sha);
             if matches!(&kept, Err(e) if is_full(e)) && entry.spend_charge(self) {
                 kept = self.objects.adopt(&dir, name, sha);
@@ -422,9 +426,11 @@ impl Core {
                 tracing::error!(draft = name, error = %e, "the draft stays in drafts/ for the next start");
             }
         }
-        let Entry { target, staged, prev, token, actor, charge, .. } = entry;
+        let Entry { target, token, charge, .. } = entry;
         batch.unview(target.path.as_str(), name.as_deref());
-        let _ = self.abort(token, &target.path, prev, Some(staged.sha256()), &actor, error);
+        if journaled {
+            self.tracker.end(token);
+        }
         charge
     }
 

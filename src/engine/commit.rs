@@ -644,6 +644,23 @@ impl Core {
         actor: &Actor,
         error: Error,
     ) -> Error {
+        // Unjournaled, the token stays open: the watermark stays below the row, recovery looks.
+        if self.abort_row(path, unchanged, claimed, actor, &error) {
+            self.tracker.end(token);
+        }
+        error
+    }
+
+    /// The `abort` row of [`Core::abort`] alone (the caller ends the token); whether it was
+    /// journaled (a failure is logged).
+    pub(crate) fn abort_row(
+        &self,
+        path: &WorkspacePath,
+        unchanged: Option<Sha256>,
+        claimed: Option<Sha256>,
+        actor: &Actor,
+        error: &Error,
+    ) -> bool {
         let change = Change {
             op: Op::Abort,
             path: path.to_string(),
@@ -657,11 +674,12 @@ impl Core {
             reason: Some(error.reason().code().to_string()),
         };
         match self.journal.append(change) {
-            Ok(_) => self.tracker.end(token),
-            // Leave the token open: the watermark stays below the row, recovery will look.
-            Err(e) => tracing::error!(%path, error = %e, "cannot journal an aborted commit"),
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(%path, error = %e, "cannot journal an aborted commit");
+                false
+            }
         }
-        error
     }
 
     pub(crate) fn disk(&self) -> &dyn Disk {

@@ -252,6 +252,9 @@ impl Core {
     /// Every object with the path it was a version of and whether it is the last version of a
     /// file deleted now.
     fn kept_versions(&self) -> Result<Vec<Kept>> {
+        // objects/ first: every row written before a version entered it (a version's row comes
+        // first, `batch.rs`) is then in the journal read below.
+        let objects = self.objects.list()?;
         let mut ledger = Ledger::default();
         let mut path_of: HashMap<Sha256, String> = HashMap::new();
         let mut last_before: HashMap<String, Option<Sha256>> = HashMap::new();
@@ -286,9 +289,7 @@ impl Core {
             .filter(|(_, now)| now.is_none())
             .filter_map(|(path, _)| last_before.get(path).copied().flatten())
             .collect();
-        Ok(self
-            .objects
-            .list()?
+        Ok(objects
             .into_iter()
             .map(|(sha, stat)| Kept {
                 sha,
