@@ -351,3 +351,77 @@ fn unmount_with_a_process_inside_says_it_served_it_and_when_it_really_stopped() 
         "{said}"
     );
 }
+
+/// `rwfs ARGS` in `dir` on a terminal (`script`), with `env`: what the terminal showed.
+fn on_terminal(dir: &Path, args: &str, env: &[(&str, &str)]) -> String {
+    let line = format!("{} {args}", env!("CARGO_BIN_EXE_rwfs"));
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"]).current_dir(dir).env_remove("NO_COLOR").envs(env.iter().copied());
+    let out = cmd.stdin(Stdio::null()).output().expect("script (util-linux) runs");
+    String::from_utf8_lossy(&out.stdout).replace('\r', "")
+}
+
+#[test]
+fn the_polish_people_notice() {
+    let ws = Ws::new();
+    let at = ws.path();
+    ok(rwfs_in(at, &["write", "a.txt"], b"one\n", &[]));
+    ok(rwfs_in(at, &["write", "a.txt"], b"two\n", &[]));
+    // The TIME column holds a whole timestamp: the columns after it start where their headers do.
+    let log = String::from_utf8(ok(rwfs_in(at, &["log"], b"", &[])).stdout).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    for column in ["OP", "SHA256", "PATH", "WHO"] {
+        let header = lines[0].find(&format!(" {column}")).unwrap() + 1;
+        let value = if column == "OP" {
+            "write"
+        } else if column == "PATH" {
+            "a.txt"
+        } else {
+            ""
+        };
+        if !value.is_empty() {
+            assert_eq!(lines[2].find(&format!(" {value} ")).map(|i| i + 1), Some(header), "{column}:\n{log}");
+        }
+    }
+    // One version, in a size a person reads.
+    let status = String::from_utf8(ok(rwfs_in(at, &["status"], b"", &[])).stdout).unwrap();
+    assert!(status.contains("objects    1 version kept, 4 B"), "{status}");
+    assert!(status.contains("journal    2 rows, 0 problems"), "{status}");
+    assert!(status.contains(" GiB") || status.contains(" MiB"), "the store's limit in binary units:\n{status}");
+    // Colour on a terminal, not with NO_COLOR, not into a pipe; `--color` decides otherwise.
+    let escape = "\u{1b}[";
+    assert!(on_terminal(at, "diff a.txt", &[]).contains(&format!("{escape}32m+two")), "green insertions");
+    assert!(!on_terminal(at, "diff a.txt", &[("NO_COLOR", "1")]).contains(escape), "NO_COLOR");
+    assert!(!String::from_utf8_lossy(&ok(rwfs_in(at, &["diff", "a.txt"], b"", &[])).stdout).contains(escape));
+    let always = ok(rwfs_in(at, &["log", "--color", "always"], b"", &[]));
+    assert!(String::from_utf8_lossy(&always.stdout).contains(&format!("{escape}32mcreate")), "--color always");
+    assert!(!on_terminal(at, "log --color never", &[]).contains(escape), "--color never");
+    // -h is short, --help long with the examples.
+    let short = ok(rwfs_in(at, &["-h"], b"", &[])).stdout;
+    let long = String::from_utf8(ok(rwfs_in(at, &["--help"], b"", &[])).stdout).unwrap();
+    assert!(long.contains("Examples:") && !String::from_utf8_lossy(&short).contains("Examples:"));
+    assert!(short.len() < long.len(), "-h ({} bytes) is the short help", short.len());
+    // The man page's links to a page per command lead to pages `rwfs man --dir` writes.
+    let pages = tempfile::tempdir().unwrap();
+    ok(rwfs_in(at, &["man", "--dir", pages.path().to_str().unwrap()], b"", &[]));
+    let top = std::fs::read_to_string(pages.path().join("rwfs.1")).unwrap();
+    let linked: Vec<&str> = top.lines().filter_map(|l| l.strip_prefix("rwfs\\-")?.strip_suffix("(1)")).collect();
+    assert!(linked.len() > 20, "{top}");
+    for page in linked {
+        let page = page.replace("\\-", "-");
+        assert!(pages.path().join(format!("rwfs-{page}.1")).exists(), "rwfs-{page}.1");
+    }
+    // A refusal's envelope file ends with a newline.
+    let refused = rwfs_in(at, &["write", "s.py"], crate::support::aws_secret_line(9).as_bytes(), &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let latest = std::fs::read_to_string(ws.abs(".resilient_write/rejections/latest.json")).unwrap();
+    assert!(latest.ends_with("}\n"), "{latest}");
+    // $PWD under run at the workspace's root: no trailing slash.
+    let run = ok(rwfs_in(at, &["run", "--", "sh", "-c", "printf %s \"$PWD\""], b"", &[]));
+    assert_eq!(String::from_utf8_lossy(&run.stdout), at.display().to_string());
+    // Inside the mount, the relayed answer is coloured as this terminal asks.
+    let mut mounted = Mounted::with(ws, true, &[]);
+    let inside = on_terminal(mounted.mountpoint(), "log", &[]);
+    assert!(inside.contains(&format!("{escape}32mcreate")), "{inside}");
+    mounted.unmount();
+}

@@ -23,10 +23,11 @@ pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {
         }
         return Ok(Exit::Ok);
     }
-    outln!("{:<28}  {:<20}  {:<20}  {:>6}  {:>6}  {:>7}  ROOT", "SESSION", "START", "END", "ROWS", "FILES", "BLOCKED");
+    let w = super::text::TIME_WIDTH;
+    outln!("{:<28}  {:<w$}  {:<w$}  {:>6}  {:>6}  {:>7}  ROOT", "SESSION", "START", "END", "ROWS", "FILES", "BLOCKED");
     for s in &sessions {
         outln!(
-            "{:<28}  {:<20}  {:<20}  {:>6}  {:>6}  {:>7}  {}",
+            "{:<28}  {:<w$}  {:<w$}  {:>6}  {:>6}  {:>7}  {}",
             Escaped(if s.name.is_empty() { "-" } else { &s.name }).to_string(),
             s.start,
             s.end,
@@ -181,7 +182,10 @@ pub fn diff(ws: &Workspace, args: DiffArgs) -> Result<Exit> {
                 short(d.to)
             );
         } else {
-            super::emit(format_args!("{}", d.unified));
+            for line in d.unified.split_inclusive('\n') {
+                let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+                super::emit(format_args!("{}{end}", super::text::diff_line(body)));
+            }
         }
         return Ok(Exit::Ok);
     }

@@ -13,6 +13,7 @@ mod readonly;
 mod run;
 mod scan;
 mod session;
+mod text;
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,7 +123,8 @@ pub enum Exit {
     long_about = "rwfs makes every write durable (temp file, fsync, atomic rename, fsync of the \
 directory), journals it in a hash-chained log with who made it, and keeps every overwritten or \
 deleted version so it can be restored.",
-    after_help = "Examples:
+    after_help = "Examples and exit codes: rwfs --help. One command: rwfs COMMAND --help.",
+    after_long_help = "Examples:
   echo 'hello' | rwfs write notes.txt            write a file durably (journaled)
   rwfs write --mode create --expect '' new.txt   fail if new.txt exists
   rwfs log -n 10                                 the last ten changes
@@ -155,6 +157,9 @@ pub struct Cli {
     /// Accept a system directory or the home directory as workspace root.
     #[arg(long, global = true)]
     pub allow_unsafe_root: bool,
+    /// Colour the text output: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, global = true, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: text::When,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -226,8 +231,9 @@ pub enum Command {
     /// `rwfs completions zsh > "${fpath[1]}/_rwfs"`, `rwfs completions fish >
     /// ~/.config/fish/completions/rwfs.fish`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff), generated from this CLI: `rwfs man > /usr/local/share/man/man1/rwfs.1`.
-    Man,
+    /// Print the man page (roff), generated from this CLI: `rwfs man > /usr/local/share/man/man1/rwfs.1`;
+    /// with `--dir DIR`, write it and one page per command (`rwfs-log.1`, …, which it links to) there.
+    Man(ManArgs),
     /// Speak MCP on stdio (what an agent host launches): relayed to the daemon when the
     /// workspace is mounted, else served by an engine in this process. Logs go to stderr.
     /// With `--http ADDR`: serve streamable HTTP instead, without a mount.
@@ -269,7 +275,7 @@ impl Command {
             | Command::Shell(_)
             | Command::Show(_)
             | Command::Completions(_)
-            | Command::Man
+            | Command::Man(_)
             | Command::AgentRules(_)
             | Command::Hook(_)
             | Command::Hooks(_)
@@ -303,6 +309,14 @@ pub struct ShowArgs {
     /// PATH@REV: REV is a digest prefix or a time ("10m", RFC 3339).
     #[arg(value_name = "PATH@REV")]
     pub spec: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `rwfs.1` and a page per command into DIR (e.g. /usr/local/share/man/man1) instead
+    /// of printing `rwfs.1`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -37,7 +37,10 @@ pub fn run(root: &Path, command: Command, open: impl FnOnce() -> Result<Workspac
     if control::answers(root) {
         // The command line as given (its other arguments are parsed again by the owner).
         let argv: Option<Vec<String>> = std::env::args_os().map(|a| a.into_string().ok()).collect();
-        if let Some(argv) = argv {
+        if let Some(mut argv) = argv {
+            // The owner's output is not a terminal: colour as this process would.
+            let colour = if super::text::colours() { "--color=always" } else { "--color=never" };
+            argv.push(colour.to_string());
             match control::call(root, Request::Read { argv }, &[]) {
                 Ok(answer) => return Ok(replay(&answer)),
                 // An owner that does not know the request (an older daemon) or went away
@@ -78,6 +81,7 @@ pub fn answer(ws: &Workspace, argv: &[String]) -> Result<Value> {
     if !is_read_only(&cli.command) {
         return Err(Reason::InvalidArgument { what: "read request: not a read-only command" }.into());
     }
+    super::text::colour_when(cli.color);
     let (exit, stdout, stderr) = super::captured(|| on(ws, cli.command));
     let encode = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     Ok(json!({"ok": true, "exit": exit? as u8, "stdout": encode(&stdout), "stderr": encode(&stderr)}))

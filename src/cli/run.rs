@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::mount::{mount, mount_statuses, unmount};
+use super::text::{self, TIME_WIDTH};
 use super::{Cli, Command, Escaped, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
 use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
@@ -23,6 +24,7 @@ const CALLER: &str = "rwfs-cli";
 pub fn run(cli: Cli) -> Result<Exit> {
     // A daemon this process becomes answers read-only commands with this very code.
     control::answer_reads_with(super::readonly::answer);
+    super::text::colour_when(cli.color);
     let json = cli.command.json();
     let outcome = run_command(cli);
     if let (Err(e), true) = (&outcome, json) {
@@ -45,7 +47,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
     }
     let root = match &cli.command {
         // The hook finds its workspace from the harness's `cwd`; help texts need none.
-        Command::Hook(_) | Command::Completions(_) | Command::Man => {
+        Command::Hook(_) | Command::Completions(_) | Command::Man(_) => {
             cli.workspace.clone().unwrap_or_else(|| ".".into())
         }
         command => {
@@ -82,7 +84,13 @@ fn run_command(cli: Cli) -> Result<Exit> {
         | Command::Diff(_)
         | Command::Status(_)) => super::readonly::run(&root, command, || existing(&root, &options)),
         Command::Restore(args) => restore(&root, &options, args),
-        Command::Man => {
+        Command::Man(super::ManArgs { dir: Some(dir) }) => {
+            clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &dir)
+                .map_err(|e| crate::error::Error::io("write man pages", e).at(dir.display().to_string()))?;
+            errln!("rwfs: wrote rwfs.1 and a page per command (rwfs-log.1, …) in {}", dir.display());
+            Ok(Exit::Ok)
+        }
+        Command::Man(_) => {
             let mut out = Vec::new();
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out).step("render man page")?;
             super::emit_bytes(&out);
@@ -355,7 +363,15 @@ fn log_tail(ws: &Workspace, args: &LogArgs) -> Result<(u64, query::Filter)> {
     };
     let tail = query::tail(ws, &filter, args.n)?;
     if !args.json {
-        outln!("{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  WHO", "SEQ", "TIME", "OP", "SHA256", "BYTES", "PATH");
+        outln!(
+            "{:>6}  {:<TIME_WIDTH$}  {:<8}  {:<12}  {:>10}  {:<40}  WHO",
+            "SEQ",
+            "TIME",
+            "OP",
+            "SHA256",
+            "BYTES",
+            "PATH"
+        );
     }
     for row in &tail.rows {
         print_row(row, args.json);
@@ -375,10 +391,10 @@ fn print_row(row: &Row, json: bool) {
         return;
     }
     outln!(
-        "{:>6}  {:<20}  {:<8}  {:<12}  {:>10}  {:<40}  {}",
+        "{:>6}  {:<TIME_WIDTH$}  {}  {:<12}  {:>10}  {:<40}  {}",
         row.seq.map_or("-".to_string(), |s| s.to_string()),
         row.ts,
-        row.op().as_str(),
+        text::op(&format!("{:<8}", row.op().as_str()), row.op().as_str()),
         short(row.sha256),
         row.bytes,
         Escaped(&row.path).to_string(),
@@ -410,7 +426,7 @@ pub(super) fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
     // WAS: the version the change replaced (for a delete, what was deleted: `rwfs show` or
     // `rwfs restore --sha` bring it back).
     outln!(
-        "{:>6}  {:<20}  {:<8}  {:<12}  {:<12}  {:>10}  {:<8}  WHO",
+        "{:>6}  {:<TIME_WIDTH$}  {:<8}  {:<12}  {:<12}  {:>10}  {:<8}  WHO",
         "SEQ",
         "TIME",
         "OP",
@@ -422,10 +438,10 @@ pub(super) fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {
     for version in &history.versions {
         let row = &version.entry.row;
         outln!(
-            "{:>6}  {:<20}  {:<8}  {:<12}  {:<12}  {:>10}  {:<8}  {}",
+            "{:>6}  {:<TIME_WIDTH$}  {}  {:<12}  {:<12}  {:>10}  {:<8}  {}",
             row.seq.map_or("-".to_string(), |s| s.to_string()),
             row.ts,
-            row.op().as_str(),
+            text::op(&format!("{:<8}", row.op().as_str()), row.op().as_str()),
             short(row.prev_sha256),
             short(version.state),
             row.bytes,
@@ -532,28 +548,32 @@ pub(super) fn status(ws: &Workspace, as_json: bool) -> Result<Exit> {
     }
     match last {
         Some(row) => outln!(
-            "journal    {} rows, {} problems; last: {} {} {}",
-            status.rows,
-            status.journal_problems,
+            "journal    {}, {}; last: {} {} {}",
+            text::count(status.rows, "row", "rows"),
+            text::count(status.journal_problems as u64, "problem", "problems"),
             row.ts,
             row.op().as_str(),
             Escaped(&row.path)
         ),
         None => outln!("journal    empty"),
     }
-    outln!("objects    {} versions kept, {} bytes", status.objects, status.object_bytes);
+    outln!(
+        "objects    {} kept, {}",
+        text::count(status.objects, "version", "versions"),
+        text::size(status.object_bytes)
+    );
     if let Some(r) = status.retention {
-        let limit = status.object_limit.map_or_else(|| "unknown".to_string(), |l| format!("{l} bytes"));
+        let limit = status.object_limit.map_or_else(|| "unknown".to_string(), text::size);
         outln!(
-            "retention  limit {limit} (max {} bytes, {}% of the space the store could use), versions kept {} days, enforced every {} s",
-            r.max_bytes,
+            "retention  limit {limit} (max {}, {}% of the space the store could use), versions kept {} days, enforced every {} s",
+            text::size(r.max_bytes),
             r.max_free_fraction * 100.0,
             r.max_age.as_secs_f64() / 86_400.0,
             r.interval.as_secs()
         );
     }
     if let Some(row) = &status.last_gc {
-        outln!("last gc    {} ({} bytes removed; {})", row.ts, row.bytes, row.reason.as_deref().unwrap_or(""));
+        outln!("last gc    {} ({} removed; {})", row.ts, text::size(row.bytes), row.reason.as_deref().unwrap_or(""));
     }
     if mounts.is_empty() {
         outln!("mounts     none (this workspace is not mounted)");

@@ -50,9 +50,10 @@ pub fn run_inside(root: &Path, allow_unsafe_root: bool, args: RunArgs) -> Result
     };
     let cwd = std::env::current_dir().step("read the working directory")?;
     let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+    // `join` of an empty path would add a trailing slash ($PWD would read `/ws/`).
     let inside = match cwd.strip_prefix(&root) {
-        Ok(rel) => mountpoint.join(rel),
-        Err(_) => mountpoint.clone(),
+        Ok(rel) if !rel.as_os_str().is_empty() => mountpoint.join(rel),
+        _ => mountpoint.clone(),
     };
     check_on_mount(&inside, &mountpoint)?;
     // This process stood in the directory the mount now covers: its working directory would

@@ -479,7 +479,8 @@ impl Core {
         let text = envelope.to_json();
         // The refusal is journaled and its bytes kept: an envelope file that cannot be written
         // (a full disk) does not turn it into another error; the envelope still travels with it.
-        if let Err(e) = self.write_rejection(&id, text.as_bytes()) {
+        // A text file: it ends with a newline (`cat` leaves the prompt on a line of its own).
+        if let Err(e) = self.write_rejection(&id, format!("{text}\n").as_bytes()) {
             tracing::warn!(path = r.path.as_str(), error = %e, "the refusal's envelope file was not written");
         }
         if let Some(lineage) = lineage
