@@ -555,6 +555,13 @@ impl Policy {
         self.blocked_errno
     }
 
+    /// Does every path glob of the policy (`allow_paths`, the rules' `paths`) say the same of
+    /// `a` and `b`? Then [`Policy::decide`] decides alike for both, whatever the report.
+    pub fn paths_alike(&self, a: &str, b: &str) -> bool {
+        self.allow_paths.is_match(a) == self.allow_paths.is_match(b)
+            && self.rules.iter().all(|r| r.paths.as_ref().is_none_or(|g| g.is_match(a) == g.is_match(b)))
+    }
+
     /// What happens to content at `path` with this report.
     pub fn decide(&self, report: &Report, path: &str) -> Decision {
         self.decide_carrying(report, path, |_| false)

@@ -31,6 +31,7 @@ mod programs;
 mod retention;
 mod scan;
 mod sessions;
+mod side_doors;
 mod sparse;
 mod state_layout;
 mod ui;

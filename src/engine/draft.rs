@@ -524,7 +524,7 @@ impl Core {
                 return Ok(None);
             }
             let (start, end) = (next as usize, next as usize + SCAN_MAX);
-            let window = self.read_draft_range(draft, start, end)?;
+            let window = self.read_range(&draft.file, start, end)?;
             match self.gate.judge_window(path, start, &window) {
                 None => draft.judged = Judged::Binary,
                 Some(judgement) if judgement.blocks() => return Ok(Some(judgement)),
@@ -582,26 +582,27 @@ impl Core {
         Ok((hasher.finish(), keep.then_some(buf)))
     }
 
-    /// The gate's judgement of a draft larger than [`SCAN_MAX`], window by window from the one
-    /// at `from` (the windows before it judged already), holes skipped (they read as zeros:
-    /// nothing to find there).
-    fn judge_draft_windows(&self, path: &str, draft: &Draft, from: u64) -> Result<Option<Judgement>> {
+    /// The gate's judgement of a file (a draft, or a file a rename brings to a gated path:
+    /// `admit.rs`) larger than [`SCAN_MAX`] as the new version of `path`, window by window from
+    /// the one at `from` (the windows before it judged already), holes skipped (they read as
+    /// zeros: nothing to find there).
+    pub(crate) fn judge_file_windows(&self, path: &str, file: &File, len: u64, from: u64) -> Result<Option<Judgement>> {
         let disk = self.disk();
-        let extents = disk.data_extents(&draft.file, draft.len).step("find the draft's data")?;
+        let extents = disk.data_extents(file, len).step("find the file's data")?;
         let next_data = |offset: usize| {
             let offset = offset as u64;
             extents.iter().find(|(_, end)| *end > offset).map(|(start, _)| (*start).max(offset) as usize)
         };
-        let read = |start, end| self.read_draft_range(draft, start, end).map(std::borrow::Cow::Owned);
-        self.gate.judge_windows_with(path, from as usize, draft.len as usize, read, next_data)
+        let read = |start, end| self.read_range(file, start, end).map(std::borrow::Cow::Owned);
+        self.gate.judge_windows_with(path, from as usize, len as usize, read, next_data)
     }
 
-    /// The draft's bytes from `start` to `end` (fewer only past its end).
-    fn read_draft_range(&self, draft: &Draft, start: usize, end: usize) -> Result<Vec<u8>> {
+    /// A file's bytes from `start` to `end` (fewer only past its end).
+    pub(crate) fn read_range(&self, file: &File, start: usize, end: usize) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; end - start];
         let mut got = 0;
         while got < buf.len() {
-            match self.disk().read_at(&draft.file, &mut buf[got..], (start + got) as u64).step("read draft")? {
+            match self.disk().read_at(file, &mut buf[got..], (start + got) as u64).step("read file")? {
                 0 => break,
                 n => got += n,
             }
@@ -660,7 +661,7 @@ impl Core {
             (None, Some(whole)) => Ok(self.gate.judge(&judged_as, whole)),
             // Too big to hold: judged in windows read back from the draft (binary drafts are
             // recognised from the first window and not scanned).
-            (None, None) => self.judge_draft_windows(&judged_as, &draft, from),
+            (None, None) => self.judge_file_windows(&judged_as, &draft.file, draft.len, from),
         };
         let judged = match judged {
             Ok(judged) => judged,

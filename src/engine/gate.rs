@@ -110,6 +110,8 @@ impl Judgement {
 /// Where refused content is taken from.
 pub(crate) enum Quarantine<'a> {
     Bytes(&'a [u8]),
+    /// A file that stays where it is (copied).
+    Copy(&'a crate::durable::File),
     /// A file that becomes the object (moved, not copied).
     File {
         dir: &'a Dir,
@@ -164,6 +166,15 @@ impl Gate {
     /// Bytes scanned so far.
     pub fn scanned_bytes(&self) -> u64 {
         self.scanned.load(Ordering::Relaxed)
+    }
+
+    /// Would the gate judge any bytes the same at `a` as at `b`? The scanner reads a path's
+    /// [`PathContext`](crate::score::PathContext), the policy its globs; nothing else of a path
+    /// counts (`admit.rs` asks before it judges moved bytes again).
+    pub(crate) fn judged_alike(&self, a: &str, b: &str) -> bool {
+        (a == b || !self.scanner.reads_whole_paths())
+            && crate::score::PathContext::of(Some(a)) == crate::score::PathContext::of(Some(b))
+            && self.policy.paths_alike(a, b)
     }
 
     /// Score `content` as the new version of `path`; `None` when it is not scanned (binary, or
@@ -350,6 +361,7 @@ impl Core {
         let budget = self.gate.spend(self.attempter(r.actor), subject, r.sha);
         match r.content {
             Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, r.sha)?,
+            Quarantine::Copy(file) => self.objects.put_file(file, r.sha)?,
             Quarantine::File { dir, name } => {
                 self.objects.adopt(dir, name, r.sha)?;
                 self.objects.sync()?;

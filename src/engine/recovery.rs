@@ -67,8 +67,11 @@ impl Claims {
             for sha in [row.prev_sha256, row.sha256].into_iter().flatten() {
                 self.written.insert(sha, row.path.clone());
             }
+            // A `create` with a `from` is a name a link or a move brought (`admit.rs`), with no
+            // draft to install: waiting for one would stop the roll forward there.
             if row.via == Some(Via::Fuse)
                 && matches!(row.op(), Op::Write | Op::Create)
+                && row.from.is_none()
                 && let Some(sha) = row.sha256
             {
                 self.mount_writes.push(MountWrite { path: row.path.clone(), sha, prev: row.prev_sha256 });

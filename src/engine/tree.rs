@@ -11,9 +11,10 @@
 //! times, extended attributes) change without a row; so do paths written in place
 //! ([`PathClass::PassThrough`](super::PathClass), which the engine tells from the path itself).
 //!
-//! The gate also guards the namespace: a file moved or linked from a path that is written in
-//! place to one that is not is judged first, so writing a secret to `x.log` and renaming it to
-//! `config.py` is refused like writing it there.
+//! The gate also guards the namespace: every regular file a rename (of a file or a tree), a
+//! link or an exchange brings to a gated path is judged there first unless its bytes were
+//! judged alike already (`admit.rs`), so writing a secret to `x.log`, or to an allow-listed
+//! `tests/fixtures/`, and moving it to `config.py` is refused like writing it there.
 
 use std::ffi::{OsStr, OsString};
 
@@ -23,7 +24,6 @@ use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
 use crate::sha::Sha256;
 
-use super::gate::{Quarantine, Refusal, SCAN_MAX};
 use super::{Core, Engine};
 
 /// What a mount call acts on: a path of the tree, or the draft of a file being written.
@@ -146,31 +146,33 @@ impl Engine {
     }
 
     /// A second name for a regular file; journaled as a `create` of `to` with the file's
-    /// content unless `to` is written in place. From a path written in place to one that is
-    /// not, the content is judged first.
+    /// content unless `to` is written in place. At a gated `to` the content is judged first
+    /// unless it was judged alike already; across the gate's boundary (one name written in
+    /// place, the other not) `EXDEV` (`admit.rs`).
     pub fn hard_link(&self, from: &str, to: &str, actor: &Actor) -> Result<()> {
-        self.core.hard_link(from, to, !self.class(to).in_place(), !self.class(from).in_place(), actor)
+        self.core.hard_link(from, to, !self.class(to).in_place(), actor)
     }
 
     /// Rename `from` to `to`. Unless both are written in place, the row is journaled and a
     /// regular file replaced at `to` is kept in `objects/` (journaled as the row's
-    /// `prev_sha256`); a file moved from a path written in place to a gated one is judged first.
+    /// `prev_sha256`); every file the rename brings to a gated path (a file, a tree, both sides
+    /// of an exchange) is judged there first unless it was judged alike already (`admit.rs`).
     pub fn rename(&self, from: &str, to: &str, how: RenameHow, actor: &Actor) -> Result<()> {
-        let (from_gated, to_gated) = (!self.class(from).in_place(), !self.class(to).in_place());
-        self.core.rename(from, to, how, from_gated || to_gated, from_gated, actor).map_err(|e| e.at(to))
+        let keep = !self.class(from).in_place() || !self.class(to).in_place();
+        self.core.rename(from, to, how, keep, from, actor).map_err(|e| e.at(to))
     }
 
     /// Make the hard link `to` follow the version just committed at `from` (the commit gave
     /// `from` a new file): a link under a temporary name, renamed over `to`, which keeps and
     /// journals `to`'s previous version like any rename over a file. The content passed the
-    /// gate as `from`'s, so it is not judged again.
+    /// gate as `from`'s: it is judged again at `to` only where the gate judges otherwise.
     pub fn relink(&self, from: &str, to: &str, actor: &Actor) -> Result<()> {
         let tmp = match to.rsplit_once('/') {
             Some((dir, _)) => format!("{dir}/{}", crate::durable::temp_name()),
             None => crate::durable::temp_name(),
         };
-        self.core.hard_link(from, &tmp, false, true, actor)?;
-        let renamed = self.core.rename(&tmp, to, RenameHow::Replace, true, true, actor).map_err(|e| e.at(to));
+        self.core.hard_link(from, &tmp, false, actor)?;
+        let renamed = self.core.rename(&tmp, to, RenameHow::Replace, true, from, actor).map_err(|e| e.at(to));
         if renamed.is_err() {
             let _ = self.core.remove(&tmp, false, actor);
         }
@@ -407,42 +409,6 @@ impl Core {
         crate::durable::resolve::path_in(dir, name)
     }
 
-    /// A file that was written in place is about to appear at gated path `to`: judge it.
-    fn judge_move(&self, to: &str, dir: &Dir, name: &str, content: Option<(Sha256, u64)>, actor: &Actor) -> Result<()> {
-        let Some((sha, len)) = content else {
-            return Ok(());
-        };
-        if len > SCAN_MAX as u64 {
-            return Ok(());
-        }
-        let disk = self.disk();
-        let file = disk.open_read(dir, name).step("open file")?;
-        let mut bytes = vec![0u8; len as usize];
-        let mut got = 0;
-        while got < bytes.len() {
-            match disk.read_at(&file, &mut bytes[got..], got as u64).step("read file")? {
-                0 => break,
-                n => got += n,
-            }
-        }
-        bytes.truncate(got);
-        let Some(judgement) = self.gate.judge(to, &bytes).filter(|j| j.blocks()) else {
-            return Ok(());
-        };
-        let path = crate::durable::resolve::lookup(disk, &self.ws.root, to, Scope::Workspace)?;
-        let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
-        let prev = self.content_of(&to_dir, &to_name).ok().flatten().map(|c| c.0);
-        Err(self.refuse(Refusal {
-            path: &path,
-            content: Quarantine::Bytes(&bytes),
-            sha,
-            bytes: len,
-            prev,
-            judgement,
-            actor,
-        }))
-    }
-
     /// See [`Engine::remove`]; `keep`: through the commit protocol.
     fn remove(&self, path: &str, keep: bool, actor: &Actor) -> Result<()> {
         let _order = self.order(keep, &[path]);
@@ -458,15 +424,17 @@ impl Core {
         }
     }
 
-    /// See [`Engine::hard_link`]; `keep`: journaled, `from_gated`: `from` passed the gate.
-    fn hard_link(&self, from: &str, to: &str, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+    /// See [`Engine::hard_link`]; `keep`: journaled, and judged at `to` as `admit.rs` says.
+    fn hard_link(&self, from: &str, to: &str, keep: bool, actor: &Actor) -> Result<()> {
+        self.link_across(from, to).map_err(|e| e.at(to))?;
         let _order = self.order(keep, &[from, to]);
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
         let (to_dir, to_name) = self.locate(Entry::Path(to), Scope::Workspace)?;
         let content = self.content_of(&from_dir, &from_name)?;
-        if keep && !from_gated {
-            self.judge_move(to, &from_dir, &from_name, content, actor)?;
+        if keep {
+            // The new name is the link's own row (a `create` with the content).
+            self.admit(self.arrivals(from, to, from)?, |_| None, actor)?;
         }
         disk.hard_link(&from_dir, &from_name, &to_dir, &to_name).step("link").map_err(|e| e.at(to))?;
         disk.sync_dir(&to_dir).step("fsync directory").map_err(|e| e.at(to))?;
@@ -487,9 +455,10 @@ impl Core {
         Ok(())
     }
 
-    /// See [`Engine::rename`]; `keep`: journaled, the replaced file kept; `from_gated`: `from`
-    /// passed the gate.
-    fn rename(&self, from: &str, to: &str, how: RenameHow, keep: bool, from_gated: bool, actor: &Actor) -> Result<()> {
+    /// See [`Engine::rename`]; `keep`: journaled, the replaced file kept, and what arrives at
+    /// gated paths judged as `admit.rs` says; `judged_as`: the path whose judgement the bytes
+    /// at `from` carry.
+    fn rename(&self, from: &str, to: &str, how: RenameHow, keep: bool, judged_as: &str, actor: &Actor) -> Result<()> {
         let _order = self.order(keep, &[from, to]);
         let disk = self.disk();
         let (from_dir, from_name) = self.locate(Entry::Path(from), Scope::Workspace)?;
@@ -500,9 +469,29 @@ impl Core {
         let moving = disk.stat(&from_dir, &from_name).step("stat")?.ok_or_else(|| Error::from(Reason::NotFound))?;
         let replaced = disk.stat(&to_dir, &to_name).step("stat")?;
         let content = if moving.kind == FileKind::File { self.content_of(&from_dir, &from_name)? } else { None };
-        if keep && !from_gated && how != RenameHow::Exchange {
-            self.judge_move(to, &from_dir, &from_name, content, actor)?;
-        }
+        let exchange = how == RenameHow::Exchange;
+        let entering = if keep {
+            let mut arrivals = self.arrivals(from_path.as_str(), to_path.as_str(), judged_as)?;
+            if exchange {
+                arrivals.extend(self.arrivals(to_path.as_str(), from_path.as_str(), to_path.as_str())?);
+            }
+            // What the refusal's row names as displaced at the new path: only a file replaced
+            // at `to` itself is known without reading.
+            let displaced = |path: &str| {
+                (path == to_path.as_str() && replaced.is_some_and(|s| s.kind == FileKind::File))
+                    .then(|| self.content_of(&to_dir, &to_name).ok().flatten().map(|c| c.0))
+                    .flatten()
+            };
+            let admitted = self.admit(arrivals, displaced, actor)?;
+            // A plain rename of the file itself states its content in its own row; every other
+            // file entering the journal gets a row of its own.
+            admitted
+                .into_iter()
+                .filter(|a| a.arrival.enters && (exchange || a.arrival.from != from_path.as_str()))
+                .collect::<Vec<_>>()
+        } else {
+            Vec::new()
+        };
         if !keep {
             let flags = match how {
                 RenameHow::Replace => Rename::Replace,
@@ -525,7 +514,6 @@ impl Core {
             (RenameHow::Replace, Some(stat)) if stat.kind == FileKind::File => self.content_of(&to_dir, &to_name)?,
             _ => None,
         };
-        let exchange = how == RenameHow::Exchange;
         let other = if exchange && replaced.is_some_and(|s| s.kind == FileKind::File) {
             self.content_of(&to_dir, &to_name)?.map(|c| c.0)
         } else {
@@ -550,6 +538,15 @@ impl Core {
             self.tracker.end(token);
             return Err(e);
         }
+        // The files entering the journal, after the change's own row (which moves what the
+        // journal knows below `from`), before the change: one group commit for all of them.
+        let mode = if exchange { "exchange" } else { "rename" };
+        let pending: Vec<_> = entering.iter().map(|a| self.journal.submit(a.row(mode, actor))).collect();
+        if let Some(e) = pending.into_iter().map(crate::journal::Pending::wait).find_map(Result::err) {
+            // Rows of a change that did not happen: recovery reads the tail past the watermark.
+            drop(token);
+            return Err(e);
+        }
         let aside = match kept {
             Some(_) if how != RenameHow::Exchange => {
                 let tmp = crate::durable::temp_name();
@@ -566,6 +563,21 @@ impl Core {
         if let Err(e) = renamed {
             if let Some(tmp) = &aside {
                 let _ = disk.unlink(&to_dir, tmp);
+            }
+            for a in &entering {
+                // Nothing moved: each path holds what it held (read now, the tree unchanged).
+                let unchanged = self
+                    .locate(Entry::Path(&a.arrival.to), Scope::Workspace)
+                    .ok()
+                    .and_then(|(dir, name)| self.content_of(&dir, &name).ok().flatten())
+                    .map(|c| c.0);
+                let mut aborted = a.row(mode, actor);
+                (aborted.op, aborted.sha256, aborted.prev_sha256, aborted.from, aborted.bytes) =
+                    (Op::Abort, unchanged, Some(a.sha), None, 0);
+                aborted.reason = Some(e.reason().code().to_string());
+                if let Err(e) = self.journal.append(aborted) {
+                    tracing::error!(path = %a.arrival.to, error = %e, "cannot journal an aborted rename");
+                }
             }
             return Err(self.abort(token, &to_path, kept.map(|k| k.0), content.map(|c| c.0), actor, e));
         }

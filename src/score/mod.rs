@@ -54,6 +54,25 @@ pub use replace::Lang;
 pub use report::{DEFAULT_WEIGHTS, Finding, Hint, Kind, Level, Report, Risk, SizeHit, Thresholds, Verdict};
 pub use rule::{Check, Confidence, Part, Rule, Severity, Trigger};
 
+/// What a scan reads of a file's path: its language (the replacement a finding suggests), its
+/// kind (configuration, code, sample: how a generic assignment is judged) and its name (how it
+/// is parsed). The same bytes scanned at two paths of equal contexts give the same report,
+/// unless the scanner reads whole paths ([`Scanner::reads_whole_paths`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathContext {
+    lang: Lang,
+    kind: FileKind,
+    /// The file's name, lower case (`None`: no path).
+    name: Option<String>,
+}
+
+impl PathContext {
+    pub fn of(path: Option<&str>) -> PathContext {
+        let name = path.map(|p| p.rsplit('/').next().unwrap_or(p).to_ascii_lowercase());
+        PathContext { lang: Lang::of(path), kind: FileKind::of(path), name }
+    }
+}
+
 use crate::sha::Hasher;
 
 /// Findings kept per rule and scan; a rule that reaches it is listed in `Report::truncated`.
@@ -235,12 +254,20 @@ impl Scanner {
         self.set.rules.len() + self.extra.len()
     }
 
-    /// Scan `hay`; `path` (workspace-relative) picks the replacement language.
+    /// Does a scan read more of a path than its [`PathContext`]? A team's gitleaks or
+    /// detect-secrets files (`interop.rs`) match and allow by whole paths.
+    pub fn reads_whole_paths(&self) -> bool {
+        !self.config.interop.is_empty()
+    }
+
+    /// Scan `hay`; `path` (workspace-relative) picks the replacement language, the file's kind
+    /// and how it is parsed (its [`PathContext`]), and what a team's interop files match.
     pub fn scan(&self, hay: &[u8], path: Option<&str>) -> Report {
-        let mut out = Collector::new(self, hay, path, replace::Lang::of(path), FileKind::of(path));
+        let context = PathContext::of(path);
+        let mut out = Collector::new(self, hay, path, context.lang, context.kind);
         let classes = scan::Classes::of(hay);
         self.anchored(hay, &classes, &mut out);
-        self.parsed(hay, path, &mut out);
+        self.parsed(hay, context.name.as_deref(), &mut out);
         self.structural(hay, &classes, &mut out);
         self.extra_patterns(hay, &mut out);
         for found in self.config.interop.custom_findings(hay, path) {
@@ -334,15 +361,15 @@ impl Scanner {
         }
     }
 
-    /// Configuration files parsed (`structured.rs`): each leaf whose key path and value say
-    /// credential is judged as a generic assignment. Never source code; a file that does not
-    /// parse is left to the line detectors.
-    fn parsed(&self, hay: &[u8], path: Option<&str>, out: &mut Collector<'_>) {
+    /// Configuration files parsed (`structured.rs`, by the file's `name` or its content): each
+    /// leaf whose key path and value say credential is judged as a generic assignment. Never
+    /// source code; a file that does not parse is left to the line detectors.
+    fn parsed(&self, hay: &[u8], name: Option<&str>, out: &mut Collector<'_>) {
         let Some(r) = self.set.generic else { return };
         if out.kind == FileKind::Code || hay.len() > structured::MAX_BYTES {
             return;
         }
-        let Some(format) = structured::Format::of(path, hay) else { return };
+        let Some(format) = structured::Format::of(name, hay) else { return };
         let Some(leaves) = std::str::from_utf8(hay).ok().and_then(|text| structured::leaves(format, text)) else {
             return;
         };

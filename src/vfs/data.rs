@@ -398,16 +398,23 @@ impl Vfs {
         state.draft_mut().ok_or_else(|| Reason::NotFound.into())
     }
 
-    /// The draft was refused and quarantined: the file refuses further writes and commits; a
-    /// pending file keeps an empty placeholder until its last handle closes (it never reaches
-    /// the tree); the kernel forgets the refused pages; the writer is told why on its standard
-    /// error when the mount does that (`stderr.rs`), before it sees the errno.
-    fn refused(&self, ino: u64, state: &mut FileState, caller: &Caller, error: &crate::error::Error) {
+    /// Tell the caller why the policy refused its operation (a write, or a rename or link that
+    /// brought bytes to a gated path), one line on its standard error, when the mount does that
+    /// (`stderr.rs`); other errors say nothing there.
+    pub(super) fn tell_refusal(&self, caller: &Caller, error: &crate::error::Error) {
         if self.stderr_notice
             && let Some(notice) = notice_of(error)
         {
             super::stderr::tell(caller.pid, &notice.line());
         }
+    }
+
+    /// The draft was refused and quarantined: the file refuses further writes and commits; a
+    /// pending file keeps an empty placeholder until its last handle closes (it never reaches
+    /// the tree); the kernel forgets the refused pages; the writer is told why on its standard
+    /// error when the mount does that (`stderr.rs`), before it sees the errno.
+    fn refused(&self, ino: u64, state: &mut FileState, caller: &Caller, error: &crate::error::Error) {
+        self.tell_refusal(caller, error);
         let placeholder = if self.is_pending(ino)
             && let Ok(path) = self.path(ino)
         {

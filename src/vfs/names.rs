@@ -487,7 +487,7 @@ impl Vfs {
         if how == RenameHow::Replace {
             self.remember_before_removal(new_parent, new_name, &to);
         }
-        self.engine.rename(&from, &to, how, &self.actor(caller))?;
+        self.engine.rename(&from, &to, how, &self.actor(caller)).inspect_err(|e| self.tell_refusal(caller, e))?;
         let moved = self.child_of(parent, name);
         self.table().rename(parent, name, new_parent, new_name, how == RenameHow::Exchange);
         if let Some(ino) = moved {
@@ -551,16 +551,9 @@ impl Vfs {
         let from = self.path(ino)?;
         let to = self.child_path(new_parent, new_name)?;
         self.check_writable(&to)?;
-        self.engine.hard_link(&from, &to, &self.actor(caller))?;
-        if self.in_place(&from) != self.in_place(&to) {
-            // Across the gate's boundary the names are written differently: two nodes. What
-            // the kernel cached for the old one (one link, the old ctime) is stale now.
-            self.kernel.forget_attr(ino);
-            let stat = self.engine.stat(&to)?.ok_or_else(|| Error::from(Reason::NotFound))?;
-            let new = self.table().insert(new_parent, new_name, stat.kind, None);
-            return Ok(Attr { ino: new, stat });
-        }
-        // The new name is the same inode (see `inodes`), with its new link count.
+        // Never across the gate's boundary (the engine refuses that with EXDEV): the new name
+        // is the same inode (see `inodes`), with its new link count.
+        self.engine.hard_link(&from, &to, &self.actor(caller)).inspect_err(|e| self.tell_refusal(caller, e))?;
         self.table().alias(ino, new_parent, new_name);
         self.getattr(ino)
     }
