@@ -59,6 +59,8 @@ fn read_only_commands() -> Vec<(Vec<String>, i32)> {
         case(&["history", "doc.txt"], 0),
         case(&["history", "--json", "notes.md"], 0),
         case(&["history", "src/lib.rs"], 0),
+        // After `--`: the owner's answer is asked with the same arguments, nothing added after it.
+        case(&["history", "--", "doc.txt"], 0),
         case(&["show", &format!("doc.txt@{one}")], 0),
         case(&["show", &format!("notes.md@{notes}")], 0),
         case(&["show", "doc.txt@0000"], 2),

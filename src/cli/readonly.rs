@@ -38,9 +38,12 @@ pub fn run(root: &Path, command: Command, open: impl FnOnce() -> Result<Workspac
         // The command line as given (its other arguments are parsed again by the owner).
         let argv: Option<Vec<String>> = std::env::args_os().map(|a| a.into_string().ok()).collect();
         if let Some(mut argv) = argv {
-            // The owner's output is not a terminal: colour as this process would.
-            let colour = if super::text::colours() { "--color=always" } else { "--color=never" };
-            argv.push(colour.to_string());
+            // The owner's output is not a terminal: colour as this process would (unless the
+            // command line says; before the subcommand, so never after a `--`).
+            if !argv.iter().any(|a| a == "--color" || a.starts_with("--color=")) {
+                let colour = if super::text::colours() { "--color=always" } else { "--color=never" };
+                argv.insert(1.min(argv.len()), colour.to_string());
+            }
             match control::call(root, Request::Read { argv }, &[]) {
                 Ok(answer) => return Ok(replay(&answer)),
                 // An owner that does not know the request (an older daemon) or went away
