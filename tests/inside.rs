@@ -223,7 +223,7 @@ fn rwfs_as_user(dir: &Path, args: &[&str]) -> Output {
     }
     cmd.stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("{bin} as uid 65534: {e} (the checkout must be readable by others)"))
+        .unwrap_or_else(|e| panic!("{bin} as uid 65534: {e} (the checkout and $TMPDIR must be reachable by others)"))
 }
 
 /// Make `dir` owned by the user [`rwfs_as_user`] runs as.
