@@ -17,7 +17,8 @@
 //! Invariants:
 //! - A staged version's bytes and row are durable before its name is (steps 1–2 before 3):
 //!   after power loss a path holds a complete version, never a torn one.
-//! - Installs follow row order, and a change that does not go through the batch (MCP and CLI
+//! - Installs follow row order (a close is queued in the order of its row:
+//!   [`Batch::row_order`]), and a change that does not go through the batch (MCP and CLI
 //!   writes, deletes, renames, links: everything else that is journaled) first drains it and
 //!   is durable before another close is staged ([`Core::barrier`]: closes being staged and such
 //!   changes never overlap, `order.rs`); so after power loss and recovery the tree is the state
@@ -106,6 +107,8 @@ pub(crate) struct Batch {
     views_changed: Condvar,
     /// Closes being staged and changes that drain the batch take turns (`order.rs`).
     order: Order,
+    /// Held by a close from before its row is written until it is queued ([`Batch::row_order`]).
+    row_order: Mutex<()>,
 }
 
 /// A staged version as readers find it.
@@ -169,7 +172,18 @@ impl Batch {
             done: Condvar::new(),
             views_changed: Condvar::new(),
             order: Order::default(),
+            row_order: Mutex::new(()),
         }
+    }
+
+    /// Held from before a close's row is written until it is queued ([`Batch::push`]): the
+    /// queue is then in row order. Closes staged at once used to queue in any order, and a
+    /// batch could install a later row's version while an earlier row, written before the
+    /// journal's sync and so durable with it, waited for the next batch with its draft not
+    /// synced: after a power loss its draft was torn, recovery stopped there, and the tree held
+    /// the later version without the earlier one (issue 25's power-loss test).
+    pub(crate) fn row_order(&self) -> MutexGuard<'_, ()> {
+        self.row_order.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A turn to stage closes (see `order.rs`): taken before any path lock.
@@ -181,7 +195,8 @@ impl Batch {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Register an acknowledged version (its row is written).
+    /// Register an acknowledged version (its row is written; the caller holds
+    /// [`Batch::row_order`]).
     pub(crate) fn push(&self, mut entry: Entry) {
         let mut state = self.lock();
         entry.ticket = state.issued;

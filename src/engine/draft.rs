@@ -780,6 +780,7 @@ impl Core {
         if let Err(e) = self.reserve.charge(self.disk(), charge) {
             return Err(Box::new((e, staged)));
         }
+        let in_row_order = batch.row_order();
         let token = self.tracker.begin(self.journal.durable_seq());
         let written = self.journal.submit_written(version_row(op, &target.path, sha, prev, bytes, mode, actor)).wait();
         let appended = match written {
@@ -793,6 +794,7 @@ impl Core {
         tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "staged");
         let committed = Committed::version(&target.path, op, (sha, bytes), prev, appended, Vec::new());
         batch.push(Entry::new(target, staged, prev, committed.seq, token, actor.clone(), charge));
+        drop(in_row_order);
         Ok((committed, file))
     }
 

@@ -373,29 +373,7 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
     let mut enumerated = 0;
     for prefix in 0..=events.len() {
         let events = &events[..prefix];
-        // Directory changes: per directory, the ordered list of event indices touching it.
-        let mut per_dir: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, e) in events.iter().enumerate() {
-            for d in e.dirs() {
-                per_dir.entry(d).or_default().push(i);
-            }
-        }
-        // Durable: every change before a sync of the directory, and anything before a change
-        // made durable through the other directory of a rename (a directory's changes are
-        // ordered).
-        let mut durable_upto: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut durable_events: BTreeSet<usize> = BTreeSet::new();
-        for (i, e) in events.iter().enumerate() {
-            if let Event::SyncDir { dir } = e
-                && let Some(list) = per_dir.get(dir.as_str())
-            {
-                durable_events.extend(list.iter().copied().filter(|&j| j < i));
-            }
-        }
-        for (dir, list) in &per_dir {
-            let cut = list.iter().rposition(|j| durable_events.contains(j)).map_or(0, |p| p + 1);
-            durable_upto.insert(dir, cut);
-        }
+        let (per_dir, durable_upto) = dir_changes(events);
         let dirs: Vec<&str> = per_dir.keys().copied().collect();
         let choices: Vec<Vec<usize>> = dirs.iter().map(|d| (durable_upto[d]..=per_dir[d].len()).collect()).collect();
         for cuts in product(&choices) {
@@ -447,6 +425,120 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
         }
     }
     (out, enumerated)
+}
+
+/// `n` power-loss images drawn at random where enumerating every one is too many (a run of
+/// hundreds of operations): a crash point, a surviving prefix of each directory's changes at
+/// least as long as what was synced (a rename between two directories in both or in neither),
+/// and a surviving prefix of each visible inode's unsynced writes, the last maybe torn.
+/// Reproducible from `seed`; duplicate images are dropped.
+pub fn sampled_crash_states(base: &Image, events: &[Event], n: usize, seed: u64) -> Vec<CrashState> {
+    let mut rng = super::Rng(seed | 1);
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let prefix = rng.below(events.len() as u64 + 1) as usize;
+        let events = &events[..prefix];
+        let (per_dir, durable_upto) = dir_changes(events);
+        let dirs: Vec<&str> = per_dir.keys().copied().collect();
+        let mut cuts: Vec<usize> = dirs
+            .iter()
+            .map(|d| durable_upto[d] + rng.below((per_dir[d].len() - durable_upto[d]) as u64 + 1) as usize)
+            .collect();
+        if !make_consistent(events, &dirs, &per_dir, &durable_upto, &mut cuts) {
+            cuts = dirs.iter().map(|d| per_dir[d].len()).collect();
+        }
+        let mut included: BTreeSet<usize> = BTreeSet::new();
+        for (d, cut) in dirs.iter().zip(&cuts) {
+            included.extend(per_dir[d][..*cut].iter().copied());
+        }
+        let mut image = apply_names(base, events, &included);
+        let visible: BTreeSet<Ino> = image
+            .dirs
+            .values()
+            .flat_map(|m| m.values())
+            .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
+            .collect();
+        for ino in visible {
+            let choices = data_choices(events, ino);
+            let choice = choices[rng.below(choices.len() as u64) as usize];
+            let bytes = apply_data(base.inodes.get(&ino).cloned().unwrap_or_default(), events, ino, choice);
+            image.inodes.insert(ino, bytes);
+        }
+        if seen.insert(image.fingerprint()) {
+            out.push(CrashState { prefix, image });
+        }
+    }
+    out
+}
+
+/// Per directory, the ordered indices of the events that change it, and how many of them are
+/// durable: every change before a sync of the directory, and anything before a change made
+/// durable through the other directory of a rename (a directory's changes are ordered).
+fn dir_changes(events: &[Event]) -> (BTreeMap<&str, Vec<usize>>, BTreeMap<&str, usize>) {
+    let mut per_dir: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        for d in e.dirs() {
+            per_dir.entry(d).or_default().push(i);
+        }
+    }
+    let mut durable_events: BTreeSet<usize> = BTreeSet::new();
+    for (i, e) in events.iter().enumerate() {
+        if let Event::SyncDir { dir } = e
+            && let Some(list) = per_dir.get(dir.as_str())
+        {
+            durable_events.extend(list.iter().copied().filter(|&j| j < i));
+        }
+    }
+    let mut durable_upto: BTreeMap<&str, usize> = BTreeMap::new();
+    for (dir, list) in &per_dir {
+        let cut = list.iter().rposition(|j| durable_events.contains(j)).map_or(0, |p| p + 1);
+        durable_upto.insert(dir, cut);
+    }
+    (per_dir, durable_upto)
+}
+
+/// Move `cuts` until every rename between two directories is in both cuts or in neither: a
+/// rename in one cut only leaves it (that cut shrinks) unless it is durable there, then enters
+/// the other. False if that does not settle (the caller takes every change).
+fn make_consistent(
+    events: &[Event],
+    dirs: &[&str],
+    per_dir: &BTreeMap<&str, Vec<usize>>,
+    durable_upto: &BTreeMap<&str, usize>,
+    cuts: &mut [usize],
+) -> bool {
+    let index: HashMap<(&str, usize), usize> =
+        per_dir.iter().flat_map(|(d, list)| list.iter().enumerate().map(move |(k, &i)| ((*d, i), k))).collect();
+    let at = |d: &str, i: usize| index[&(d, i)];
+    for _ in 0..10_000 {
+        let mut settled = true;
+        for (i, e) in events.iter().enumerate() {
+            let ds = e.dirs();
+            if ds.len() < 2 {
+                continue;
+            }
+            let k: Vec<usize> = ds.iter().map(|d| dirs.iter().position(|x| x == d).unwrap()).collect();
+            let inside: Vec<bool> = ds.iter().zip(&k).map(|(d, &k)| at(d, i) < cuts[k]).collect();
+            if inside.iter().all(|&b| b) || inside.iter().all(|&b| !b) {
+                continue;
+            }
+            settled = false;
+            let pos = inside.iter().position(|&b| b).unwrap();
+            let (d, kk) = (ds[pos], k[pos]);
+            if at(d, i) >= durable_upto[d] {
+                cuts[kk] = at(d, i);
+            } else {
+                for (d, &k) in ds.iter().zip(&k) {
+                    cuts[k] = cuts[k].max(at(d, i) + 1);
+                }
+            }
+        }
+        if settled {
+            return true;
+        }
+    }
+    false
 }
 
 /// The image a crash of the writing process alone (not of the machine) leaves after each prefix
