@@ -10,12 +10,12 @@
 //!    `max_free_fraction` of the space it could use), the oldest version of the path that has
 //!    the most kept versions goes, one at a time — the busiest paths pay first, and a file
 //!    rewritten once keeps its previous version the longest;
-//! 3. never for size: the newest version of a file that is deleted now (the only copy of it);
-//!    it goes by age only.
+//! 3. never for size: the newest version of a file that is deleted now (the only copy of it),
+//!    and a version the mount acknowledged that never reached the tree (an `abort` row names
+//!    it: the only copy of what its writer was told is saved); they go by age only.
 //!
 //! On a full disk (`room.rs`) an emergency run frees room by the same order, but keeps the
-//! newest previous version of every path (the one its last change replaced or deleted) and
-//! every version the mount acknowledged that never reached the tree (an `abort` row names it),
+//! newest previous version of every path (the one its last change replaced or deleted),
 //! unless the policy says otherwise (`retention.full_disk_keeps_previous: false`); its row says
 //! how many it kept that way.
 //!
@@ -47,8 +47,11 @@ pub struct Kept {
     /// The newest version of a file deleted now: never removed for size.
     pub last_of_deleted: bool,
     /// The newest previous version of its path (what the path's last change replaced or
-    /// deleted), or a version acknowledged and never installed: an emergency run keeps it.
+    /// deleted): an emergency run keeps it.
     pub newest_previous: bool,
+    /// Acknowledged by the mount and never installed (an `abort` row names it): never removed
+    /// for size, by any run.
+    pub unreached: bool,
 }
 
 /// Why a version was removed.
@@ -80,7 +83,7 @@ pub fn plan(kept: &[Kept], now_ns: i64, retention: &Retention, available: u64) -
         if k.left_ns < cutoff {
             out.evict.push((k.sha, k.size, Why::Age));
             total -= k.size;
-        } else if !k.last_of_deleted {
+        } else if !k.last_of_deleted && !k.unreached {
             let key = k.path.clone().unwrap_or_else(|| format!("\0{}", k.sha));
             groups.entry(key).or_default().push(k);
         }
@@ -258,9 +261,9 @@ impl Core {
         let mut ledger = Ledger::default();
         let mut path_of: HashMap<Sha256, String> = HashMap::new();
         let mut last_before: HashMap<String, Option<Sha256>> = HashMap::new();
-        // The newest previous version of each path, and versions acknowledged and not installed.
+        // The newest previous version of each path; versions acknowledged and not installed.
         let mut previous: HashMap<String, Sha256> = HashMap::new();
-        let mut kept_on_full_disk: BTreeSet<Sha256> = BTreeSet::new();
+        let mut unreached: BTreeSet<Sha256> = BTreeSet::new();
         self.ws.read_journal(|entry| {
             let row = &entry.row;
             ledger.apply(row);
@@ -272,7 +275,7 @@ impl Core {
             }
             match (row.op(), row.prev_sha256) {
                 (Op::Abort, Some(claimed)) if row.sha256 != Some(claimed) => {
-                    kept_on_full_disk.insert(claimed);
+                    unreached.insert(claimed);
                 }
                 (
                     Op::Create | Op::Write | Op::Append | Op::Replace | Op::Restore | Op::Delete | Op::Rename,
@@ -283,7 +286,7 @@ impl Core {
                 _ => {}
             }
         })?;
-        kept_on_full_disk.extend(previous.into_values());
+        let previous: BTreeSet<Sha256> = previous.into_values().collect();
         let last_of_deleted: BTreeSet<Sha256> = ledger
             .iter()
             .filter(|(_, now)| now.is_none())
@@ -297,7 +300,8 @@ impl Core {
                 left_ns: stat.ctime_ns,
                 path: path_of.get(&sha).cloned(),
                 last_of_deleted: last_of_deleted.contains(&sha),
-                newest_previous: kept_on_full_disk.contains(&sha),
+                newest_previous: previous.contains(&sha),
+                unreached: unreached.contains(&sha),
             })
             .collect())
     }
@@ -321,6 +325,7 @@ mod tests {
             path: Some(path.into()),
             last_of_deleted: false,
             newest_previous: false,
+            unreached: false,
         }
     }
 
@@ -360,6 +365,24 @@ mod tests {
         // Old enough, it goes too.
         let short = Retention { max_age: Duration::from_secs(5 * 86_400), ..retention };
         assert!(super::plan(&kept, 100 * DAY, &short, 1 << 40).evict.contains(&(sha(7), 10, Why::Age)));
+    }
+
+    #[test]
+    fn a_version_acknowledged_and_never_installed_goes_by_age_only_in_every_run() {
+        let sha = |n: u8| Sha256::of(&[n]);
+        let kept = vec![
+            Kept { unreached: true, ..kept(1, "new/251.txt", 10, 95) },
+            kept(2, "busy", 10, 96),
+            kept(3, "busy", 10, 97),
+        ];
+        let retention = Retention { max_bytes: 0, ..Retention::default() };
+        let plan = super::plan(&kept, 100 * DAY, &retention, 1 << 40);
+        assert_eq!(order(&plan), [(sha(2), Why::Size), (sha(3), Why::Size)], "{plan:?}");
+        let lenient = Retention { full_disk_keeps_previous: false, ..retention };
+        let (plan, _) = emergency_plan(&kept, 100 * DAY, &lenient, 30, 30);
+        assert!(!order(&plan).iter().any(|(s, _)| *s == sha(1)), "{plan:?}");
+        let short = Retention { max_age: Duration::from_secs(86_400), ..retention };
+        assert!(super::plan(&kept, 100 * DAY, &short, 1 << 40).evict.contains(&(sha(1), 10, Why::Age)));
     }
 
     #[test]
