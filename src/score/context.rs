@@ -137,6 +137,24 @@ pub fn promotes(kind: FileKind, key: &str, value: &str, line: &str) -> bool {
     }
 }
 
+/// Should a service-keyed credential (a value beside a credential word and a service's name,
+/// `service.rs`) in a file of `kind` block? Such a value has no format of its own to vouch for
+/// it, so it blocks only where the value alone convinces: never in tests, fixtures, examples and
+/// documentation (the AWS CLI's `.rst` pages are full of them), not on a transcript's line; in
+/// source code only when it is random by itself ([`super::service::random_enough`], not merely
+/// of the service's documented shape) and does not walk the alphabet as typed-in samples do
+/// (`abCDeFGhiJKlmn…`, `a123b45c6d78…`). In configuration and other files it blocks.
+pub fn service_blocks(kind: FileKind, value: &str, line: &str) -> bool {
+    if transcript(line) || super::filter::walks_alphabet(value) {
+        return false;
+    }
+    match kind {
+        FileKind::Sample => false,
+        FileKind::Code => super::service::random_enough(value),
+        FileKind::Config | FileKind::Other => true,
+    }
+}
+
 /// A line of a shell transcript in help text or documentation (`$ cmd --password=…`, `{command}`):
 /// an example of how a command is typed, not a deployed setting.
 fn transcript(line: &str) -> bool {
@@ -225,7 +243,9 @@ pub fn convincing(key: &str, value: &str, line: &str) -> bool {
     }
     let lower_line = line.to_ascii_lowercase();
     let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
-    if hex && HASH_WORDS.iter().any(|w| lower_line.contains(w)) {
+    // Hex shorter than 32 digits in code is an id or a digest's prefix (`"AWS::ApiGateway::ApiKey":
+    // "48205d4ffd7feba3"` in a schema's table of contents), and beside a hash word a digest.
+    if hex && (value.len() < 32 || HASH_WORDS.iter().any(|w| lower_line.contains(w))) {
         return false;
     }
     if super::service::random_enough(value) {

@@ -600,15 +600,23 @@ impl<'a> Collector<'a> {
     }
 
     /// A service-keyed credential (`service.rs`): named after its service, blocked by default.
+    /// It warns instead where the value alone does not convince ([`context::service_blocks`]).
     fn service(&mut self, r: usize, rule: &'static Rule, hit: service::Hit) {
         let service = &service::catalogue().services[hit.service as usize];
+        let line = interop::line_of(self.hay, hit.value.start);
+        let value = String::from_utf8_lossy(&self.hay[hit.value.clone()]);
+        let severity = if context::service_blocks(self.kind, &value, &String::from_utf8_lossy(&self.hay[line])) {
+            rule.severity
+        } else {
+            Severity::Sensitive
+        };
         self.per_rule[r] += 1;
         self.raw.push(Raw {
             rule: format!("{}-credential", service.id),
             family: rule.family.to_string(),
             kind: Kind::Leak,
             confidence: rule.confidence,
-            severity: rule.severity,
+            severity,
             validated: false,
             checked: false,
             named: true,
@@ -993,6 +1001,21 @@ pub fn apply_replacements(hay: &[u8], findings: &[Finding]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtin_anchor_table_builds() {
+        // A small input is searched by the NFA, a large one by the table, with the same findings.
+        let set = RuleSet::build(|_| true);
+        let anchors = set.anchors.as_ref().expect("built-in anchors");
+        let line = "GITHUB_TOKEN=ghp_x api_key: 'k' Bearer sk-ant-x password=p\n";
+        let small = anchors.find(line.as_bytes());
+        assert!(!small.is_empty() && !anchors.walks_table());
+        let large = line.repeat(400);
+        let hits = anchors.find(large.as_bytes());
+        assert!(anchors.walks_table(), "the built-in anchors' table builds");
+        assert_eq!(hits.len(), small.len() * 400);
+        assert_eq!(anchors.find(line.as_bytes()), small);
+    }
 
     #[test]
     fn line_stats_count_characters_as_the_reference_does() {

@@ -16,8 +16,74 @@
 
 use std::ops::Range;
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::{Anchored, MatchKind, PatternID, dfa};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, MatchKind, PatternID, dfa};
+
+/// Every anchor, found ASCII case-insensitively, all overlapping occurrences, by one of two
+/// automata: small inputs by `aho-corasick`'s NFA, built in a fraction of a millisecond, until
+/// the input is large or enough has been scanned to pay for the [`Table`] (a DFA whose
+/// construction was about a third of the CPU of `rwfs scan` of one small file: every command
+/// would pay it for a few hundred bytes). Both report the same hits in the same order.
+pub struct Anchors {
+    nfa: AhoCorasick,
+    words: Vec<String>,
+    table: OnceLock<Option<Table>>,
+    /// Bytes scanned by the NFA so far.
+    scanned: AtomicU64,
+}
+
+/// An input this large is walked by the table.
+const TABLE_INPUT: usize = 16 << 10;
+/// The table is built once this many bytes have been scanned without it.
+const TABLE_AFTER: u64 = 1 << 20;
+
+impl Anchors {
+    pub fn new(words: &[String]) -> Result<Anchors, String> {
+        if words.iter().any(|w| w.as_bytes().contains(&0)) {
+            // NUL is class 0's sample in the table: it must not be an anchor byte.
+            return Err("an anchor holds a NUL byte".to_string());
+        }
+        let nfa = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(words)
+            .map_err(|e| e.to_string())?;
+        Ok(Anchors { nfa, words: words.to_vec(), table: OnceLock::new(), scanned: AtomicU64::new(0) })
+    }
+
+    /// Every occurrence of every anchor, in order of their end.
+    pub fn find(&self, hay: &[u8]) -> Vec<Hit> {
+        let table = match self.table.get() {
+            Some(table) => table.as_ref(),
+            None if hay.len() >= TABLE_INPUT
+                || self.scanned.fetch_add(hay.len() as u64, Ordering::Relaxed) >= TABLE_AFTER =>
+            {
+                // A table that cannot be built (never the built-in anchors': the scorer's unit
+                // test `builtin_anchor_table_builds`) leaves the NFA to do the work.
+                self.table.get_or_init(|| Table::new(&self.words).ok()).as_ref()
+            }
+            None => None,
+        };
+        match table {
+            Some(table) => table.find(hay),
+            None => self
+                .nfa
+                .find_overlapping_iter(hay)
+                .map(|m| Hit { start: m.start(), anchor: m.pattern().as_usize() })
+                .collect(),
+        }
+    }
+
+    /// Has the table been built (and is it walked from now on)?
+    #[cfg(test)]
+    pub fn walks_table(&self) -> bool {
+        matches!(self.table.get(), Some(Some(_)))
+    }
+}
 
 /// Every anchor in one DFA (ASCII case-insensitive, all overlapping occurrences).
 ///
@@ -32,7 +98,7 @@ use aho_corasick::{Anchored, MatchKind, PatternID, dfa};
 /// overlap in the CPU. Lane `k` starts `longest anchor - 1` bytes before its part, so no
 /// occurrence that crosses a cut is lost, and reports only occurrences that end inside its
 /// part, so none is reported twice.
-pub struct Anchors {
+pub struct Table {
     /// Byte → class.
     classes: [u8; 256],
     /// `trans[state + class]`: the next state. States are premultiplied by the number of
@@ -64,8 +130,8 @@ const MIN_LANE: usize = 256;
 /// Bytes per lane walked between two recordings of the matches met.
 const BLOCK: usize = 64;
 
-impl Anchors {
-    pub fn new(words: &[String]) -> Result<Anchors, String> {
+impl Table {
+    pub fn new(words: &[String]) -> Result<Table, String> {
         let dfa = dfa::Builder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
@@ -139,7 +205,7 @@ impl Anchors {
             ends_at.push(ends.len() as u32);
         }
         let lens = (0..dfa.patterns_len()).map(|p| dfa.pattern_len(PatternID::must(p))).collect();
-        Ok(Anchors {
+        Ok(Table {
             classes,
             trans,
             start: id[0],
@@ -177,7 +243,7 @@ impl Anchors {
                 for k in 0..K {
                     let at = state[k] as usize + usize::from(classes[usize::from(lanes[k][i])]);
                     // SAFETY: every state starts a row and every class is below the row
-                    // length (`Anchors::new` checks both), so `at < trans.len()`.
+                    // length (`Table::new` checks both), so `at < trans.len()`.
                     let sid = unsafe { *trans.get_unchecked(at) };
                     state[k] = sid;
                     if sid >= first_match {
@@ -841,6 +907,7 @@ mod tests {
         let words: Vec<String> =
             ["sk-", "SK-PROJ", "ghp_", "token", "ok", "k", "tokentokentoken"].map(String::from).to_vec();
         let anchors = Anchors::new(&words).expect("anchors");
+        let table = Table::new(&words).expect("table");
         let oracle = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).expect("oracle");
         let mut rng = super::super::sample::Rng::new(5);
         for (round, len) in
@@ -857,11 +924,14 @@ mod tests {
             let mut want: Vec<(usize, usize)> =
                 oracle.find_overlapping_iter(&hay).map(|m| (m.end(), m.start())).collect();
             want.sort();
-            let mut got: Vec<(usize, usize)> =
-                anchors.find(&hay).iter().map(|h| (h.start + words[h.anchor].len(), h.start)).collect();
-            assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "in order of their end, len {len}");
-            got.sort();
-            assert_eq!(got, want, "len {len}");
+            // The NFA below the table's sizes, the table above them, and the table alone.
+            for (how, hits) in [("anchors", anchors.find(&hay)), ("table", table.find(&hay))] {
+                let mut got: Vec<(usize, usize)> =
+                    hits.iter().map(|h| (h.start + words[h.anchor].len(), h.start)).collect();
+                assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{how}: in order of their end, len {len}");
+                got.sort();
+                assert_eq!(got, want, "{how}: len {len}");
+            }
         }
     }
 

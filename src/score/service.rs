@@ -328,14 +328,42 @@ pub fn find(hay: &[u8], at: usize) -> Option<Hit> {
     if is_placeholder(body) || super::check::encodes_placeholder(text) {
         return None;
     }
+    if spells_credential_word(text) {
+        return None;
+    }
     let (service, place) = service_near(catalogue, hay, &key, &value)?;
     // A UUID is as often an identifier (`TargetKeyId`, `ChangeToken`) as a key: only a service
     // named in the key itself (`SNYK_TOKEN`, `herokuApiKey`) makes it one.
     if is_uuid(text.as_bytes()) && place != Place::Key {
         return None;
     }
+    if AWS_NAMES.contains(&catalogue.services[service as usize].id.as_str()) && !aws_random(text) {
+        return None;
+    }
     let shaped = || catalogue.services[service as usize].shapes.iter().any(|s| s.admits(text)) && !is_placeholder(text);
     (random || shaped()).then_some(Hit { key, value, service })
+}
+
+/// Services whose names sit beside hundreds of ids, ETags, change tokens and resource names
+/// in AWS's SDKs, schemas and documentation (`"AWS::ApiGateway::ApiKey": "48205d4ffd7feba3"`,
+/// `--change-token 12cs345-…`, `Authorization: AWS4-HMAC-SHA256`): a value beside them needs
+/// [`aws_random`].
+const AWS_NAMES: &[&str] = &["aws", "cloudfront", "cognito", "redshift", "amazon-ses"];
+
+/// The secrets AWS issues (secret access keys: 40 base64 characters; session tokens: hundreds;
+/// API Gateway keys: 40 letters and digits; Cognito client secrets: 50 or more) are long, drawn
+/// from the base64 alphabet, and not hex: 30 characters or more of `A-Za-z0-9+/=`, upper and
+/// lower case and digits, random by [`random_enough`]. AWS's own ids are hex, short, or
+/// punctuated (`i-0abc…`, `us-west-2_…`).
+fn aws_random(value: &str) -> bool {
+    let b = value.as_bytes();
+    b.len() >= 30
+        && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+        && !b.iter().all(u8::is_ascii_hexdigit)
+        && b.iter().any(u8::is_ascii_uppercase)
+        && b.iter().any(u8::is_ascii_lowercase)
+        && b.iter().any(u8::is_ascii_digit)
+        && random_enough(value)
 }
 
 /// Does one of the identifier's words name a credential (`apiKey`, `SITELEAF_TOKEN`,
@@ -346,6 +374,19 @@ pub fn names_credential(key: &str) -> bool {
         let ends = |s: &str| w.len() > s.len() + 2 && w[w.len() - s.len()..].eq_ignore_ascii_case(s.as_bytes());
         found |= CREDENTIAL_WORDS.iter().any(|c| c.as_bytes().eq_ignore_ascii_case(w))
             || ["token", "secret", "apikey", "password", "passwd"].iter().any(|s| ends(s));
+    });
+    found
+}
+
+/// Is one of the value's words a lowercase word that starts with a credential word
+/// (`gss_krb5_rfc1964_keydata`, `api_token_name`)? Then the value is an identifier, not a key:
+/// a random value breaks into short mixed fragments.
+fn spells_credential_word(value: &str) -> bool {
+    let mut found = false;
+    for_words(value.as_bytes(), |w| {
+        found |= w.len() >= 3
+            && w.iter().all(u8::is_ascii_lowercase)
+            && ["key", "token", "secret", "passw", "cred"].iter().any(|c| w.starts_with(c.as_bytes()));
     });
     found
 }
@@ -507,7 +548,7 @@ pub fn random_enough(value: &str) -> bool {
     if is_uuid(b) {
         return !is_placeholder(value);
     }
-    if b.iter().all(u8::is_ascii_digit) || value.contains("..") || b[0] == b'.' || b[0] == b'/' {
+    if b.iter().all(u8::is_ascii_digit) || value.contains("..") || b[0] == b'.' || b[0] == b'/' || names_digest(value) {
         return false;
     }
     // Dotted words (`com.example.app`, `1.2.3-beta`) and paths (`a/b/c`).
@@ -531,6 +572,13 @@ pub fn random_enough(value: &str) -> bool {
         _ => e >= if len < 24 { 3.2 } else { 3.5 },
     };
     enough && letters >= 4 && !wordy(b) && !camel_words(b) && !is_placeholder(value)
+}
+
+/// A digest labelled with its algorithm (`sha256=TSIMqs…` in a wheel's `RECORD`, `sha512-…` in a
+/// lockfile) or an algorithm's name (`AWS4-HMAC-SHA256`): not a key.
+fn names_digest(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    ["sha1", "sha224", "sha256", "sha384", "sha512", "md5", "hmac-"].iter().any(|a| lower.contains(a))
 }
 
 /// Is most of the value spelled in words of three or more letters, each lowercase or capitalized
@@ -812,8 +860,25 @@ mod tests {
             "github_token_url = \"https://github.com/login/oauth/access_token\"".to_string(),
             "SENTRY_AUTH_TOKEN=1234567890123456".to_string(),
             "slack:\n  token_type: bot_token_for_the_workspace".to_string(),
+            "names = {'gss_krb5_lucid_key', 'gss_krb5_rfc1964_keydata'}  # ankr".to_string(),
         ] {
             assert_eq!(check(&text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn aws_names_need_aws_shaped_secrets() {
+        // An API Gateway key's shape: 40 letters and digits.
+        let secret = "Zq8Lm3Pd2QwJalrXUtnFEMIK7MDENGbPxRfiCY4k";
+        assert_eq!(check(&format!("aws_secret = \"{secret}\"")), Some(("aws".to_string(), secret)));
+        for text in [
+            "\"AWS::ApiGateway::ApiKey\": \"48205d4ffd7feba3\",",
+            "aws waf update-rule --change-token 12cs345-67cd-890b-1cd2-c3a4567d89f1",
+            "aws cognito-idp forget-device --device-key us-west-2_abcd_1234-5678",
+            "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1",
+            "aws apigateway get-api-key --api-key 8bklk8bl1k3sB38D9B3l",
+        ] {
+            assert_eq!(check(text), None, "{text}");
         }
     }
 
@@ -830,6 +895,8 @@ mod tests {
             "/etc/secrets/api.key",
             "getYourApiKeyFromTheDashboard2024",
             "v1.2.3-beta.4+build",
+            "sha256=TSIMqsMcVfoX2CHDtaHoMMPCBnIFphCcNjXKkH_GKA8",
+            "AWS4-HMAC-SHA256",
         ] {
             assert!(!random_enough(v), "{v}");
         }
