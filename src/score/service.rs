@@ -378,13 +378,17 @@ pub fn names_credential(key: &str) -> bool {
     found
 }
 
-/// Is one of the value's words a lowercase word that starts with a credential word
-/// (`gss_krb5_rfc1964_keydata`, `api_token_name`)? Then the value is an identifier, not a key:
-/// a random value breaks into short mixed fragments.
+/// Is one of the value's words after its first a lowercase word that starts with a credential
+/// word (`gss_krb5_rfc1964_keydata`, `api_token_name`)? Then the value is an identifier, not a
+/// key: a random value breaks into short mixed fragments. The first word may be a vendor's
+/// prefix (Mailgun's `key-…`, Stytch's `secret-live-…`).
 fn spells_credential_word(value: &str) -> bool {
     let mut found = false;
-    for_words(value.as_bytes(), |w| {
-        found |= w.len() >= 3
+    let b = value.as_bytes();
+    for_word_spans(b, |r| {
+        let w = &b[r.clone()];
+        found |= r.start > 0
+            && w.len() >= 3
             && w.iter().all(u8::is_ascii_lowercase)
             && ["key", "token", "secret", "passw", "cred"].iter().any(|c| w.starts_with(c.as_bytes()));
     });
@@ -880,6 +884,13 @@ mod tests {
         ] {
             assert_eq!(check(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn vendor_prefixes_are_not_identifiers() {
+        assert!(spells_credential_word("gss_krb5_rfc1964_keydata"));
+        assert!(!spells_credential_word("secret-live-WMVHqL8O484sqIDWUQVIr9qcdPsiocxxZc07"));
+        assert!(!spells_credential_word("key-3ax6xnjp29jd6fds4gc373sgvjxteol0"));
     }
 
     #[test]
