@@ -109,6 +109,7 @@ impl Envelope {
     pub fn json_of(error: &Error) -> Value {
         let kept = match error.reason() {
             Reason::Blocked(rejection) => Some(rejection.envelope.as_str()),
+            Reason::Protected(protection) => Some(protection.envelope.as_str()),
             Reason::Remote { envelope: Some(envelope), .. } => Some(envelope.as_str()),
             _ => None,
         };

@@ -148,6 +148,9 @@ pub enum Reason {
     /// The same content was refused at the same path before and its retry budget is spent:
     /// refused outright, and still quarantined, journaled and explained like every refusal.
     RetryBudgetSpent(Box<Rejection>),
+    /// The operation was refused by a protect rule or the bulk damage limit of the workspace
+    /// policy, whatever the content (`engine/protect.rs`); nothing changed.
+    Protected(Box<Protection>),
     /// A file whose new content was refused takes no more writes until it is rewritten from
     /// the start (truncated) or closed.
     StillBlocked,
@@ -240,7 +243,7 @@ impl Reason {
             ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
             NoSpace | TooBig { .. } => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
-            Blocked(_) | RetryBudgetSpent(_) | StillBlocked => ErrorKind::Blocked,
+            Blocked(_) | RetryBudgetSpent(_) | StillBlocked | Protected(_) => ErrorKind::Blocked,
             Remote { kind, .. } => *kind,
         }
     }
@@ -289,6 +292,7 @@ impl Reason {
             Blocked(_) => "content_blocked",
             RetryBudgetSpent(_) => "retry_budget_exhausted",
             StillBlocked => "content_blocked",
+            Protected(p) => p.reason,
             Remote { .. } => "remote",
         }
     }
@@ -406,6 +410,7 @@ impl fmt::Display for Reason {
                 )
             }
             Remote { message, .. } => f.write_str(message),
+            Protected(p) => write!(f, "{} (see .resilient_write/rejections/{}.json)", p.message, p.id),
             StillBlocked => f.write_str(
                 "this file's new content was blocked by the workspace policy; rewrite it from the start \
                  (see .resilient_write/rejections/latest.json)",
@@ -437,6 +442,19 @@ pub struct Rejection {
     pub rules: Vec<(String, usize)>,
     /// The refused content, quarantined in `objects/`.
     pub sha256: Sha256,
+    /// The envelope written to the rejection file, as JSON.
+    pub envelope: String,
+}
+
+/// An operation refused by a protect rule or the bulk damage limit, as the engine recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protection {
+    /// Name of the envelope file: `.resilient_write/rejections/<id>.json`.
+    pub id: String,
+    /// `protected_path`, `approval_required` or `bulk_damage` (the envelope's `context.reason`).
+    pub reason: &'static str,
+    /// What was refused and what to do next, in words.
+    pub message: String,
     /// The envelope written to the rejection file, as JSON.
     pub envelope: String,
 }

@@ -27,6 +27,9 @@ pub struct Notice {
     pub retries_left: Option<u64>,
     /// The envelope's workspace path (`.resilient_write/rejections/<id>.json`), if there is one.
     pub envelope: Option<String>,
+    /// An operation refused by place, not content (a protect rule, the bulk damage limit):
+    /// the operation and the envelope's message, which names the rule and what to do next.
+    pub protected: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,12 +68,16 @@ impl Notice {
         // refusal within it): its reason says the budget is spent.
         let spent = context.get("reason").and_then(Value::as_str) == Some("retry_budget_exhausted");
         let retries_left = envelope.get("retry_budget").and_then(Value::as_u64).filter(|_| !spent);
-        Some(Notice { path, findings, retries_left, envelope: envelope_path })
+        let protected = context
+            .get("operation")
+            .and_then(Value::as_str)
+            .map(|op| (op.to_string(), context.get("message").and_then(Value::as_str).unwrap_or_default().to_string()));
+        Some(Notice { path, findings, retries_left, envelope: envelope_path, protected })
     }
 
     /// An identical retry of content refused before, once its budget is spent (no envelope).
     pub fn spent(path: &str) -> Notice {
-        Notice { path: path.to_string(), findings: Vec::new(), retries_left: None, envelope: None }
+        Notice { path: path.to_string(), findings: Vec::new(), retries_left: None, envelope: None, protected: None }
     }
 
     /// `aws-secret-access-key at line 3, github-token at line 7`.
@@ -92,6 +99,10 @@ impl Notice {
 
     /// The line for the writer's standard error (no newline).
     pub fn line(&self) -> String {
+        if let Some((op, message)) = &self.protected {
+            let why = self.envelope.as_ref().map(|e| format!(" (why: {e})")).unwrap_or_default();
+            return format!("rwfs: refused {op} of {}: {message}{why}", self.path);
+        }
         if self.retries_left.is_none() && self.findings.is_empty() {
             return format!(
                 "rwfs: refused write to {} again: the same content was refused before and its retry budget is spent; \
@@ -114,6 +125,17 @@ impl Notice {
 
     /// The paragraph a harness hook adds to the model's context.
     pub fn paragraph(&self) -> String {
+        if let Some((op, message)) = &self.protected {
+            let mut text = format!(
+                "rwfs refused a {op} of {} and nothing changed: {message}. Do not retry it and do not work around \
+                 it through another path, tool or permission change; tell the user what you wanted to do and why.",
+                self.path
+            );
+            if let Some(envelope) = &self.envelope {
+                text.push_str(&format!(" Details: {envelope}."));
+            }
+            return text;
+        }
         if self.retries_left.is_none() && self.findings.is_empty() {
             return format!(
                 "rwfs refused a write to {} and nothing was written: the same content was refused before and its \
@@ -164,6 +186,22 @@ mod tests {
                 ],
             },
         })
+    }
+
+    #[test]
+    fn a_protected_path_refusal_names_the_operation_and_says_to_ask_the_user() {
+        let envelope = json!({
+            "ok": false, "error": "blocked", "retry_budget": 0,
+            "context": {"path": ".env", "operation": "rename", "reason": "protected_path",
+                        "message": "the workspace policy protects .env (rule `env files`: rename: deny) — nothing changed; ask the user",
+                        "rejection_id": "rj_1"},
+        });
+        let notice = Notice::of_envelope(&envelope).unwrap();
+        assert!(notice.line().starts_with("rwfs: refused rename of .env: the workspace policy protects .env"));
+        assert!(notice.line().contains("(why: .resilient_write/rejections/rj_1.json)"));
+        let paragraph = notice.paragraph();
+        assert!(paragraph.contains("refused a rename of .env and nothing changed"), "{paragraph}");
+        assert!(paragraph.contains("tell the user") && !paragraph.contains("secret"), "{paragraph}");
     }
 
     #[test]

@@ -30,6 +30,15 @@
 //! session_hosts: [claude, codex, aider]      # process names that host agents (journal::session)
 //! stderr_notice: true                        # the mount tells a refused writer why on its stderr
 //!                                            #   (default: on under `rwfs run`, off under `rwfs mount`)
+//! protect:                                   # protected paths, whatever the content: first rule
+//!   - paths: [".github/workflows/**"]        #   whose globs match and that names the operation
+//!     all: deny                              #   decides; all: sets every operation not named
+//!   - paths: ["Cargo.lock"]                  #   write | create | delete | rename | chmod:
+//!     delete: approve                        #   allow | approve | deny (default: allow)
+//! bulk_damage:                               # refuse a session's deletes and truncations past
+//!   max_files: 200                           #   this many files or bytes within the window
+//!   max_bytes: 52428800                      #   (default: no limit)
+//!   window_seconds: 60
 //! ```
 //!
 //! Without a matching rule, a real-looking credential (`leak`, severity `credential`) is
@@ -66,6 +75,72 @@ impl Action {
             Action::Block => "block",
         }
     }
+}
+
+/// An operation a protect rule may refuse (`protect:`; `engine/protect.rs` asks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// A new version of an existing file.
+    Write,
+    /// A new file (or a hard link to one).
+    Create,
+    Delete,
+    /// Either name of a rename: the one it leaves and the one it takes.
+    Rename,
+    /// A change of permission bits.
+    Chmod,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 5] =
+        [Operation::Write, Operation::Create, Operation::Delete, Operation::Rename, Operation::Chmod];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Write => "write",
+            Operation::Create => "create",
+            Operation::Delete => "delete",
+            Operation::Rename => "rename",
+            Operation::Chmod => "chmod",
+        }
+    }
+}
+
+/// What a protect rule does with an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Guard {
+    Allow,
+    /// A person must say yes: refused (with an envelope saying so) until approvals exist.
+    Approve,
+    Deny,
+}
+
+impl Guard {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guard::Allow => "allow",
+            Guard::Approve => "approve",
+            Guard::Deny => "deny",
+        }
+    }
+}
+
+/// One `protect:` rule, compiled: its name (for rows and envelopes) and an action per operation.
+#[derive(Debug)]
+pub struct ProtectRule {
+    pub name: String,
+    paths: GlobSet,
+    actions: [Option<Guard>; 5],
+}
+
+/// The bulk damage limit (`bulk_damage:`): more deletes and truncations than this in one
+/// session within the window are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkDamage {
+    pub max_files: u64,
+    pub max_bytes: u64,
+    pub window: std::time::Duration,
 }
 
 /// The mount's defaults for paths written in place (docs/architecture.md, The mount), at any depth: a nested
@@ -211,6 +286,38 @@ struct PolicyFile {
     stderr_notice: Option<bool>,
     #[serde(default)]
     retention: Option<RetentionSpec>,
+    #[serde(default)]
+    protect: Vec<ProtectSpec>,
+    #[serde(default)]
+    bulk_damage: Option<BulkSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProtectSpec {
+    #[serde(default)]
+    name: Option<String>,
+    paths: Vec<String>,
+    #[serde(default)]
+    all: Option<Guard>,
+    #[serde(default)]
+    write: Option<Guard>,
+    #[serde(default)]
+    create: Option<Guard>,
+    #[serde(default)]
+    delete: Option<Guard>,
+    #[serde(default)]
+    rename: Option<Guard>,
+    #[serde(default)]
+    chmod: Option<Guard>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BulkSpec {
+    max_files: Option<i64>,
+    max_bytes: Option<i64>,
+    window_seconds: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,6 +415,8 @@ pub struct Policy {
     retention: Retention,
     session_hosts: Option<Vec<String>>,
     stderr_notice: Option<bool>,
+    protect: Vec<ProtectRule>,
+    bulk_damage: Option<BulkDamage>,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -435,7 +544,11 @@ impl Policy {
                 .ok_or_else(|| semantic(text, "max_gated_bytes", "max_gated_bytes must be a whole number ≥ 1"))?,
         };
         let retention = retention(file.retention.as_ref(), text)?;
+        let protect = protect_rules(&file.protect, text)?;
+        let bulk_damage = bulk_damage(file.bulk_damage.as_ref(), text)?;
         Ok(Policy {
+            protect,
+            bulk_damage,
             scan,
             retry_budget,
             read_cap_bytes,
@@ -562,6 +675,25 @@ impl Policy {
             && self.rules.iter().all(|r| r.paths.as_ref().is_none_or(|g| g.is_match(a) == g.is_match(b)))
     }
 
+    /// The protect rule that decides `op` on `path` and what it says: the first rule whose globs
+    /// match and that names the operation (or `all`); `None`: no rule, allowed.
+    pub fn protection(&self, op: Operation, path: &str) -> Option<(&ProtectRule, Guard)> {
+        self.protect.iter().find_map(|rule| {
+            let guard = rule.actions[op as usize]?;
+            rule.paths.is_match(path).then_some((rule, guard))
+        })
+    }
+
+    /// Does any protect rule name `path` (for any operation)?
+    pub fn is_protected(&self, path: &str) -> bool {
+        self.protect.iter().any(|rule| rule.paths.is_match(path))
+    }
+
+    /// The bulk damage limit (`bulk_damage`); `None`: no limit (the default).
+    pub fn bulk_damage(&self) -> Option<BulkDamage> {
+        self.bulk_damage
+    }
+
     /// What happens to content at `path` with this report.
     pub fn decide(&self, report: &Report, path: &str) -> Decision {
         self.decide_carrying(report, path, |_| false)
@@ -635,6 +767,43 @@ fn retention(spec: Option<&RetentionSpec>, text: &str) -> Result<Retention> {
         out.full_disk_keeps_previous = keep;
     }
     Ok(out)
+}
+
+fn protect_rules(specs: &[ProtectSpec], text: &str) -> Result<Vec<ProtectRule>> {
+    let mut rules = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if spec.paths.is_empty() {
+            return Err(semantic(text, "protect", "a protect rule needs paths (a list of globs)"));
+        }
+        let named = [spec.write, spec.create, spec.delete, spec.rename, spec.chmod];
+        if spec.all.is_none() && named.iter().all(Option::is_none) {
+            return Err(semantic(
+                text,
+                "protect",
+                "a protect rule needs an action for at least one operation (all, write, create, delete, rename, chmod)",
+            ));
+        }
+        let actions = named.map(|guard| guard.or(spec.all));
+        let name = spec.name.clone().unwrap_or_else(|| format!("protect[{i}] {}", spec.paths.join(", ")));
+        rules.push(ProtectRule { name, paths: globs(&spec.paths, text)?, actions });
+    }
+    Ok(rules)
+}
+
+fn bulk_damage(spec: Option<&BulkSpec>, text: &str) -> Result<Option<BulkDamage>> {
+    let Some(spec) = spec else { return Ok(None) };
+    let whole = |n: Option<i64>, key: &str, default: u64| match n {
+        None => Ok(default),
+        Some(n) => u64::try_from(n)
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| semantic(text, key, &format!("bulk_damage.{key} must be a whole number ≥ 1"))),
+    };
+    Ok(Some(BulkDamage {
+        max_files: whole(spec.max_files, "max_files", u64::MAX)?,
+        max_bytes: whole(spec.max_bytes, "max_bytes", u64::MAX)?,
+        window: std::time::Duration::from_secs(whole(spec.window_seconds, "window_seconds", 60)?),
+    }))
 }
 
 fn default_action(f: &crate::score::Finding) -> Action {

@@ -36,7 +36,7 @@ fn two_sessions(engine: &Engine, ws: &Ws) -> BTreeMap<String, Vec<u8>> {
     for i in 0..12 {
         write_as(engine, &format!("src/f{i}.txt"), format!("base {i}\n").as_bytes(), &in_session("setup"));
     }
-    engine.set_perm(rwfs::engine::Entry::Path("src/f3.txt"), 0o755).unwrap();
+    engine.set_perm(rwfs::engine::Entry::Path("src/f3.txt"), 0o755, &actor()).unwrap();
     write_as(engine, "dir/inner.txt", b"inner\n", &in_session("setup"));
     let before = files(ws);
     let mut rng = Rng(17);
@@ -83,7 +83,7 @@ fn rewinding_everything_after_a_seq_restores_the_tree_byte_for_byte_and_undo_tak
     write_as(&engine, "keep.txt", b"keep\n", &actor());
     let cut = ws.rows().last().unwrap().seq.unwrap();
     let at_cut = files(&ws);
-    engine.set_perm(rwfs::engine::Entry::Path("keep.txt"), 0o600).unwrap();
+    engine.set_perm(rwfs::engine::Entry::Path("keep.txt"), 0o600, &actor()).unwrap();
     let _ = two_sessions(&engine, &ws);
     let changed = files(&ws);
     assert_ne!(changed, at_cut);
@@ -123,7 +123,7 @@ fn rewinding_one_session_keeps_the_others_changes_and_restores_modes() {
     let ws = Ws::new();
     let engine = ws.open();
     write_as(&engine, "mode.sh", b"#!/bin/sh\n", &in_session("setup"));
-    engine.set_perm(rwfs::engine::Entry::Path("mode.sh"), 0o750).unwrap();
+    engine.set_perm(rwfs::engine::Entry::Path("mode.sh"), 0o750, &actor()).unwrap();
     write_as(&engine, "mode.sh", b"#!/bin/sh\necho b\n", &in_session("b"));
     std::fs::set_permissions(ws.abs("mode.sh"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let _ = two_sessions(&engine, &ws);

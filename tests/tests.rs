@@ -28,6 +28,7 @@ mod mount_helper;
 mod policy;
 mod posix;
 mod programs;
+mod protect;
 mod retention;
 mod scan;
 mod sessions;

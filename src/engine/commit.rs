@@ -46,6 +46,7 @@ use crate::durable::{
 };
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
+use crate::policy::Operation;
 use crate::sha::Sha256;
 
 use super::Core;
@@ -308,6 +309,9 @@ impl Core {
         if let Some(expect) = expect {
             expect.check(Some(current.sha)).map_err(|e| e.at(&at))?;
         }
+        if scope == Scope::Workspace {
+            self.guard(Operation::Delete, &at, actor, Some(current.stat.size), || None)?;
+        }
         let token = self.tracker.begin(self.journal.durable_seq());
         let change = Change {
             op: Op::Delete,
@@ -388,6 +392,23 @@ impl Core {
         }
         if let Some(expect) = plan.expect {
             expect.check(prev)?;
+        }
+        if plan.gated {
+            let prev_size = current.as_ref().map(|c| c.stat.size);
+            let (new_size, kept) = match &plan.content {
+                Content::Bytes(bytes) => (bytes.len() as u64, Some(*bytes)),
+                Content::Append(tail) => (prev_size.unwrap_or(0) + tail.len() as u64, Some(*tail)),
+                Content::Version { file, .. } => (disk.file_stat(file).step("stat stored version")?.size, None),
+            };
+            let kept = || {
+                kept.map(|bytes| super::protect::Kept {
+                    content: Quarantine::Bytes(bytes),
+                    sha: Sha256::of(bytes),
+                    bytes: bytes.len() as u64,
+                })
+            };
+            let damage = super::protect::truncation(prev_size, new_size);
+            self.guard(super::protect::version_op(current.is_some()), target.path.as_str(), plan.actor, damage, kept)?;
         }
         if plan.gated {
             // The whole new version when it fits the scanner; else the bytes sent, in windows.

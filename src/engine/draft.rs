@@ -41,6 +41,7 @@ use crate::durable::{
 };
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
+use crate::policy::Guard;
 use crate::sha::{Hasher, Sha256};
 use crate::store::open_or_create;
 
@@ -426,6 +427,17 @@ impl Core {
         let disk = self.disk();
         let written = path;
         let draft = slot.as_mut().ok_or_else(|| Error::from(Reason::NotFound))?;
+        // A temporary copy is judged as the file it stands for (its kind: `crate::temporary`).
+        let judged_as = self.judged_as(path, actor);
+        // A protected file refuses the write that would start its new version (`protect.rs`),
+        // the most visible place; its commit asks again.
+        // Only a denial: a version waiting for approval is refused at its commit, which keeps it.
+        if self.gate.policy().is_protected(&judged_as) {
+            let op = super::protect::version_op(self.exists(&judged_as));
+            if self.gate.policy().protection(op, &judged_as).is_some_and(|(_, guard)| guard == Guard::Deny) {
+                self.guard(op, &judged_as, actor, None, || None)?;
+            }
+        }
         let context = match &draft.digest {
             Some((_, hashed)) if *hashed == offset => draft.tail.clone(),
             _ => Vec::new(),
@@ -435,8 +447,6 @@ impl Core {
             return Err(Error::io("write draft", e));
         }
         draft.wrote(offset, data);
-        // A temporary copy is judged as the file it stands for (its kind: `crate::temporary`).
-        let judged_as = self.judged_as(path, actor);
         let path = judged_as.as_str();
         // Written from its start: the windows now full are judged (and no more), and bytes
         // past the first window are left to the windows.
@@ -656,6 +666,19 @@ impl Core {
             Ok(dir) => dir,
             Err(e) => return Err(fail(e, draft)),
         };
+        // Protected by place (`protect.rs`): refused whatever the content, which is kept.
+        let damage = super::protect::truncation(current.as_ref().map(|c| c.stat.size), draft.len);
+        let kept = || {
+            Some(super::protect::Kept {
+                content: Quarantine::File { dir: &dir, name: &draft.name },
+                sha,
+                bytes: draft.len,
+            })
+        };
+        if let Err(error) = self.guard(super::protect::version_op(current.is_some()), &judged_as, actor, damage, kept) {
+            let gone = !matches!(disk.stat(&dir, &draft.name), Ok(Some(_)));
+            return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
+        }
         let judged = match (prior_whole, whole.as_deref()) {
             (Some(judged), _) => Ok(judged),
             (None, Some(whole)) => Ok(self.gate.judge(&judged_as, whole)),

@@ -359,14 +359,7 @@ impl Core {
         };
         // `None`: spent. Refused outright, but like every refusal with its row and envelope.
         let budget = self.gate.spend(self.attempter(r.actor), subject, r.sha);
-        match r.content {
-            Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, r.sha)?,
-            Quarantine::Copy(file) => self.objects.put_file(file, r.sha)?,
-            Quarantine::File { dir, name } => {
-                self.objects.adopt(dir, name, r.sha)?;
-                self.objects.sync()?;
-            }
-        }
+        self.quarantine(r.content, r.sha)?;
         let report = &r.judgement.report;
         let blocking: Vec<(String, usize)> = report
             .findings
@@ -553,7 +546,19 @@ impl Core {
     }
 
     /// `rejections/<id>.json` and `rejections/latest.json`, each replaced atomically and durably.
-    fn write_rejection(&self, id: &str, text: &[u8]) -> Result<()> {
+    /// Keep refused content in `objects/` as `sha`, durably.
+    pub(super) fn quarantine(&self, content: Quarantine<'_>, sha: Sha256) -> Result<()> {
+        match content {
+            Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, sha),
+            Quarantine::Copy(file) => self.objects.put_file(file, sha),
+            Quarantine::File { dir, name } => {
+                self.objects.adopt(dir, name, sha)?;
+                self.objects.sync()
+            }
+        }
+    }
+
+    pub(super) fn write_rejection(&self, id: &str, text: &[u8]) -> Result<()> {
         let disk = self.disk();
         let state = self.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
         let dir = open_or_create(disk, state, REJECTIONS_DIR)?;

@@ -36,6 +36,7 @@ mod inherit;
 pub mod lines;
 mod locks;
 mod order;
+mod protect;
 mod recovery;
 mod reserve;
 mod retention;
@@ -133,6 +134,8 @@ pub(crate) struct Core {
     /// The mount's versions acknowledged in `batch` durability and not installed yet
     /// (`batch.rs`); `None` in `close` mode.
     pub(crate) batch: Option<Batch>,
+    /// Deletes and truncations per session, for the bulk damage limit (`protect.rs`).
+    bulk: protect::Bulk,
 }
 
 /// Which version [`Engine::restore`] brings back.
@@ -210,6 +213,7 @@ impl Engine {
             spares,
             reserve,
             batch,
+            bulk: Default::default(),
         });
         let weak = Arc::downgrade(&core);
         core.gate.read_committed_with(Box::new(move |path| weak.upgrade().and_then(|core| core.committed_text(path))));

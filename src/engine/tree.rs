@@ -22,6 +22,7 @@ use crate::durable::resolve::locate;
 use crate::durable::{Dir, File, FileKind, FsStats, Rename, Scope, SetTime, Stat, Target, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{Actor, Change, Op};
+use crate::policy::Operation;
 use crate::sha::Sha256;
 
 use super::{Core, Engine};
@@ -106,8 +107,12 @@ impl Engine {
     }
 
     /// Open a file written in place (a pass-through path) for reading and writing, creating it
-    /// exclusively with `create`.
-    pub fn open_in_place(&self, path: &str, create: Option<(u32, Owner)>) -> Result<File> {
+    /// exclusively with `create`. `writer`: who opens it to write (protect rules apply, see
+    /// `protect.rs`); `None` for an open that writes nothing itself.
+    pub fn open_in_place(&self, path: &str, create: Option<(u32, Owner)>, writer: Option<&Actor>) -> Result<File> {
+        if let Some(actor) = writer {
+            self.core.guard(super::protect::version_op(create.is_none()), path, actor, None, || None)?;
+        }
         let disk = self.core.disk();
         let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
         let opened = match create {
@@ -150,6 +155,7 @@ impl Engine {
     /// unless it was judged alike already; across the gate's boundary (one name written in
     /// place, the other not) `EXDEV` (`admit.rs`).
     pub fn hard_link(&self, from: &str, to: &str, actor: &Actor) -> Result<()> {
+        self.core.guard(Operation::Create, to, actor, None, || None)?;
         self.core.hard_link(from, to, !self.class(to).in_place(), actor)
     }
 
@@ -158,6 +164,16 @@ impl Engine {
     /// `prev_sha256`); every file the rename brings to a gated path (a file, a tree, both sides
     /// of an exchange) is judged there first unless it was judged alike already (`admit.rs`).
     pub fn rename(&self, from: &str, to: &str, how: RenameHow, actor: &Actor) -> Result<()> {
+        // Both names are guarded as renamed; the new one also as written (or created).
+        self.core.guard(Operation::Rename, from, actor, None, || None)?;
+        self.core.guard(Operation::Rename, to, actor, None, || None)?;
+        if self.core.gate.policy().is_protected(to) {
+            let replaces = how == RenameHow::Exchange || self.core.exists(to);
+            self.core.guard(super::protect::version_op(replaces), to, actor, None, || None)?;
+        }
+        if how == RenameHow::Exchange {
+            self.core.guard(Operation::Write, from, actor, None, || None)?;
+        }
         let keep = !self.class(from).in_place() || !self.class(to).in_place();
         self.core.rename(from, to, how, keep, from, actor).map_err(|e| e.at(to))
     }
@@ -179,7 +195,11 @@ impl Engine {
         renamed
     }
 
-    pub fn set_perm(&self, entry: Entry<'_>, perm: u32) -> Result<()> {
+    /// `chmod`; of a tree path, guarded for `actor` (`protect.rs`).
+    pub fn set_perm(&self, entry: Entry<'_>, perm: u32, actor: &Actor) -> Result<()> {
+        if let Entry::Path(path) = entry {
+            self.core.guard(Operation::Chmod, path, actor, None, || None)?;
+        }
         let disk = self.core.disk();
         self.core.on(entry, Scope::Workspace, |dir, name| disk.set_perm(dir, name, perm))?.step("chmod")
     }
@@ -420,7 +440,13 @@ impl Core {
             Some(stat) if stat.kind == FileKind::File && keep => {
                 self.delete_ordered(path, None, Scope::Workspace, actor).map(drop)
             }
-            Some(_) => disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path)),
+            Some(stat) => {
+                // Written in place: guarded, not counted as bulk damage (build outputs go in bulk).
+                if stat.kind == FileKind::File {
+                    self.guard(Operation::Delete, path, actor, None, || None)?;
+                }
+                disk.unlink(&dir, &name).step("unlink").map_err(|e| e.at(path))
+            }
         }
     }
 

@@ -21,7 +21,7 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         return os;
     }
     match error.reason() {
-        Blocked(_) | RetryBudgetSpent(_) | StillBlocked => blocked,
+        Blocked(_) | RetryBudgetSpent(_) | StillBlocked | Protected(_) => blocked,
         EmptyPath | AbsolutePath | NulByte | InvalidArgument { .. } | BadPolicy { .. } => libc::EINVAL,
         EscapesWorkspace => libc::EXDEV,
         NameTooLong | PathTooLong => libc::ENAMETOOLONG,

@@ -120,14 +120,19 @@ impl Tools {
     /// tried: its retry budget is spent here, except for gate refusals, which the engine
     /// counts itself.
     pub fn fail(&self, call: &Call, error: Error, attempt: Option<(&str, &[u8])>) -> Failure {
-        match error.reason() {
-            Reason::Blocked(rejection) | Reason::RetryBudgetSpent(rejection) => {
-                let mut envelope = serde_json::from_str::<Envelope>(&rejection.envelope)
-                    .unwrap_or_else(|_| Envelope::of_error(&error, 0));
+        let kept = match error.reason() {
+            Reason::Blocked(rejection) | Reason::RetryBudgetSpent(rejection) => Some(&rejection.envelope),
+            Reason::Protected(protection) => Some(&protection.envelope),
+            _ => None,
+        };
+        match kept {
+            Some(kept) => {
+                let mut envelope =
+                    serde_json::from_str::<Envelope>(kept).unwrap_or_else(|_| Envelope::of_error(&error, 0));
                 envelope.context.insert("tool".into(), json!(call.tool()));
                 Failure(Box::new(envelope))
             }
-            _ => self.envelope(call, error.kind(), Envelope::of_error(&error, 0), attempt),
+            None => self.envelope(call, error.kind(), Envelope::of_error(&error, 0), attempt),
         }
     }
 

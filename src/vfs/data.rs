@@ -123,7 +123,13 @@ impl Vfs {
         }
         let file_node = self.file_node(ino)?;
         if self.engine.class(&path).in_place() && !self.is_pending(ino) {
-            let file = if writable { self.engine.open_in_place(&path, None)? } else { self.engine.open_file(&path)? };
+            let file = if writable {
+                self.engine
+                    .open_in_place(&path, None, Some(&self.actor(caller)))
+                    .inspect_err(|e| self.tell_refusal(caller, e))?
+            } else {
+                self.engine.open_file(&path)?
+            };
             if truncate {
                 self.engine.set_len(&file, 0)?;
             }
@@ -164,7 +170,7 @@ impl Vfs {
             })
             .ok()?;
         let first = self.table().get(ino).is_some_and(|n| n.opens <= 1);
-        let backing = first.then(|| self.path(ino).and_then(|path| self.engine.open_in_place(&path, None)));
+        let backing = first.then(|| self.path(ino).and_then(|path| self.engine.open_in_place(&path, None, None)));
         Some(InPlaceOpen { ino, backing })
     }
 
@@ -233,7 +239,10 @@ impl Vfs {
         let perm = mode & 0o7777;
         let owner = caller.owner();
         if self.engine.class(&path).in_place() {
-            let file = self.engine.open_in_place(&path, Some((perm, owner)))?;
+            let file = self
+                .engine
+                .open_in_place(&path, Some((perm, owner)), Some(&self.actor(caller)))
+                .inspect_err(|e| self.tell_refusal(caller, e))?;
             let stat = self.engine.stat_file(&file)?;
             let ino = self.table().insert(parent, name, crate::durable::FileKind::File, None);
             self.set_opens(ino, 1);
@@ -444,7 +453,10 @@ impl Vfs {
         let path = self.path(ino)?;
         self.check_writable(&path)?;
         if self.engine.class(&path).in_place() && !self.is_pending(ino) {
-            let file = self.engine.open_in_place(&path, None)?;
+            let file = self
+                .engine
+                .open_in_place(&path, None, Some(&self.actor(caller)))
+                .inspect_err(|e| self.tell_refusal(caller, e))?;
             return self.engine.set_len(&file, size);
         }
         let file_node = self.file_node(ino)?;
@@ -750,13 +762,16 @@ fn read_full(mut read: impl FnMut(&mut [u8], u64) -> Result<usize>, buf: &mut [u
 
 /// What a refusal tells its writer: from its envelope (an identical retry once the budget is
 /// spent has one too, with no retries left).
-fn notice_of(error: &crate::error::Error) -> Option<crate::notice::Notice> {
+pub(super) fn notice_of(error: &crate::error::Error) -> Option<crate::notice::Notice> {
     match error.reason() {
         crate::error::Reason::Blocked(rejection) | crate::error::Reason::RetryBudgetSpent(rejection) => {
             serde_json::from_str(&rejection.envelope)
                 .ok()
                 .and_then(|envelope| crate::notice::Notice::of_envelope(&envelope))
         }
+        crate::error::Reason::Protected(protection) => serde_json::from_str(&protection.envelope)
+            .ok()
+            .and_then(|envelope| crate::notice::Notice::of_envelope(&envelope)),
         _ => None,
     }
 }

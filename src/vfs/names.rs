@@ -234,7 +234,9 @@ impl Vfs {
                     self.engine.set_owner(entry, set.uid, set.gid)?;
                 }
                 if let Some(mode) = set.mode {
-                    self.engine.set_perm(entry, mode & 0o7777)?;
+                    self.engine
+                        .set_perm(entry, mode & 0o7777, &self.actor(caller))
+                        .inspect_err(|e| self.tell_refusal(caller, e))?;
                 }
                 if set.atime.is_some() || set.mtime.is_some() {
                     self.engine.set_times(
@@ -264,7 +266,9 @@ impl Vfs {
                 self.engine.set_owner(entry, set.uid, set.gid)?;
             }
             if let Some(mode) = set.mode {
-                self.engine.set_perm(entry, mode & 0o7777)?;
+                self.engine
+                    .set_perm(entry, mode & 0o7777, &self.actor(caller))
+                    .inspect_err(|e| self.tell_refusal(caller, e))?;
             }
             if set.atime.is_some() || set.mtime.is_some() {
                 self.engine.set_times(entry, set.atime.unwrap_or(SetTime::Keep), set.mtime.unwrap_or(SetTime::Keep))?;
@@ -369,7 +373,7 @@ impl Vfs {
             }
             self.keep_open_version(&mut state, &path);
         }
-        self.engine.remove(&path, &self.actor(caller))?;
+        self.engine.remove(&path, &self.actor(caller)).inspect_err(|e| self.tell_refusal(caller, e))?;
         let detached = self.table().detach(parent, name);
         // A hard-linked file lives on under another of its names.
         if let Some(ino) = detached
@@ -687,7 +691,7 @@ impl Vfs {
             let stat = self.getattr(ino)?.stat;
             if stat.perm & SETGID != 0 && !caller.may_set_setgid(stat.gid) {
                 let perm = stat.perm & !SETGID;
-                self.each_entry(ino, |vfs, entry| vfs.engine.set_perm(entry, perm))?;
+                self.each_entry(ino, |vfs, entry| vfs.engine.set_perm(entry, perm, &vfs.actor(caller)))?;
             }
         }
         Ok(())
