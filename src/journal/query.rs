@@ -106,7 +106,8 @@ pub(crate) fn new_session(row: &Row) -> SessionSummary {
 }
 
 /// Count `row` in its session's summary; returns the workspace path whose content it changed
-/// (the caller counts distinct paths into `files_changed`).
+/// (the caller counts distinct paths into `files_changed`): not a temporary copy renamed over
+/// its file nor an editor's swap or backup (`crate::temporary`) — one save is one file changed.
 pub(crate) fn count_row<'r>(summary: &mut SessionSummary, row: &'r Row) -> Option<&'r str> {
     summary.rows += 1;
     summary.end = row.ts.clone();
@@ -116,7 +117,14 @@ pub(crate) fn count_row<'r>(summary: &mut SessionSummary, row: &'r Row) -> Optio
             summary.blocked += 1;
             None
         }
-        op if op.states_content() && op != Op::Recover && op != Op::Abort && !is_state(&row.path) => Some(&row.path),
+        op if op.states_content()
+            && op != Op::Recover
+            && op != Op::Abort
+            && !is_state(&row.path)
+            && crate::temporary::of(&row.path).is_none() =>
+        {
+            Some(&row.path)
+        }
         _ => None,
     }
 }
@@ -491,5 +499,21 @@ mod tests {
         assert!(all.iter().all(|t| t.later.is_none()));
         let s = sessions(&rows).unwrap();
         assert_eq!(s.iter().map(|s| (s.name.as_str(), s.files_changed)).collect::<Vec<_>>(), [("a", 4), ("b", 2)]);
+    }
+
+    #[test]
+    fn a_sessions_files_are_the_files_it_changed_not_their_temporary_copies() {
+        let rows = Rows(vec![
+            row(1, "a", Op::Create, "src/x.py.tmp.4242.0123456789ab", None, Some(b"x1")),
+            Row {
+                from: Some("src/x.py.tmp.4242.0123456789ab".into()),
+                ..row(2, "a", Op::Rename, "src/x.py", None, Some(b"x1"))
+            },
+            row(3, "a", Op::Create, "src/.y.py.swp", None, Some(b"s")),
+            row(4, "a", Op::Write, "src/y.py", Some(b"y0"), Some(b"y1")),
+            row(5, "a", Op::Delete, "src/.y.py.swp", Some(b"s"), None),
+        ]);
+        let s = sessions(&rows).unwrap();
+        assert_eq!((s[0].rows, s[0].files_changed), (5, 2), "{s:?}");
     }
 }
