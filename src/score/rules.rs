@@ -3393,7 +3393,7 @@ pub static RULES: &[Rule] = &[
         trigger: Trigger::Anchors(&["--password", "--passwd", "--http-password", "--proxy-password", "sshpass"]),
         regex: r#"(?:--(?:http-|proxy-)?passw(?:or)?d(?:=|[ \t]+)|\bsshpass[ \t]+-p[ \t]*)["'`]?(?P<secret>[^\s'"`]{4,128})(?:[\s'"`]|$)"#,
         after: 160,
-        check: Check::Password,
+        check: Check::FlagPassword,
         min_entropy: 3.0,
         confidence: Confidence::Medium,
         env: "PASSWORD",
