@@ -609,7 +609,7 @@ fn formerly_silent_types_leave_placeholders_and_documentation_alone() {
         ("docker empty", "{\"auths\": {\"ghcr.io\": {\"auth\": \"\"}}, \"credsStore\": \"desktop\"}\n".into()),
         ("curl references", "curl -u $USER:$PASS https://x.io\ncurl -u \"${API_USER}:${API_TOKEN}\" https://x.io\ncurl -u admin:admin https://x.io\ncurl -u username:<password> https://x.io\ncurl -u user:password https://x.io\n".into()),
         ("password flags", "docker login --password-stdin\nmysql --password=$DB_PASSWORD\npsql --password PASSWORD\n".into()),
-        ("password flag in prose", "information can be provided via the --username and --password options\n# The --username and --password options can't be used\n".into()),
+        ("password flag in prose", ["provided via the --username and --password options", "or --password VALUE"].join("\n")),
         ("k8s placeholders", format!("kind: Secret\ndata:\n  password: {}\n---\nkind: Secret\nstringData:\n  password: ${{DB_PASSWORD}}\n", b64.encode("changeme"))),
         ("k8s configmap", "kind: ConfigMap\ndata:\n  level: aW5mbw==\n".into()),
         ("nuget references", "<add key=\"ClearTextPassword\" value=\"%NUGET_PASSWORD%\" />\n<add key=\"ClearTextPassword\" value=\"password\" />\n".into()),

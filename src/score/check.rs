@@ -25,7 +25,7 @@ pub fn passes(check: Check, secret: &str) -> bool {
         Check::BasicAuth => basic_auth_ok(secret),
         Check::UserPassword => user_password_ok(secret),
         Check::Password => plain_password_ok(secret),
-        Check::FlagPassword => plain_password_ok(secret) && !is_lowercase_word(secret),
+        Check::FlagPassword => plain_password_ok(secret) && !is_word(secret),
         Check::SecretData => secret_data_ok(secret),
         Check::DiscordId => discord_id_ok(secret),
         Check::MixedAlnum => mixed_alnum(secret),
@@ -331,9 +331,10 @@ pub fn plain_password_ok(value: &str) -> bool {
     password_ok("", value) && !value.starts_with('$') && !value.starts_with('%')
 }
 
-/// Only lowercase ASCII letters, as a word of prose is (`options`, `instead`, `argument`).
-fn is_lowercase_word(value: &str) -> bool {
-    value.bytes().all(|b| b.is_ascii_lowercase())
+/// Only ASCII letters of one case, as a word of prose (`options`, `instead`) or a placeholder
+/// in capitals (`VALUE`) is.
+fn is_word(value: &str) -> bool {
+    value.bytes().all(|b| b.is_ascii_lowercase()) || value.bytes().all(|b| b.is_ascii_uppercase())
 }
 
 /// A Kubernetes `Secret`'s `data:` value: base64 of printable text that is itself a password

@@ -71,8 +71,9 @@ pub enum Check {
     UserPassword,
     /// A password on its own (`ClearTextPassword`): not a placeholder, reference or trivial word.
     Password,
-    /// A password given to a command-line flag (`--password VALUE`): as [`Check::Password`], and
-    /// not a lowercase word, which after a flag's name is prose (`the --password options`).
+    /// A password given to a command-line flag: as [`Check::Password`], and not a word of one
+    /// case, which after the flag's name is prose ("the password flag's options") or a
+    /// placeholder in capitals.
     FlagPassword,
     /// A Kubernetes `Secret`'s `data:` value: base64 of a real password or of key material.
     SecretData,
