@@ -134,6 +134,15 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 impl Image {
+    /// The inodes some directory entry of the image names (the files a crash state shows).
+    fn visible_files(&self) -> BTreeSet<Ino> {
+        self.dirs
+            .values()
+            .flat_map(|m| m.values())
+            .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
+            .collect()
+    }
+
     /// Snapshot a real directory tree (regular files and directories only).
     pub fn snapshot(root: &Path) -> (Image, HashMap<FileId, Ino>) {
         let mut image = Image::default();
@@ -401,12 +410,7 @@ pub fn crash_states(base: &Image, events: &[Event]) -> (Vec<CrashState>, usize) 
             }
             let names = apply_names(base, events, &included);
             // File data: only inodes visible in this image matter.
-            let visible: BTreeSet<Ino> = names
-                .dirs
-                .values()
-                .flat_map(|m| m.values())
-                .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
-                .collect();
+            let visible = names.visible_files();
             let data_choices: Vec<(Ino, Vec<DataChoice>)> =
                 visible.iter().map(|&ino| (ino, data_choices(events, ino))).collect();
             let lists: Vec<Vec<usize>> = data_choices.iter().map(|(_, c)| (0..c.len()).collect()).collect();
@@ -453,12 +457,7 @@ pub fn sampled_crash_states(base: &Image, events: &[Event], n: usize, seed: u64)
             included.extend(per_dir[d][..*cut].iter().copied());
         }
         let mut image = apply_names(base, events, &included);
-        let visible: BTreeSet<Ino> = image
-            .dirs
-            .values()
-            .flat_map(|m| m.values())
-            .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
-            .collect();
+        let visible = image.visible_files();
         for ino in visible {
             let choices = data_choices(events, ino);
             let choice = choices[rng.below(choices.len() as u64) as usize];
@@ -549,12 +548,7 @@ pub fn process_crash_states(base: &Image, events: &[Event]) -> Vec<CrashState> {
             let events = &events[..prefix];
             let included: BTreeSet<usize> = (0..events.len()).collect();
             let mut image = apply_names(base, events, &included);
-            let visible: BTreeSet<Ino> = image
-                .dirs
-                .values()
-                .flat_map(|m| m.values())
-                .filter_map(|e| if let Entry::File(ino) = e { Some(*ino) } else { None })
-                .collect();
+            let visible = image.visible_files();
             for ino in visible {
                 let all = DataChoice { ops: data_ops(events, ino).0.len(), torn: false };
                 let bytes = apply_data(base.inodes.get(&ino).cloned().unwrap_or_default(), events, ino, all);
