@@ -29,6 +29,8 @@
 //! - [`notice`] and [`temporary`]: what a refusal says to the agent that caused it (the
 //!   writer's stderr line, a hook's paragraph), and which file a temporary name stands for.
 //! - `cli` and `app`: argument parsing and wiring for the `rwfs` binary.
+//! - [`http`]: loopback HTTP written once — access checks, connection cap, serve loop — for MCP
+//!   over HTTP and the history page.
 //! - [`time`]: the journal's sub-second stamp and the one parser of times given to rwfs.
 //! - [`wake`]: blocking hand-over between threads (a queue, a one-shot reply) that never spins.
 //!
@@ -46,6 +48,7 @@ pub mod engine;
 pub mod envelope;
 pub mod error;
 pub mod fuse;
+pub mod http;
 pub mod journal;
 pub mod mcp;
 pub mod notice;

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("durable", &["error", "sha", "durable"]),
     ("wake", &["wake"]),
+    ("http", &["error", "sha", "http"]),
     ("time", &["error", "time"]),
     ("journal", &["error", "sha", "durable", "journal", "wake", "temporary", "time"]),
     ("temporary", &["temporary"]),
@@ -54,7 +55,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
         "mcp",
         &[
             "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "mcp",
-            "time",
+            "time", "http",
         ],
     ),
 ];

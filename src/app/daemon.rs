@@ -119,7 +119,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
                 mcp::TOKEN_FILE
             ));
         }
-        let page = super::ui::router(super::ui::on_engine(&engine, &token)?);
+        let page = super::ui::router(super::ui::on_engine(&engine)?);
         let _ = shared.ui_url.set(format!("http://{addr}/#token={token}"));
         let (tools, stop) = (shared.tools.clone(), http_stop.clone());
         std::thread::Builder::new()
@@ -278,16 +278,16 @@ impl Daemon for Shared {
         }
         // Not served beside MCP over HTTP: on a free loopback port of its own, until the
         // daemon stops, with a token made now.
-        let token = super::ui::new_token()?;
+        let token = crate::http::new_token()?;
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).step("bind the page's address")?;
         let addr = listener.local_addr().step("read the page's address")?;
-        let page = super::ui::on_engine(&self.engine, &token)?;
-        let stop = self.page_stop.clone();
+        let page = super::ui::on_engine(&self.engine)?;
+        let (stop, key) = (self.page_stop.clone(), token.clone());
         *thread = Some(
             std::thread::Builder::new()
                 .name("rwfs-ui".into())
                 .spawn(move || {
-                    if let Err(e) = super::ui::serve(page, listener, stop) {
+                    if let Err(e) = super::ui::serve(page, listener, &key, stop) {
                         tracing::error!(error = %e, "the history page stopped");
                     }
                 })

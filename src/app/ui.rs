@@ -15,22 +15,28 @@
 //!   POST /api/rewind       {"session"|"to_time"|"seq", "confirm"}: the plan, or the rewind
 //! ```
 //!
-//! Every request passes `mcp::check_access` — the one decision on loopback HTTP callers shared
-//! with MCP over HTTP: a loopback `Host`, a loopback `Origin` when one is sent, and for
-//! `/api/` the bearer token in the `Authorization` header. The page takes the token from the
-//! URL's fragment (never sent to the server, so never in a log) and sends it as that header,
-//! which a cross-site page cannot do: no request that reads or changes anything can be forged
-//! from another site. The token is random per `rwfs ui` process and printed once with the URL.
+//! Every request passes the loopback HTTP module's checks (`crate::http::check_access`, shared
+//! with MCP over HTTP): a loopback `Host`, a loopback `Origin` when one is sent, and on every
+//! route but `GET /` the bearer token in the `Authorization` header. The page takes the token
+//! from the URL's fragment (never sent to the server, so never in a log) and sends it as that
+//! header, which a cross-site page cannot do: no request that reads or changes anything can be
+//! forged from another site. The token is random per `rwfs ui` process and printed once with
+//! the URL. Connections are capped as MCP's are ([`crate::http::Limits`]).
 //!
 //! This file only translates HTTP to the engine's and the journal's questions: every answer is
 //! theirs, and a page is at most [`MAX_PAGE`] rows (the page never gets the whole journal).
 
-use std::collections::BTreeMap;
+use std::str::FromStr;
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -56,65 +62,43 @@ pub type Follower = Box<dyn Fn(u64, &mut dyn FnMut(&[u8]) -> bool) -> Result<()>
 /// What the page is served from.
 pub struct Ui {
     pub ws: Workspace,
-    /// `Bearer <token>`.
-    pub bearer: String,
     pub rewind: Rewinder,
     pub follow: Follower,
 }
 
-/// A fresh random token for one `rwfs ui` process.
-pub fn new_token() -> Result<String> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|e| Error::io("generate token", std::io::Error::other(e.to_string())))?;
-    Ok(hex::encode(bytes))
-}
-
-/// Serve the page on `listener` (bound by the caller) until `stop` is cancelled.
-pub fn serve(ui: Arc<Ui>, listener: std::net::TcpListener, stop: CancellationToken) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .step("start the page's runtime")?;
-    let served: std::io::Result<()> = runtime.block_on(async move {
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        while let Some(stream) = crate::mcp::accept(&listener, &stop).await {
-            let ui = ui.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
-                    let ui = ui.clone();
-                    async move { Ok::<_, std::convert::Infallible>(handle(ui, request.map(Body::new)).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(std::time::Duration::from_secs(10))
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-        Ok(())
-    });
+/// Serve the page alone on `listener` (bound by the caller) until `stop` is cancelled, to
+/// callers that bring `token`.
+pub fn serve(ui: Arc<Ui>, listener: std::net::TcpListener, token: &str, stop: CancellationToken) -> Result<()> {
+    let runtime = crate::http::runtime("rwfs-ui")?;
+    let limits = crate::http::Limits::from_env();
+    let served = runtime.block_on(crate::http::serve(listener, router(ui), token, limits, stop, || ()));
     runtime.shutdown_background();
     served.step("serve the page")
 }
 
-/// The page's routes, to serve beside MCP over HTTP (the daemon's listener).
-pub fn router(ui: Arc<Ui>) -> axum::Router {
-    axum::Router::new().fallback(move |request: axum::extract::Request| {
-        let ui = ui.clone();
-        async move { handle(ui, request).await }
-    })
+/// The page's routes (without the access checks: `crate::http::serve` puts them in front), to
+/// serve alone or beside MCP over HTTP (the daemon's listener).
+pub fn router(ui: Arc<Ui>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/sessions", get(sessions))
+        .route("/api/rows", get(rows))
+        .route("/api/feed", get(feed))
+        .route("/api/history", get(history))
+        .route("/api/diff", get(diff))
+        .route("/api/blocked", get(blocked))
+        .route("/api/rewind", post(rewind))
+        .fallback(|| async { failure(Error::from(crate::Reason::NotFound).at("no such page".to_string())) })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(ui)
 }
 
-/// The page of a daemon's engine: its workspace, rewinds on it, its journal's feed; the
-/// token of its HTTP endpoint.
-pub fn on_engine(engine: &Arc<crate::engine::Engine>, token: &str) -> Result<Arc<Ui>> {
+/// The page of a daemon's engine: its workspace, rewinds on it, its journal's feed.
+pub fn on_engine(engine: &Arc<crate::engine::Engine>) -> Result<Arc<Ui>> {
     let (rewinder, follower) = (engine.clone(), engine.clone());
     let actor = crate::journal::Actor::this_process(crate::journal::Via::Cli, "rwfs-ui");
     Ok(Arc::new(Ui {
         ws: engine.workspace().try_clone()?,
-        bearer: format!("Bearer {token}"),
         rewind: Box::new(move |rewind| rewinder.rewind(rewind, &actor).map(|r| super::control::rewound_json(&r))),
         follow: Box::new(move |offset, line| {
             let journal = follower.state_dir_path()?.join(crate::journal::JOURNAL_FILE);
@@ -123,126 +107,142 @@ pub fn on_engine(engine: &Arc<crate::engine::Engine>, token: &str) -> Result<Arc
     }))
 }
 
-/// One request.
-pub async fn handle(ui: Arc<Ui>, request: axum::http::Request<Body>) -> Response {
-    let (parts, body) = request.into_parts();
-    let api = parts.uri.path().starts_with("/api/");
-    if let Err((status, why)) = crate::mcp::check_access(&parts.headers, api.then_some(ui.bearer.as_str())) {
-        return crate::mcp::refuse(status, why);
-    }
-    let params = params(parts.uri.query().unwrap_or(""));
-    let route = (parts.method.clone(), parts.uri.path().to_string());
-    if route == (Method::GET, "/".to_string()) {
-        let mut response = PAGE.into_response();
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"),
-        );
-        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-        return response;
-    }
-    if route == (Method::GET, "/api/feed".to_string()) {
-        return feed(ui, &params);
-    }
-    let body = match axum::body::to_bytes(body, MAX_BODY).await {
-        Ok(body) => body,
-        Err(_) => return crate::mcp::refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n"),
-    };
-    let answer = tokio::task::spawn_blocking(move || answer(&ui, &route.0, &route.1, &params, &body)).await;
-    match answer {
-        Ok(Ok(value)) => json_response(StatusCode::OK, &value),
-        Ok(Err(e)) => {
-            let status = match (e.reason(), e.kind()) {
-                (crate::Reason::NotFound, _) => StatusCode::NOT_FOUND,
-                (_, crate::ErrorKind::PolicyViolation | crate::ErrorKind::StalePrecondition) => StatusCode::BAD_REQUEST,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            json_response(status, &json!({"ok": false, "error": e.to_string()}))
-        }
-        Err(_) => json_response(StatusCode::INTERNAL_SERVER_ERROR, &json!({"ok": false, "error": "request failed"})),
-    }
-}
+type Page = State<Arc<Ui>>;
 
-fn json_response(status: StatusCode, value: &Value) -> Response {
-    let mut response = (status, value.to_string()).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+async fn page() -> Response {
+    let mut response = PAGE.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     response
 }
 
-/// The answer of a JSON route.
-fn answer(ui: &Ui, method: &Method, path: &str, params: &BTreeMap<String, String>, body: &[u8]) -> Result<Value> {
-    let ws = &ui.ws;
-    let param = |name: &str| params.get(name).filter(|v| !v.is_empty()).cloned();
-    let number = |name: &str| -> Result<Option<u64>> {
-        param(name)
-            .map(|v| v.parse::<u64>().map_err(|_| invalid("a number parameter (limit, before, seq, after)")))
-            .transpose()
-    };
-    match (method.as_str(), path) {
-        ("GET", "/api/sessions") => Ok(json!({"sessions": query::sessions(ws)?})),
-        ("GET", "/api/rows") => {
-            let limit = number("limit")?.map_or(100, |n| n as usize).clamp(1, MAX_PAGE);
-            let filter = Filter {
-                path: param("path"),
-                session: param("session"),
-                since: None,
-                before: number("before")?,
-                // As `rwfs log`: editors' swap files and temporary copies only with `all=1` or
-                // when a path is asked for.
-                leave_out: if param("all").is_none() && param("path").is_none() { Some(left_out(ws)?) } else { None },
-            };
-            let tail = query::tail(ws, &filter, limit)?;
-            let next = if tail.rows.len() == limit { tail.rows.first().and_then(|r| r.seq) } else { None };
-            Ok(json!({"rows": tail.rows, "next": next, "len": tail.len, "problems": tail.problems}))
-        }
-        ("GET", "/api/history") => {
-            let path = param("path").ok_or_else(|| invalid("path parameter"))?;
-            let history = ws.history(&path)?;
-            let versions: Vec<Value> = history
-                .versions
-                .iter()
-                .map(|v| {
-                    json!({
-                        "seq": v.entry.row.seq, "ts": v.entry.row.ts, "op": v.op().as_str(), "state": v.state,
-                        "availability": format!("{:?}", v.availability).to_lowercase(),
-                        "session": v.entry.row.session, "who": who(&v.entry.row), "bytes": v.entry.row.bytes,
-                    })
-                })
-                .collect();
-            Ok(json!({"path": history.path.as_str(), "current": history.current, "versions": versions}))
-        }
-        ("GET", "/api/diff") => {
-            let path = param("path").ok_or_else(|| invalid("path parameter"))?;
-            let rev = |name: &str| param(name).map(|s| Rev::parse(&s, parse_time)).transpose();
-            let d = ws.diff(&path, rev("from")?.as_ref(), rev("to")?.as_ref(), Some(crate::engine::SHOWN_MAX))?;
-            Ok(json!(d))
-        }
-        ("GET", "/api/blocked") => {
-            let seq = number("seq")?.ok_or_else(|| invalid("seq parameter"))?;
-            let row = query::row_at_seq(ws, seq)?
-                .ok_or_else(|| Error::from(crate::Reason::NotFound).at(format!("seq {seq}")))?;
-            Ok(json!({"envelope": ws.blocked_envelope(&row)?}))
-        }
-        ("POST", "/api/rewind") => {
-            let request: RewindRequest = serde_json::from_slice(body)
-                .map_err(|_| invalid("rewind request (JSON: session, to_time or seq; confirm)"))?;
-            let selection = match (request.session, request.to_time, request.seq) {
-                (Some(s), None, None) => Selection::Session(s),
-                (None, Some(t), None) => Selection::AfterTime(parse_time(&t)?),
-                (None, None, Some(seq)) => Selection::AfterSeq(seq),
-                _ => return Err(invalid("rewind request: exactly one of session, to_time, seq")),
-            };
-            (ui.rewind)(&Rewind { selection, globs: vec![], force: false, dry_run: !request.confirm })
-        }
-        _ => Err(Error::from(crate::Reason::NotFound).at(path.to_string())),
-    }
+async fn sessions(State(ui): Page) -> Response {
+    answer(move || Ok(json!({"sessions": query::sessions(&ui.ws)?}))).await
 }
 
-#[derive(serde::Deserialize)]
+/// `?limit=N&before=SEQ&session=S&path=P&all=1`
+#[derive(Deserialize)]
+struct RowsQuery {
+    #[serde(default, deserialize_with = "given")]
+    limit: Option<usize>,
+    #[serde(default, deserialize_with = "given")]
+    before: Option<u64>,
+    #[serde(default, deserialize_with = "given")]
+    session: Option<String>,
+    #[serde(default, deserialize_with = "given")]
+    path: Option<String>,
+    #[serde(default, deserialize_with = "given")]
+    all: Option<String>,
+}
+
+async fn rows(State(ui): Page, Params(q): Params<RowsQuery>) -> Response {
+    answer(move || {
+        let ws = &ui.ws;
+        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+        // As `rwfs log`: editors' swap files and temporary copies only with `all=1` or when a
+        // path is asked for.
+        let leave_out = if q.all.is_none() && q.path.is_none() { Some(left_out(ws)?) } else { None };
+        let filter = Filter { path: q.path, session: q.session, since: None, before: q.before, leave_out };
+        let tail = query::tail(ws, &filter, limit)?;
+        let next = if tail.rows.len() == limit { tail.rows.first().and_then(|r| r.seq) } else { None };
+        Ok(json!({"rows": tail.rows, "next": next, "len": tail.len, "problems": tail.problems}))
+    })
+    .await
+}
+
+/// `?path=P`
+#[derive(Deserialize)]
+struct PathQuery {
+    #[serde(default, deserialize_with = "given")]
+    path: Option<String>,
+}
+
+async fn history(State(ui): Page, Params(q): Params<PathQuery>) -> Response {
+    answer(move || {
+        let path = q.path.ok_or_else(|| invalid("path parameter"))?;
+        let history = ui.ws.history(&path)?;
+        let versions: Vec<Value> = history
+            .versions
+            .iter()
+            .map(|v| {
+                json!({
+                    "seq": v.entry.row.seq, "ts": v.entry.row.ts, "op": v.op().as_str(), "state": v.state,
+                    "availability": format!("{:?}", v.availability).to_lowercase(),
+                    "session": v.entry.row.session, "who": who(&v.entry.row), "bytes": v.entry.row.bytes,
+                })
+            })
+            .collect();
+        Ok(json!({"path": history.path.as_str(), "current": history.current, "versions": versions}))
+    })
+    .await
+}
+
+/// `?path=P&from=REV&to=REV`
+#[derive(Deserialize)]
+struct DiffQuery {
+    #[serde(default, deserialize_with = "given")]
+    path: Option<String>,
+    #[serde(default, deserialize_with = "given")]
+    from: Option<String>,
+    #[serde(default, deserialize_with = "given")]
+    to: Option<String>,
+}
+
+async fn diff(State(ui): Page, Params(q): Params<DiffQuery>) -> Response {
+    answer(move || {
+        let path = q.path.ok_or_else(|| invalid("path parameter"))?;
+        let rev = |r: Option<String>| r.map(|s| Rev::parse(&s, parse_time)).transpose();
+        let (from, to) = (rev(q.from)?, rev(q.to)?);
+        Ok(json!(ui.ws.diff(&path, from.as_ref(), to.as_ref(), Some(crate::engine::SHOWN_MAX))?))
+    })
+    .await
+}
+
+/// `?seq=N`
+#[derive(Deserialize)]
+struct SeqQuery {
+    #[serde(default, deserialize_with = "given")]
+    seq: Option<u64>,
+}
+
+async fn blocked(State(ui): Page, Params(q): Params<SeqQuery>) -> Response {
+    answer(move || {
+        let seq = q.seq.ok_or_else(|| invalid("seq parameter"))?;
+        let row = query::row_at_seq(&ui.ws, seq)?
+            .ok_or_else(|| Error::from(crate::Reason::NotFound).at(format!("seq {seq}")))?;
+        Ok(json!({"envelope": ui.ws.blocked_envelope(&row)?}))
+    })
+    .await
+}
+
+async fn rewind(
+    State(ui): Page,
+    body: std::result::Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let Ok(body) = body else {
+        return crate::http::refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+    };
+    answer(move || {
+        let request: RewindRequest = serde_json::from_slice(&body)
+            .map_err(|_| invalid("rewind request (JSON: session, to_time or seq; confirm)"))?;
+        let selection = match (request.session, request.to_time, request.seq) {
+            (Some(s), None, None) => Selection::Session(s),
+            (None, Some(t), None) => Selection::AfterTime(parse_time(&t)?),
+            (None, None, Some(seq)) => Selection::AfterSeq(seq),
+            _ => return Err(invalid("rewind request: exactly one of session, to_time, seq")),
+        };
+        (ui.rewind)(&Rewind { selection, globs: vec![], force: false, dry_run: !request.confirm })
+    })
+    .await
+}
+
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RewindRequest {
     #[serde(default)]
@@ -253,6 +253,56 @@ struct RewindRequest {
     seq: Option<u64>,
     #[serde(default)]
     confirm: bool,
+}
+
+/// A route's query parameters, typed; parameters that do not parse are answered as every bad
+/// argument is (400, with what to send instead).
+struct Params<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Params<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> std::result::Result<Self, Response> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(params)) => Ok(Params(params)),
+            Err(_) => Err(failure(invalid("a number parameter (limit, before, seq, after)"))),
+        }
+    }
+}
+
+/// A parameter given with a value: an empty one (`?session=`) is as good as absent.
+fn given<'de, D: Deserializer<'de>, T: FromStr>(d: D) -> std::result::Result<Option<T>, D::Error> {
+    let text: Option<String> = Option::deserialize(d)?;
+    match text.filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) => t.parse().map(Some).map_err(|_| serde::de::Error::custom("not a valid value")),
+    }
+}
+
+/// The JSON answer `work` gives, computed on a blocking thread (it reads the journal and the
+/// store).
+async fn answer(work: impl FnOnce() -> Result<Value> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => json_response(StatusCode::OK, &value),
+        Ok(Err(e)) => failure(e),
+        Err(_) => json_response(StatusCode::INTERNAL_SERVER_ERROR, &json!({"ok": false, "error": "request failed"})),
+    }
+}
+
+fn failure(e: Error) -> Response {
+    let status = match (e.reason(), e.kind()) {
+        (crate::Reason::NotFound, _) => StatusCode::NOT_FOUND,
+        (_, crate::ErrorKind::PolicyViolation | crate::ErrorKind::StalePrecondition) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    json_response(status, &json!({"ok": false, "error": e.to_string()}))
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response {
+    let mut response = (status, value.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 fn invalid(what: &'static str) -> Error {
@@ -277,12 +327,19 @@ fn left_out(ws: &Workspace) -> Result<globset::GlobSet> {
     Ok(ws.policy(None)?.editor_files().clone())
 }
 
+/// `?after=OFFSET`
+#[derive(Deserialize)]
+struct FeedQuery {
+    #[serde(default, deserialize_with = "given")]
+    after: Option<u64>,
+}
+
 /// `/api/feed`: rows past `after` as server-sent events, one `data:` line per journal row; a
 /// row the timeline leaves out ([`left_out`]) is sent as `event: hidden`, so the page still
 /// counts its bytes. The follower runs on a thread of its own and ends when the page goes away
 /// (at the next row).
-fn feed(ui: Arc<Ui>, params: &BTreeMap<String, String>) -> Response {
-    let after = params.get("after").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+async fn feed(State(ui): Page, Params(q): Params<FeedQuery>) -> Response {
+    let after = q.after.unwrap_or(0);
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
     let shown = Filter { leave_out: left_out(&ui.ws).ok(), ..Filter::default() };
     std::thread::spawn(move || {
@@ -300,17 +357,4 @@ fn feed(ui: Arc<Ui>, params: &BTreeMap<String, String>) -> Response {
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
-}
-
-/// A query string's parameters, decoded as a form (`+` a space, `%XX` a byte).
-fn params(query: &str) -> BTreeMap<String, String> {
-    let decode = |s: &str| percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
 }

@@ -140,7 +140,7 @@ pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
     let ws = Workspace::open(root, options)?;
     let feed_ws = Workspace::open(root, options)?;
     let shown = ws.path().display().to_string();
-    let token = crate::app::ui::new_token()?;
+    let token = crate::http::new_token()?;
     let listener = std::net::TcpListener::bind(args.addr)
         .map_err(|e| Error::io("bind the page's address", e).at(args.addr.to_string()))?;
     let addr = listener.local_addr().step("read the page's address")?;
@@ -148,13 +148,12 @@ pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
     let follow_root = root.to_path_buf();
     let ui = crate::app::ui::Ui {
         ws,
-        bearer: format!("Bearer {token}"),
         rewind: Box::new(move |rewind| rewind_on_engine(&rewind_root, &rewind_options, rewind)),
         follow: Box::new(move |offset, line| follow(&follow_root, &feed_ws, offset, |l| line(l))),
     };
     outln!("rwfs: the history page of {shown} is at http://{addr}/#token={token}");
     errln!("(the token in the URL is the key to the page: share it only with who may rewind this workspace)");
-    crate::app::ui::serve(std::sync::Arc::new(ui), listener, tokio_util::sync::CancellationToken::new())?;
+    crate::app::ui::serve(std::sync::Arc::new(ui), listener, &token, tokio_util::sync::CancellationToken::new())?;
     Ok(Exit::Ok)
 }
 

@@ -36,10 +36,7 @@ use crate::error::ErrorKind;
 use crate::journal::{Actor, Via, process_name};
 use crate::tools::{Call, Outcome, Tools};
 
-pub use serve::{
-    TOKEN_FILE, accept, check_access, http_token, refuse, relay, serve_connection, serve_http, serve_stdio,
-    settings_from_env,
-};
+pub use serve::{TOKEN_FILE, http_token, relay, serve_connection, serve_http, serve_stdio, settings_from_env};
 
 /// The process on the other end of a connection.
 #[derive(Debug, Clone, Copy, Default)]

@@ -9,7 +9,8 @@
 //!   ADDR`): every request must carry `Authorization: Bearer <token>`; the token is generated
 //!   once, kept 0600 in the state directory (written through the engine, hidden from the mount) and printed when created.
 //!   `Host` must be a loopback name and a browser `Origin` a loopback origin (DNS rebinding).
-//!   Connections, read times, bodies and sessions are bounded (`http.rs`).
+//!   Those checks, the connection cap, read times and bodies are the loopback HTTP module's
+//!   (`crate::http`, shared with the page); sessions are bounded here (`http.rs`).
 //!
 //! stdout carries only the protocol: logs go to stderr.
 
@@ -27,7 +28,7 @@ use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::tools::{Settings, Tools};
 
-use super::http::{Admitted, CappedSessions, Connections, Limits, MAX_BODY, hold_until_sent};
+use super::http::{CappedSessions, SessionLimits};
 use super::lines::check_lines;
 use super::{Peer, Server};
 
@@ -214,9 +215,7 @@ pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
     if let Some(token) = existing.and_then(valid) {
         return Ok((token, false));
     }
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| Error::io("generate token", std::io::Error::other(e.to_string())))?;
-    let token = hex::encode(bytes);
+    let token = crate::http::new_token()?;
     match engine.state_write(TOKEN_FILE, format!("{token}\n").as_bytes(), create, true, &Actor::engine()) {
         Ok(_) => Ok((token, true)),
         // Created meanwhile: that one is the token.
@@ -233,7 +232,8 @@ pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
 pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
-/// it returns) until `stop` is cancelled, within the [`Limits`] of the environment.
+/// it returns) until `stop` is cancelled, within the limits of the environment
+/// ([`crate::http::Limits`], [`SessionLimits`]).
 ///
 /// With `page` (the daemon's `rwfs ui` routes), every other path is answered by it, under the
 /// same token; only the page itself (`GET /`, which holds no data) is served without it.
@@ -246,162 +246,27 @@ pub fn serve_http(
 ) -> Result<()> {
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-    let limits = Limits::from_env();
     let runtime = runtime()?;
     let served = runtime.block_on(async move {
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(LOOPBACK_HOSTS)
-            .with_allowed_origins(LOOPBACK_ORIGINS.map(|o| format!("{o}:*")))
+            .with_allowed_hosts(crate::http::LOOPBACK_HOSTS)
+            .with_allowed_origins(crate::http::LOOPBACK_ORIGINS.map(|o| format!("{o}:*")))
             .enforce_origin_validation()
             .with_cancellation_token(stop.child_token());
         let peer = Peer { pid: None, uid: None };
         let service = StreamableHttpService::new(
             move || Ok(Server::new(tools.clone(), peer)),
-            CappedSessions::new(limits).into(),
+            CappedSessions::new(SessionLimits::from_env()).into(),
             config,
         );
-        let expected = Arc::new(format!("Bearer {token}"));
         let app = axum::Router::new().nest_service("/mcp", service);
         let app = match page {
             Some(page) => app.merge(page),
             None => app,
         };
-        let app = app.layer(axum::middleware::from_fn(
-            move |request: axum::extract::Request, next: axum::middleware::Next| {
-                let expected = expected.clone();
-                async move {
-                    let page = request.method() == axum::http::Method::GET && request.uri().path() == "/";
-                    if let Err((status, why)) = check_access(request.headers(), (!page).then_some(expected.as_str())) {
-                        return refuse(status, why);
-                    }
-                    // The whole body within the read timeout, before any work.
-                    let (parts, body) = request.into_parts();
-                    match tokio::time::timeout(limits.read_timeout, axum::body::to_bytes(body, MAX_BODY)).await {
-                        Ok(Ok(bytes)) => next.run(axum::extract::Request::from_parts(parts, bytes.into())).await,
-                        Ok(Err(_)) => refuse(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "body too large or broken\n"),
-                        Err(_) => refuse(axum::http::StatusCode::REQUEST_TIMEOUT, "body not sent in time\n"),
-                    }
-                }
-            },
-        ));
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        let connections = Arc::new(Connections::default());
-        while let Some(stream) = accept(&listener, &stop).await {
-            let Some(admitted) = connections.admit(limits.connection_cap()) else {
-                tracing::debug!("HTTP: every connection busy, one refused");
-                continue;
-            };
-            tokio::spawn(serve_http_connection(stream, admitted, app.clone(), limits, stop.clone()));
-        }
-        Ok(())
+        let limits = crate::http::Limits::from_env();
+        crate::http::serve(listener, app, &token, limits, stop, super::ConnectionSession::new).await
     });
     runtime.shutdown_background();
     served.step("serve MCP over HTTP")
-}
-
-/// The next connection on `listener`, or `None` once `stop` is cancelled. A failed accept (out
-/// of descriptors or memory) backs off rather than spins.
-pub async fn accept(listener: &tokio::net::TcpListener, stop: &CancellationToken) -> Option<tokio::net::TcpStream> {
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return None,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => return Some(stream),
-                Err(e) => {
-                    tracing::warn!("HTTP accept: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-        }
-    }
-}
-
-/// One HTTP/1.1 connection, until it ends, is evicted, times out reading, or `stop`.
-async fn serve_http_connection(
-    stream: tokio::net::TcpStream,
-    admitted: Admitted,
-    app: axum::Router,
-    limits: Limits,
-    stop: CancellationToken,
-) {
-    let admitted = Arc::new(admitted);
-    let evicted = admitted.evicted.clone();
-    let session = super::ConnectionSession::new();
-    let service = hyper::service::service_fn(move |mut request: axum::http::Request<hyper::body::Incoming>| {
-        let in_flight = admitted.request();
-        request.extensions_mut().insert(session);
-        let mut app = app.clone();
-        async move {
-            let response = tower_service::Service::call(&mut app, request.map(axum::body::Body::new)).await?;
-            Ok::<_, std::convert::Infallible>(response.map(|body| hold_until_sent(body, in_flight)))
-        }
-    });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(limits.read_timeout)
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-    tokio::select! {
-        _ = connection => {}
-        _ = evicted.cancelled() => {}
-        _ = stop.cancelled() => {}
-    }
-}
-
-/// The names a loopback endpoint answers to in `Host` (with any port).
-pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
-/// The browser origins allowed to call a loopback endpoint (with any port).
-pub const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost", "http://127.0.0.1", "http://[::1]"];
-
-/// The one decision on who may call rwfs's loopback HTTP endpoints (MCP over HTTP, the page of
-/// `rwfs ui`): `Host` must be a loopback name (a page on another site resolving its name to
-/// 127.0.0.1 — DNS rebinding — sends its own name); an `Origin`, when a browser sends one, must
-/// be a loopback origin (a page of another site calling in); and with `expected` (the whole
-/// `Bearer <token>` value) the `Authorization` header must carry it. A cross-site page cannot
-/// set that header without a CORS preflight, which nothing here answers: a request that needs
-/// the token is safe against cross-site requests.
-pub fn check_access(
-    headers: &axum::http::HeaderMap,
-    expected: Option<&str>,
-) -> std::result::Result<(), (axum::http::StatusCode, &'static str)> {
-    use axum::http::{StatusCode, header};
-    let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
-    let host = text(header::HOST).unwrap_or("");
-    let host_name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !name.is_empty() => name,
-        _ => host,
-    };
-    if !LOOPBACK_HOSTS.contains(&host_name) {
-        return Err((StatusCode::FORBIDDEN, "Host is not a loopback name; open the page at 127.0.0.1 or localhost\n"));
-    }
-    if let Some(origin) = text(header::ORIGIN) {
-        let name = origin.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()));
-        let name = name.map_or(origin, |(name, _)| name);
-        if !LOOPBACK_ORIGINS.contains(&name) {
-            return Err((StatusCode::FORBIDDEN, "cross-origin request refused; use the page rwfs serves\n"));
-        }
-    }
-    if let Some(expected) = expected {
-        let given = text(header::AUTHORIZATION);
-        if !given.is_some_and(|g| crate::sha::same_secret(g.as_bytes(), expected.as_bytes())) {
-            return Err((
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong bearer token; use the URL with the token rwfs printed\n",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// A refusal: `why` as text, with the headers its status needs.
-pub fn refuse(status: axum::http::StatusCode, why: &'static str) -> axum::response::Response {
-    let mut response = axum::response::IntoResponse::into_response((status, why));
-    if status == axum::http::StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
-    } else {
-        response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
-    }
-    response
 }
