@@ -31,6 +31,8 @@
 //! - `cli` and `app`: argument parsing and wiring for the `rwfs` binary.
 //! - [`http`]: loopback HTTP written once — access checks, connection cap, serve loop — for MCP
 //!   over HTTP and the history page.
+//! - [`process`]: who is calling — what `/proc` says of a process (name, `stat`, command line,
+//!   environment, groups, mounts), read in this one place.
 //! - [`time`]: the journal's sub-second stamp and the one parser of times given to rwfs.
 //! - [`wake`]: blocking hand-over between threads (a queue, a one-shot reply) that never spins.
 //!
@@ -53,6 +55,7 @@ pub mod journal;
 pub mod mcp;
 pub mod notice;
 pub mod policy;
+pub mod process;
 pub mod score;
 pub mod sha;
 pub mod store;

@@ -18,8 +18,9 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("durable", &["error", "sha", "durable"]),
     ("wake", &["wake"]),
     ("http", &["error", "sha", "http"]),
+    ("process", &["process"]),
     ("time", &["error", "time"]),
-    ("journal", &["error", "sha", "durable", "journal", "wake", "temporary", "time"]),
+    ("journal", &["error", "sha", "durable", "journal", "wake", "temporary", "time", "process"]),
     ("temporary", &["temporary"]),
     ("notice", &["durable", "notice"]),
     ("store", &["error", "sha", "durable", "store"]),
@@ -42,11 +43,18 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "temporary",
             "notice",
             "time",
+            "process",
         ],
     ),
-    ("vfs", &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "vfs", "notice"]),
+    (
+        "vfs",
+        &[
+            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "vfs", "notice",
+            "process",
+        ],
+    ),
     // The adapter: the filesystem, and the types it converts (stats, errors, the engine it starts).
-    ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake"]),
+    ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake", "process"]),
     (
         "tools",
         &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "time"],
@@ -55,7 +63,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
         "mcp",
         &[
             "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "mcp",
-            "time", "http",
+            "time", "http", "process",
         ],
     ),
 ];

@@ -26,7 +26,7 @@ use crate::durable::STATE_DIR;
 use crate::engine::{Engine, Expect, RestoreTo, Restored, Rewind, Rewound, WriteMode, WriteRequest};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::query::Selection;
-use crate::journal::{Actor, Via, process_name};
+use crate::journal::{Actor, Via};
 use crate::sha::Sha256;
 
 /// The symlink's name in the state directory.
@@ -242,7 +242,7 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
         via: Via::Cli,
         caller: "rwfs-cli".into(),
         pid,
-        comm: pid.and_then(process_name),
+        comm: pid.and_then(crate::process::comm),
         uid: Some(creds.uid()),
         tool: None,
         session_label: None,
@@ -451,13 +451,9 @@ fn error_json(e: &Error) -> Value {
 /// host launched it), else `pid` itself.
 pub fn agent_host(pid: u32) -> crate::mcp::Peer {
     let uid = Some(nix::unistd::getuid().as_raw());
-    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
-        // Fields after the parenthesised name: state, ppid, ...
-        let rest = &stat[stat.rfind(')')? + 1..];
-        rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-    });
-    let is_rwfs = pid == std::process::id() || crate::journal::process_name(pid).as_deref() == Some("rwfs");
-    match parent {
+    let stat = crate::process::stat(pid);
+    let is_rwfs = pid == std::process::id() || stat.as_ref().is_some_and(|s| s.comm == "rwfs");
+    match stat.map(|s| s.parent) {
         Some(ppid) if is_rwfs && ppid > 1 => crate::mcp::Peer { pid: Some(ppid), uid },
         _ => crate::mcp::Peer { pid: Some(pid), uid },
     }

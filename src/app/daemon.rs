@@ -68,7 +68,12 @@ pub fn run(request: MountRequest) -> Result<()> {
 fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     let signals = block_signals()?;
     raise_open_files_limit();
-    let options = Options { pass_through: request.pass_through.clone(), ..request.options.clone() };
+    // The mount's writers are processes: the engine is handed their command lines.
+    let options = Options {
+        pass_through: request.pass_through.clone(),
+        command_line: Some(Arc::new(crate::process::args)),
+        ..request.options.clone()
+    };
     let engine = Arc::new(Engine::open(&request.workspace, &options)?);
     let workspace = engine.workspace().path().to_path_buf();
     let mountpoint = match &request.mountpoint {

@@ -164,12 +164,12 @@ fn wait_for_departing_daemon(workspace: &Path) {
 
 /// Is process `pid` an `rwfs mount` (by its command line)?
 fn is_mount_daemon(pid: u32) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(args) = crate::process::args(pid) else {
         return false;
     };
-    let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
+    let mut args = args.into_iter();
     let program = args.next().unwrap_or_default();
-    Path::new(program.as_ref()).file_name().is_some_and(|name| name.to_string_lossy().starts_with("rwfs"))
+    Path::new(&program).file_name().is_some_and(|name| name.to_string_lossy().starts_with("rwfs"))
         && args.any(|arg| arg == "mount")
 }
 
@@ -200,40 +200,11 @@ pub struct Mounted {
 
 /// Every rwfs mount, from `/proc/self/mountinfo`.
 pub fn mounts() -> Vec<Mounted> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    info.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let mut right = right.split(' ');
-            if right.next()? != FS_TYPE {
-                return None;
-            }
-            let workspace = PathBuf::from(unescape(right.next()?));
-            let mountpoint = PathBuf::from(unescape(left.split(' ').nth(4)?));
-            Some(Mounted { workspace, mountpoint })
-        })
+    crate::process::mounts()
+        .into_iter()
+        .filter(|m| m.fs_type == FS_TYPE)
+        .map(|m| Mounted { workspace: m.source, mountpoint: m.mountpoint })
         .collect()
-}
-
-/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && let Some(Ok(v)) = field.get(i + 1..i + 4).map(|octal| u8::from_str_radix(octal, 8))
-        {
-            out.push(v);
-            i += 4;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The mounts of the workspace at `root` (its canonical path: over itself, or elsewhere with it

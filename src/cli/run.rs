@@ -71,6 +71,8 @@ fn run_command(cli: Cli) -> Result<Exit> {
         policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
         pass_through: Vec::new(),
         durability: None,
+        // A CLI write's process is rwfs itself: no command line to read for it.
+        command_line: None,
     };
     match cli.command {
         Command::Write(args) => write(&root, &options, args),

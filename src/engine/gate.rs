@@ -70,6 +70,8 @@ pub(crate) struct Gate {
     committed: std::sync::OnceLock<ReadCommitted>,
     /// Which agent was told of which refusal of a write through the mount (`told.rs`).
     pub(crate) told: super::told::Told,
+    /// A writer's command line, from the front end ([`super::Options::command_line`]).
+    command_line: Option<super::CommandLine>,
 }
 
 /// Reads the committed version of a workspace path.
@@ -156,7 +158,13 @@ impl Gate {
             budgets: Mutex::default(),
             committed: std::sync::OnceLock::new(),
             told: Default::default(),
+            command_line: None,
         }
+    }
+
+    /// The gate, asking `command_line` for a writer's command line when a name needs it.
+    pub(crate) fn with_command_line(self, command_line: Option<super::CommandLine>) -> Gate {
+        Gate { command_line, ..self }
     }
 
     pub fn policy(&self) -> &Policy {
@@ -520,17 +528,16 @@ impl Core {
         self.temporary_target(path, actor, true).unwrap_or_else(|| path.to_string())
     }
 
-    /// The file a new temporary file was the copy of, when the writer's command line says:
-    /// `sed -i EXPR app/settings.py` writes `app/sedXXXXXX` and renames it over
-    /// `app/settings.py`. The one argument naming an existing file of the same directory (by
-    /// its last component), else nothing.
+    /// The file a new temporary file was the copy of, when the writer's command line (as the
+    /// front end gives it) says: `sed -i EXPR app/settings.py` writes `app/sedXXXXXX` and
+    /// renames it over `app/settings.py`. The one argument naming an existing file of the same
+    /// directory (by its last component), else nothing.
     fn edited_through(&self, temp: &str, actor: &Actor) -> Option<String> {
-        let cmdline = std::fs::read(format!("/proc/{}/cmdline", actor.pid?)).ok()?;
+        let args = (self.gate.command_line.as_ref()?)(actor.pid?)?;
         let dir = temp.rsplit_once('/').map_or("", |(dir, _)| dir);
-        let mut named = cmdline
-            .split(|b| *b == 0)
+        let mut named = args
+            .iter()
             .skip(1)
-            .filter_map(|arg| std::str::from_utf8(arg).ok())
             .filter_map(|arg| arg.rsplit('/').next().filter(|n| !n.is_empty() && *n != "." && *n != ".."))
             .map(|name| if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") })
             .filter(|path| path != temp)

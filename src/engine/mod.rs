@@ -81,7 +81,9 @@ pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
 pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
-pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};
+pub use workspace::{
+    Availability, CommandLine, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root,
+};
 
 use batch::Batch;
 use class::Classes;
@@ -190,7 +192,8 @@ impl Engine {
         let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
         let reserve = if options.disk.is_none() { Reserve::open(&*disk, &state) } else { Reserve::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
-        let gate = Gate::new(ws.policy(options.policy_file.as_deref())?);
+        let gate =
+            Gate::new(ws.policy(options.policy_file.as_deref())?).with_command_line(options.command_line.clone());
         if let Some(hosts) = gate.policy().session_hosts() {
             journal.sessions().set_hosts(hosts.to_vec());
         }

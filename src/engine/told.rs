@@ -51,19 +51,10 @@ struct Refused {
     notice: Notice,
 }
 
-/// Clock ticks (1/100 s, Linux's `USER_HZ`) since boot: the clock of `/proc/PID/stat`'s start
-/// times. 0 when it cannot be read (every refusal then looks older than any agent).
-pub(crate) fn ticks_since_boot() -> u64 {
-    std::fs::read_to_string("/proc/uptime")
-        .ok()
-        .and_then(|t| t.split_whitespace().next().and_then(|s| s.parse::<f64>().ok()))
-        .map_or(0, |secs| (secs * 100.0) as u64)
-}
-
 impl Told {
     /// Remember a refusal of `path` (content `sha`) written by the process `lineage[0]`.
     pub(crate) fn record(&self, path: &str, sha: Option<Sha256>, lineage: Vec<Process>, notice: Notice) {
-        let at = ticks_since_boot();
+        let at = crate::process::ticks_since_boot();
         let mut inner = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let id = inner.next;
         inner.next += 1;

@@ -38,7 +38,15 @@ pub struct Options {
     /// The mount's durability mode; the policy's `durability` when `None`. Only the mount's
     /// closes are ever acknowledged before they are durable: every other write stays `close`.
     pub durability: Option<crate::policy::Durability>,
+    /// A writer's command line by pid, handed in by the front end whose writers are processes
+    /// (the mount: `crate::process::args`). A new temporary file whose name does not say which
+    /// file it copies (sed's `sedXXXXXX`) is judged as the one file of its directory the
+    /// command line names; with `None` such a file is judged as itself.
+    pub command_line: Option<CommandLine>,
 }
+
+/// Gives the command line of a process (its arguments), or `None` when it is gone.
+pub type CommandLine = Arc<dyn Fn(u32) -> Option<Vec<String>> + Send + Sync>;
 
 impl Options {
     pub(crate) fn disk(&self) -> Arc<dyn Disk> {

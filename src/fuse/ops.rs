@@ -111,7 +111,7 @@ impl Glue {
     fn caller_for_setgid(&self, req: &Request, setgid: bool) -> Caller {
         let mut caller = self.caller(req);
         if setgid && caller.uid != 0 {
-            caller.groups = super::process::groups(req.pid());
+            caller.groups = crate::process::groups(req.pid());
         }
         caller
     }

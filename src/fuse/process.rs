@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use crate::journal::process_name;
+use crate::process::{comm, thread_group};
 use crate::vfs::Caller;
 
 /// Cached thread → process mappings (bounded: cleared when it grows past this).
@@ -34,21 +34,8 @@ impl Processes {
         }
         let process = cache.entry(tid).or_insert_with(|| {
             let pid = thread_group(tid).unwrap_or(tid);
-            Process { pid, comm: process_name(pid) }
+            Process { pid, comm: comm(pid) }
         });
         Caller { pid: process.pid, uid, gid, comm: process.comm.clone(), umask: 0, groups: Vec::new() }
     }
-}
-
-/// The supplementary groups of thread `tid` (none when it is gone).
-pub fn groups(tid: u32) -> Vec<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
-    let line = status.lines().find_map(|line| line.strip_prefix("Groups:")).unwrap_or_default();
-    line.split_whitespace().filter_map(|g| g.parse().ok()).collect()
-}
-
-/// The process (thread group) of thread `tid`.
-fn thread_group(tid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status.lines().find_map(|line| line.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }

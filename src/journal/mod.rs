@@ -26,7 +26,7 @@ pub use index::{INDEX_FILE, Index, IndexDb, open_db as open_index_db};
 pub use row::{Ledger, Op, Row, Via};
 pub use scan::{Entry, Problem, Scan};
 pub use seal::{HEAD_FILE, Head, KEY_FILE, Seal};
-pub use writer::{Actor, Appended, Change, Journal, Pending, process_name};
+pub use writer::{Actor, Appended, Change, Journal, Pending};
 
 /// The journal's file name inside the state directory.
 pub const JOURNAL_FILE: &str = crate::durable::layout::JOURNAL;

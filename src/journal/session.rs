@@ -28,6 +28,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock};
 
+use crate::process::{Stat, stat};
+
 /// The environment variable that names a session explicitly.
 pub const ENV: &str = "RWFS_SESSION";
 
@@ -82,7 +84,7 @@ impl Sessions {
     }
 
     fn named(&self, pid: u32) -> Option<Named> {
-        let (start, _, _) = stat(pid)?;
+        let start = stat(pid)?.start;
         if let Some((cached_start, named)) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&pid)
             && *cached_start == start
         {
@@ -107,7 +109,7 @@ fn resolve(pid: u32, hosts: &[String]) -> Option<Named> {
     }
     let mut at = pid;
     for _ in 0..MAX_DEPTH {
-        let Some((_, comm, ppid)) = stat(at) else { break };
+        let Some(Stat { comm, parent: ppid, .. }) = stat(at) else { break };
         if hosts.contains(&comm) {
             return Some(Named { name: format!("{comm}-{at}"), agent: true });
         }
@@ -117,17 +119,15 @@ fn resolve(pid: u32, hosts: &[String]) -> Option<Named> {
         at = ppid;
     }
     let sid = nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?))).ok()?.as_raw();
-    let leader = u32::try_from(sid).ok().and_then(|s| stat(s).map(|(_, comm, _)| comm));
+    let leader = u32::try_from(sid).ok().and_then(|s| stat(s).map(|s| s.comm));
     Some(Named { name: format!("{}-{sid}", leader.as_deref().unwrap_or("session")), agent: false })
 }
 
 /// `RWFS_SESSION` in the environment `pid` was started with.
 fn explicit(pid: u32) -> Option<String> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let prefix = format!("{ENV}=");
-    let value = environ.split(|&b| b == 0).find_map(|var| var.strip_prefix(prefix.as_bytes()))?;
+    let value = crate::process::env_var(pid, ENV)?;
     let name: String =
-        String::from_utf8_lossy(value).chars().filter(|c| !c.is_control()).take(MAX_NAME).collect::<String>();
+        String::from_utf8_lossy(&value).chars().filter(|c| !c.is_control()).take(MAX_NAME).collect::<String>();
     let name = name.trim().to_string();
     (!name.is_empty()).then_some(name)
 }
@@ -145,7 +145,7 @@ pub struct Process {
 impl Process {
     /// Process `pid` now, if it exists.
     pub fn of(pid: u32) -> Option<Process> {
-        stat(pid).map(|(start, comm, _)| Process { pid, start, comm })
+        stat(pid).map(|s| Process { pid, start: s.start, comm: s.comm })
     }
 
     /// Is `self` the same process as `other` (pid and start time)?
@@ -160,7 +160,7 @@ pub fn lineage(pid: u32) -> Vec<Process> {
     let mut out = Vec::new();
     let mut at = pid;
     for _ in 0..MAX_DEPTH {
-        let Some((start, comm, ppid)) = stat(at) else { break };
+        let Some(Stat { comm, parent: ppid, start }) = stat(at) else { break };
         out.push(Process { pid: at, start, comm });
         if ppid <= 1 {
             break;
@@ -179,19 +179,6 @@ const LAUNCHERS: &[&str] =
 /// shell or a launcher — a harness runs its hook commands itself or through `sh -c`.
 pub fn harness_of(lineage: &[Process]) -> Option<&Process> {
     lineage.iter().skip(1).find(|p| !LAUNCHERS.contains(&p.comm.as_str()))
-}
-
-/// `(start time, name, parent)` of `pid`, from `/proc/<pid>/stat`.
-fn stat(pid: u32) -> Option<(u64, String, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?.to_string();
-    // After the name: state (3), ppid (4), ..., starttime (22).
-    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
-    let ppid = fields.get(1)?.parse().ok()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((start, comm, ppid))
 }
 
 #[cfg(test)]
@@ -221,7 +208,7 @@ mod tests {
     #[test]
     fn an_agent_host_among_the_ancestors_names_the_session() {
         let me = std::process::id();
-        let (_, comm, _) = stat(me).unwrap();
+        let comm = stat(me).unwrap().comm;
         let sessions = Sessions::default();
         sessions.set_hosts(vec![comm.clone()]);
         if explicit(me).is_none() {

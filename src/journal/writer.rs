@@ -74,7 +74,7 @@ impl Actor {
             via,
             caller: caller.to_string(),
             pid: Some(pid),
-            comm: process_name(pid),
+            comm: crate::process::comm(pid),
             uid: Some(nix::unistd::getuid().as_raw()),
             tool: None,
             session_label: None,
@@ -86,12 +86,6 @@ impl Actor {
     pub fn engine() -> Actor {
         Actor::this_process(Via::Engine, "rwfs")
     }
-}
-
-/// `/proc/<pid>/comm`, without the newline.
-pub fn process_name(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-    Some(comm.trim_end_matches('\n').to_string())
 }
 
 /// A change to record; the writer adds `seq`, `ts`, `journal_id` and `chain`.

@@ -33,7 +33,7 @@ use serde_json::json;
 
 use crate::envelope::Envelope;
 use crate::error::ErrorKind;
-use crate::journal::{Actor, Via, process_name};
+use crate::journal::{Actor, Via};
 use crate::tools::{Call, Outcome, Tools};
 
 pub use serve::{TOKEN_FILE, http_token, relay, serve_connection, serve_http, serve_stdio, settings_from_env};
@@ -91,7 +91,7 @@ impl Server {
             + Self::read_router()
             + Self::journal_router()
             + Self::history_router();
-        let comm = peer.pid.and_then(process_name);
+        let comm = peer.pid.and_then(crate::process::comm);
         let agent = peer.pid.and_then(|pid| tools.engine().agent_session(pid));
         Server { tools, peer, comm, session: next_session(), agent, tool_router: portable(tool_router) }
     }

@@ -62,8 +62,8 @@ pub(crate) fn tell(pid: u32, line: &str) -> bool {
     if pid == 0 || pid == std::process::id() {
         return false;
     }
-    let fd2 = format!("/proc/{pid}/fd/2");
-    let Ok(link) = std::fs::read_link(&fd2) else { return false };
+    let fd2 = crate::process::fd_path(pid, 2);
+    let Some(link) = crate::process::fd_target(pid, 2) else { return false };
     let Some(stream) = link.to_str().and_then(stream_of) else { return false };
     let mut text = String::with_capacity(line.len() + 1);
     text.push_str(line);
