@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::run::{actor, parse_time, short, with_engine};
+use super::reach::{actor, existing, parse_time, short, with_engine};
 use super::{DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
 use crate::app::control::{self, Request, rewound_json, unix_ns};
 use crate::engine::{Options, Rev, Rewind, Workspace};
@@ -45,7 +45,7 @@ pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {
 pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> {
     // Nothing to rewind where rwfs never wrote; a dry run sets nothing up there either.
     if !control::answers(root) {
-        super::run::existing(root, options)?;
+        existing(root, options)?;
     }
     let after_unix_ns = args.to.as_deref().map(parse_time).transpose()?.map(unix_ns);
     let selection = control::selection(args.seq, after_unix_ns, args.session.clone(), args.undo.clone())?;

@@ -9,6 +9,7 @@ mod discover;
 mod history;
 mod hook;
 mod mount;
+mod reach;
 mod readonly;
 mod run;
 mod scan;

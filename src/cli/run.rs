@@ -7,17 +7,15 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::mount::{mount, mount_statuses, unmount};
+use super::reach::{actor, existing, parse_time, short, with_engine};
 use super::text::{self, TIME_WIDTH};
 use super::{Cli, Command, Escaped, Exit, GcArgs, HistoryArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
 use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
-use crate::engine::{Engine, Expect, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
+use crate::engine::{Expect, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
 use crate::error::{IoContext, Reason, Result};
 use crate::journal::query;
-use crate::journal::{Actor, Op, Row, Via};
-use crate::sha::Sha256;
-
-const CALLER: &str = "rwfs-cli";
+use crate::journal::{Op, Row};
 
 /// Run `cli`; errors are returned for `main` to print (on stderr). With `--json` a failure's
 /// typed envelope is also printed on stdout, as one line: a script reads why from there.
@@ -141,14 +139,6 @@ fn run_command(cli: Cli) -> Result<Exit> {
 
 /// The workspace at `root` for a read-only command: one rwfs has written (an empty answer
 /// from a directory that is not a workspace would mislead).
-pub(super) fn existing(root: &Path, options: &Options) -> Result<Workspace> {
-    let ws = Workspace::open(root, options)?;
-    if !ws.is_initialized() {
-        return Err(crate::error::Error::from(Reason::NotAWorkspace).at(ws.path().display().to_string()));
-    }
-    Ok(ws)
-}
-
 /// The mount's section of `rwfs agent-rules`.
 const AGENT_RULES: &str = include_str!("agent_rules.md");
 /// The MCP section (`{retry_budget}`, `{high}`, `{medium}`, `{low}` come from the policy).
@@ -174,29 +164,6 @@ fn agent_rules(args: &super::AgentRulesArgs, policy: &crate::policy::Policy) -> 
         );
     }
     out
-}
-
-pub(super) fn actor() -> Actor {
-    Actor::this_process(Via::Cli, CALLER)
-}
-
-/// Run a change on the workspace's engine: the daemon's when the workspace is mounted (its
-/// control socket answers; `relay` builds the request), else one opened here for `f` and
-/// closed after (making the watermark durable).
-pub(super) fn with_engine(
-    root: &Path,
-    options: &Options,
-    f: impl FnOnce(&Engine) -> Result<serde_json::Value>,
-    relay: impl FnOnce() -> (Request, Vec<u8>),
-) -> Result<serde_json::Value> {
-    if control::answers(root) {
-        let (request, body) = relay();
-        return control::call(root, request, &body);
-    }
-    let engine = Engine::open(root, options)?;
-    let out = f(&engine)?;
-    engine.close()?;
-    Ok(out)
 }
 
 fn write(root: &Path, options: &Options, args: WriteArgs) -> Result<Exit> {
@@ -629,10 +596,6 @@ fn short_json(sha: &serde_json::Value) -> String {
     sha.as_str().filter(|s| !s.is_empty()).map_or_else(|| "absent".to_string(), |s| s[..12.min(s.len())].to_string())
 }
 
-pub(super) fn short(sha: Option<Sha256>) -> String {
-    sha.map_or_else(|| "absent".to_string(), |s| s.short(12))
-}
-
 pub(super) fn who(row: &Row) -> String {
     let via = row.via.map_or_else(|| Escaped(&row.caller).to_string(), |v| format!("{v:?}").to_lowercase());
     let mut who = via;
@@ -647,9 +610,4 @@ pub(super) fn who(row: &Row) -> String {
         who.push_str(&format!(" uid {uid}"));
     }
     who
-}
-
-/// `--at`, `--to`, `--since`: a time as `crate::time::parse_at` reads it.
-pub(super) fn parse_time(s: &str) -> Result<SystemTime> {
-    crate::time::parse_at(s, SystemTime::now())
 }

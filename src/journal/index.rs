@@ -1,5 +1,5 @@
 //! The journal's index: `.resilient_write/index/journal.redb`, a cache that answers the history
-//! questions of [`query`](super::query) without reading the whole journal.
+//! questions of `query.rs` without reading the whole journal.
 //!
 //! ```text
 //!   rows          ordinal → (offset, length, line number, digest) of the row's line
@@ -47,9 +47,9 @@ use crate::durable::{Dir, Disk, File};
 use crate::sha::Sha256;
 
 use super::JOURNAL_FILE;
-use super::query::{self, SessionSummary};
 use super::row::{Op, Row};
 use super::scan::{Entry, Problem};
+use super::summary::{self, SessionSummary};
 
 /// The database an [`Index`] lives in (see [`open_db`]).
 pub type IndexDb = Database;
@@ -388,13 +388,13 @@ impl<'a> Index<'a> {
                 Some(summary) => summary,
                 None => {
                     t.session_order.insert(ord, name.as_str()).map_err(e)?;
-                    query::new_session(&row)
+                    summary::new_session(&row)
                 }
             };
             sessions.insert(name.clone(), summary);
         }
         let summary = sessions.get_mut(&name).expect("inserted above");
-        if let Some(path) = query::count_row(summary, &row)
+        if let Some(path) = summary::count_row(summary, &row)
             && t.session_files.insert((name.as_str(), path), ()).map_err(e)?.is_none()
         {
             summary.files_changed += 1;
@@ -504,8 +504,8 @@ impl<'a> Index<'a> {
     }
 
     /// The ordinals of the rows a selection picks.
-    pub fn selected(&self, selection: &query::Selection) -> io::Result<Vec<Ordinal>> {
-        use query::Selection;
+    pub fn selected(&self, selection: &summary::Selection) -> io::Result<Vec<Ordinal>> {
+        use summary::Selection;
         let txn = self.db.begin_read().map_err(other)?;
         let collect2 =
             |table: TableDefinition<(&str, Ordinal), ()>, key: &str| self.keyed(table, key, false, usize::MAX);

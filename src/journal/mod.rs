@@ -15,6 +15,7 @@ mod row;
 mod scan;
 mod seal;
 pub mod session;
+mod summary;
 mod writer;
 
 use std::sync::Arc;

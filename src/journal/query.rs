@@ -20,6 +20,8 @@ use crate::sha::Sha256;
 use super::index::Index;
 use super::row::{Ledger, Op, Row};
 use super::scan::{Entry, Scan};
+pub use super::summary::{Selection, SessionSummary, is_state};
+use super::summary::{count_row, new_session};
 
 /// Where rows come from: the journal, oldest first, and its index when there is one.
 pub trait RowSource {
@@ -35,25 +37,6 @@ pub trait RowSource {
     fn index(&self) -> Option<Index<'_>> {
         None
     }
-}
-
-/// One session, as `rwfs sessions` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SessionSummary {
-    /// The session's name (`""` for rows older than sessions).
-    pub name: String,
-    pub start: String,
-    pub end: String,
-    pub first_seq: Option<u64>,
-    pub last_seq: Option<u64>,
-    /// The process that started it: the first row's process name and pid (`claude[4242]`), or
-    /// for an MCP session its client.
-    pub root: String,
-    pub rows: u64,
-    /// Distinct workspace paths whose content it changed.
-    pub files_changed: u64,
-    /// Writes refused by policy.
-    pub blocked: u64,
 }
 
 /// Every session, in the order of their first row.
@@ -81,52 +64,6 @@ pub fn sessions(source: &dyn RowSource) -> Result<Vec<SessionSummary>> {
             summary
         })
         .collect())
-}
-
-/// The summary of a session whose first row is `row`, before counting it.
-pub(crate) fn new_session(row: &Row) -> SessionSummary {
-    let root = match (&row.comm, row.pid) {
-        (Some(comm), Some(pid)) => format!("{comm}[{pid}]"),
-        (Some(comm), None) => comm.clone(),
-        (None, Some(pid)) => format!("[{pid}]"),
-        (None, None) => row.caller.clone(),
-    };
-    let root = if row.via == Some(super::Via::Mcp) { format!("{} (mcp)", row.caller) } else { root };
-    SessionSummary {
-        name: row.session.clone().unwrap_or_default(),
-        start: row.ts.clone(),
-        end: row.ts.clone(),
-        first_seq: row.seq,
-        last_seq: row.seq,
-        root,
-        rows: 0,
-        files_changed: 0,
-        blocked: 0,
-    }
-}
-
-/// Count `row` in its session's summary; returns the workspace path whose content it changed
-/// (the caller counts distinct paths into `files_changed`): not a temporary copy renamed over
-/// its file nor an editor's swap or backup (`crate::temporary`) — one save is one file changed.
-pub(crate) fn count_row<'r>(summary: &mut SessionSummary, row: &'r Row) -> Option<&'r str> {
-    summary.rows += 1;
-    summary.end = row.ts.clone();
-    summary.last_seq = row.seq.or(summary.last_seq);
-    match row.op() {
-        Op::Block => {
-            summary.blocked += 1;
-            None
-        }
-        op if op.states_content()
-            && op != Op::Recover
-            && op != Op::Abort
-            && !is_state(&row.path)
-            && crate::temporary::of(&row.path).is_none() =>
-        {
-            Some(&row.path)
-        }
-        _ => None,
-    }
 }
 
 /// The index's answer to `ask`; `None` when there is no index or it could not answer (an
@@ -261,30 +198,6 @@ fn tail_indexed(index: &Index<'_>, filter: &Filter, keep: usize) -> std::io::Res
 
 fn index_ns(t: std::time::SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
-}
-
-/// Which rows a rewind (or a diff) takes back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selection {
-    /// Every row after this `seq`.
-    AfterSeq(u64),
-    /// Every row after this time (RFC 3339 seconds, as rows carry).
-    AfterTime(std::time::SystemTime),
-    /// The rows of one session.
-    Session(String),
-    /// The rows of one group (a rewind).
-    Group(String),
-}
-
-impl Selection {
-    fn matches(&self, row: &Row) -> bool {
-        match self {
-            Selection::AfterSeq(seq) => row.seq.is_some_and(|s| s > *seq),
-            Selection::AfterTime(t) => crate::time::parse(&row.ts).is_some_and(|ts| ts > *t),
-            Selection::Session(name) => row.session.as_deref() == Some(name.as_str()),
-            Selection::Group(group) => row.group.as_deref() == Some(group.as_str()),
-        }
-    }
 }
 
 /// A path the selected rows changed: what it held before them and what the journal says it
@@ -430,11 +343,6 @@ fn before_row(ledger: &Ledger, row: &Row) -> BTreeMap<String, Option<Sha256>> {
         _ => {}
     }
     before
-}
-
-/// Is `path` in the state directory?
-pub fn is_state(path: &str) -> bool {
-    path == crate::durable::STATE_DIR || path.starts_with(&format!("{}/", crate::durable::STATE_DIR))
 }
 
 #[cfg(test)]
