@@ -10,6 +10,7 @@ mod history;
 mod hook;
 mod mount;
 mod reach;
+mod read;
 mod readonly;
 mod run;
 mod scan;

@@ -93,12 +93,12 @@ pub fn answer(ws: &Workspace, argv: &[String]) -> Result<Value> {
 /// The read-only `command` on `ws`.
 fn on(ws: &Workspace, command: Command) -> Result<Exit> {
     match command {
-        Command::Log(args) => super::run::log(ws, args),
-        Command::History(args) => super::run::history(ws, args),
-        Command::Show(args) => super::run::show(ws, &args.spec),
+        Command::Log(args) => super::read::log(ws, args),
+        Command::History(args) => super::read::history(ws, args),
+        Command::Show(args) => super::read::show(ws, &args.spec),
         Command::Sessions(args) => super::history::sessions(ws, args.json),
         Command::Diff(args) => super::history::diff(ws, args),
-        Command::Status(args) => super::run::status(ws, args.json),
+        Command::Status(args) => super::read::status(ws, args.json),
         _ => Err(Reason::InvalidArgument { what: "a read-only command" }.into()),
     }
 }
