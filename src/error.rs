@@ -128,6 +128,20 @@ pub enum Reason {
         sha: Sha256,
         actual: Sha256,
     },
+    /// A version stored encrypted does not open with the workspace's key (a wrong key, or its
+    /// bytes changed).
+    Unsealable {
+        sha: Sha256,
+    },
+    /// The key that encrypts the workspace's credential-bearing versions cannot be had.
+    KeyUnavailable {
+        path: String,
+        problem: String,
+    },
+    /// The key file would be inside the workspace, where the mount shows it.
+    KeyInsideWorkspace {
+        path: String,
+    },
 
     // The operating system.
     NoSpace,
@@ -236,11 +250,13 @@ impl Reason {
             | AmbiguousVersion
             | AbsentAtTime
             | ObjectMissing { .. }
+            | KeyUnavailable { .. }
             | WorkspaceLocked { .. }
             | AlreadyMounted { .. }
             | DeadMount { .. }
             | DaemonGone => ErrorKind::StalePrecondition,
-            ReadBackMismatch { .. } | ObjectCorrupt { .. } => ErrorKind::WriteCorruption,
+            ReadBackMismatch { .. } | ObjectCorrupt { .. } | Unsealable { .. } => ErrorKind::WriteCorruption,
+            KeyInsideWorkspace { .. } => ErrorKind::PolicyViolation,
             NoSpace | TooBig { .. } => ErrorKind::QuotaExceeded,
             Io => ErrorKind::Io,
             Blocked(_) | RetryBudgetSpent(_) | StillBlocked | Protected(_) => ErrorKind::Blocked,
@@ -273,6 +289,9 @@ impl Reason {
             ObjectMissing { .. } => "object_missing",
             ReadBackMismatch { .. } => "read_back_mismatch",
             ObjectCorrupt { .. } => "object_corrupt",
+            Unsealable { .. } => "object_unsealable",
+            KeyUnavailable { .. } => "key_unavailable",
+            KeyInsideWorkspace { .. } => "key_inside_workspace",
             NoSpace => "no_space",
             TooBig { .. } => "too_big",
             PermissionDenied => "permission_denied",
@@ -378,6 +397,24 @@ impl fmt::Display for Reason {
             ObjectCorrupt { sha, actual } => {
                 write!(f, "objects/{} holds bytes that hash to {}", sha.short(12), actual.short(12))
             }
+            Unsealable { sha } => write!(
+                f,
+                "version {} is stored encrypted and does not open with this workspace's key (another key, or its \
+                 bytes changed): put the key it was sealed with back (its file, or RWFS_KEY_FILE); `rwfs verify` \
+                 lists every version that does not open; other versions are unaffected",
+                sha.short(12)
+            ),
+            KeyUnavailable { path, problem } => write!(
+                f,
+                "the key that encrypts this workspace's refused drafts and credential-bearing versions is {problem} \
+                 ({path}): those versions cannot be read (`rwfs verify` lists them) until the key file is put back \
+                 from a backup or RWFS_KEY_FILE names it; every other version, the mount and new writes work without it"
+            ),
+            KeyInsideWorkspace { path } => write!(
+                f,
+                "the key file {path} would be inside the workspace, where the mount shows it: set RWFS_KEY_FILE (or \
+                 XDG_CONFIG_HOME) to a place outside the workspace"
+            ),
             NoSpace => f.write_str("no space left on the device (or quota exceeded)"),
             TooBig { bytes, max } => write!(
                 f,

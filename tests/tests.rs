@@ -15,6 +15,7 @@ mod vfs;
 mod agents;
 mod bad_state;
 mod cli;
+mod encryption;
 mod full_disk;
 mod fuzz;
 mod gate;

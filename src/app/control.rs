@@ -58,6 +58,9 @@ pub enum Request {
     Gc {
         /// Instead of the policy's `retention.max_age_days`.
         keep_seconds: Option<u64>,
+        /// Also seal plaintext objects that should be sealed (`rwfs gc --encrypt`).
+        #[serde(default)]
+        encrypt: bool,
     },
     /// `rwfs rewind`: one of the four points, the globs, and how.
     Rewind {
@@ -140,8 +143,11 @@ pub fn verify_json(report: &crate::engine::Report) -> Value {
         .map(|d| json!({"path": d.path, "expected": d.expected, "found": found(&d.found)}))
         .collect();
     let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-    let bad_objects: Vec<Value> =
-        report.bad_objects.iter().map(|b| json!({"path": b.path, "name": b.name, "actual": b.actual})).collect();
+    let bad_objects: Vec<Value> = report
+        .bad_objects
+        .iter()
+        .map(|b| json!({"path": b.path, "name": b.name, "actual": b.actual, "why": b.why}))
+        .collect();
     json!({
         "ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems,
         "drift": drift, "objects": report.objects, "bad_objects": bad_objects,
@@ -154,6 +160,17 @@ pub fn gc_json(gc: &crate::engine::Gc) -> Value {
         "ok": true, "removed": gc.objects, "bytes": gc.bytes, "by_age": gc.by_age, "by_size": gc.by_size,
         "store_bytes": gc.store_bytes, "limit": gc.limit, "seq": gc.seq,
     })
+}
+
+/// `rwfs gc` (with `--encrypt`: then the store's plaintext objects that should be sealed are),
+/// in this process or in the daemon.
+pub fn gc_request(engine: &Engine, keep: Option<Duration>, encrypt: bool, actor: &Actor) -> Result<Value> {
+    let mut answer = gc_json(&engine.gc(keep, actor)?);
+    if encrypt {
+        let done = engine.encrypt()?;
+        answer["encrypted"] = json!({"objects": done.objects, "sealed": done.sealed, "already": done.already});
+    }
+    Ok(answer)
 }
 
 /// The runtime directory of sockets for this user.
@@ -333,10 +350,7 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
                 }
             }
         }
-        Request::Gc { keep_seconds } => {
-            let gc = engine.gc(keep_seconds.map(Duration::from_secs), actor)?;
-            Ok(gc_json(&gc))
-        }
+        Request::Gc { keep_seconds, encrypt } => gc_request(engine, keep_seconds.map(Duration::from_secs), encrypt, actor),
         Request::Rewind { after_seq, after_unix_ns, session, group, globs, dry_run, force } => {
             let selection = selection(after_seq, after_unix_ns, session, group)?;
             let rewound = engine.rewind(&Rewind { selection, globs, force, dry_run }, actor)?;

@@ -630,6 +630,11 @@ pub struct GcArgs {
     /// `retention.max_age_days`, 30); the store's size limit applies either way.
     #[arg(long, value_name = "N")]
     pub keep_days: Option<u64>,
+    /// Also encrypt the kept versions stored in plaintext that should not be: refused drafts and
+    /// versions holding a credential (a store written before encryption at rest, or while the
+    /// key was missing). Crash-safe; the key is made on first need (see docs/state.md).
+    #[arg(long)]
+    pub encrypt: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

@@ -257,8 +257,8 @@ fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
     let gc = with_engine(
         root,
         options,
-        |engine| engine.gc(keep, &actor).map(|gc| crate::app::control::gc_json(&gc)),
-        || (Request::Gc { keep_seconds: keep.map(|k| k.as_secs()) }, Vec::new()),
+        |engine| crate::app::control::gc_request(engine, keep, args.encrypt, &actor),
+        || (Request::Gc { keep_seconds: keep.map(|k| k.as_secs()), encrypt: args.encrypt }, Vec::new()),
     )?;
     if args.json.json {
         outln!("{gc}");
@@ -272,6 +272,14 @@ fn gc(root: &Path, options: &Options, args: GcArgs) -> Result<Exit> {
             gc["store_bytes"],
             gc["limit"]
         );
+        if let Some(done) = gc.get("encrypted") {
+            outln!(
+                "encrypted {} versions ({} were already, {} looked at)",
+                done["sealed"],
+                done["already"],
+                done["objects"]
+            );
+        }
     }
     Ok(Exit::Ok)
 }
@@ -329,7 +337,7 @@ fn verify_cmd(root: &Path, options: &Options, as_json: bool) -> Result<Exit> {
     outln!("objects: {} checked, {} do not hash to their names", report["objects"], list("bad_objects").len());
     for bad in list("bad_objects") {
         let actual = bad["actual"].as_str().map_or_else(|| "unreadable".to_string(), |a| a.chars().take(12).collect());
-        outln!("  {}: holds {actual}", text(&bad["path"]));
+        outln!("  {}: holds {actual}: {}", text(&bad["path"]), text(&bad["why"]));
     }
     Ok(exit)
 }

@@ -54,6 +54,9 @@ pub const DAEMON_LOG_ROTATE: u64 = 1 << 20;
 /// Disk space held back for deletes and renames on a full disk and for versions acknowledged in
 /// batch durability (see `engine/reserve.rs`): allocated blocks, no content.
 pub const RESERVE: &str = "reserve";
+/// The workspace's id (random, not secret): which key in the user's config directory seals
+/// its credential-bearing objects (`store/seal.rs`).
+pub const WORKSPACE_ID: &str = "workspace.id";
 /// Tells git (and tools that honour `.gitignore`) to leave the whole state directory alone.
 pub const GITIGNORE: &str = ".gitignore";
 /// What [`GITIGNORE`] holds: everything in the state directory, itself included.
@@ -111,6 +114,7 @@ pub const STATE_LAYOUT: &[StateEntry] = &[
     entry(INDEX, Shape::Dir, Visibility::Hidden),
     entry(RESERVE, Shape::File, Visibility::Hidden),
     entry(GITIGNORE, Shape::File, Visibility::ReadOnly),
+    entry(WORKSPACE_ID, Shape::File, Visibility::ReadOnly),
     entry(DAEMON_LOG, Shape::File, Visibility::ReadOnly),
     entry(DAEMON_LOG_OLD, Shape::File, Visibility::ReadOnly),
 ];

@@ -410,6 +410,7 @@ impl Core {
             let damage = super::protect::truncation(prev_size, new_size);
             self.guard(super::protect::version_op(current.is_some()), target.path.as_str(), plan.actor, damage, kept)?;
         }
+        let mut credential = false;
         if plan.gated {
             // The whole new version when it fits the scanner; else the bytes sent, in windows.
             let whole = self.whole_version(&plan.content, current.as_ref())?;
@@ -421,6 +422,7 @@ impl Core {
                 }
                 (None, Content::Version { .. }) => None,
             };
+            credential = judged.as_ref().is_some_and(|(j, _)| super::gate::holds_credential(j));
             if let Some((judgement, refused)) = judged
                 && judgement.blocks()
             {
@@ -456,6 +458,9 @@ impl Core {
             let actual = staged.sha256();
             staged.abandon(disk, &target.parent);
             return Err(Reason::ObjectCorrupt { sha, actual }.into());
+        }
+        if credential {
+            self.objects.mark_sensitive(staged.sha256());
         }
         for skipped in &staged.attrs_skipped {
             tracing::warn!(path = %target.path, attribute = %skipped, "attribute not carried over");

@@ -690,6 +690,7 @@ impl Core {
             Ok(judged) => judged,
             Err(e) => return Err(fail(e, draft)),
         };
+        self.note_credentials(judged.as_ref(), sha);
         if let Some(judgement) = judged
             && judgement.blocks()
         {

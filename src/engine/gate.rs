@@ -552,19 +552,27 @@ impl Core {
         (named.len() == 1).then(|| named.remove(0))
     }
 
-    /// `rejections/<id>.json` and `rejections/latest.json`, each replaced atomically and durably.
-    /// Keep refused content in `objects/` as `sha`, durably.
+    /// Keep refused content in `objects/` as `sha`, durably and sealed (`store/seal.rs`): a
+    /// refused draft is what the gate or the policy would not let into the tree, a credential
+    /// most often, and the store must not be the place it leaks from.
     pub(super) fn quarantine(&self, content: Quarantine<'_>, sha: Sha256) -> Result<()> {
         match content {
-            Quarantine::Bytes(bytes) => self.objects.put_bytes(bytes, sha),
-            Quarantine::Copy(file) => self.objects.put_file(file, sha),
-            Quarantine::File { dir, name } => {
-                self.objects.adopt(dir, name, sha)?;
-                self.objects.sync()
-            }
+            Quarantine::Bytes(bytes) => self.objects.put_sealed_bytes(bytes, sha),
+            Quarantine::Copy(file) => self.objects.put_sealed_file(file, sha),
+            Quarantine::File { dir, name } => self.objects.adopt_sealed(dir, name, sha),
         }
     }
 
+    /// Version `sha`, judged by `judgement`, is to be stored sealed when it leaves the tree if
+    /// the scanner found a credential in it that the policy blocks or warns about (a `leak`
+    /// finding not allowed): the rule of what is encrypted at rest, in one place.
+    pub(super) fn note_credentials(&self, judgement: Option<&Judgement>, sha: Sha256) {
+        if judgement.is_some_and(holds_credential) {
+            self.objects.mark_sensitive(sha);
+        }
+    }
+
+    /// `rejections/<id>.json` and `rejections/latest.json`, each replaced atomically and durably.
     pub(super) fn write_rejection(&self, id: &str, text: &[u8]) -> Result<()> {
         let disk = self.disk();
         let state = self.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
@@ -576,6 +584,16 @@ impl Core {
         }
         disk.sync_dir(&dir).step("fsync rejections directory")
     }
+}
+
+/// Did the scanner find a credential in the judged version that the policy does not allow?
+pub(crate) fn holds_credential(judgement: &Judgement) -> bool {
+    judgement
+        .report
+        .findings
+        .iter()
+        .zip(&judgement.decision.findings)
+        .any(|(f, action)| f.kind == Kind::Leak && *action != Action::Allow)
 }
 
 /// The id of the envelope of the refusal journaled at `ts` with `seq`: its file is

@@ -30,6 +30,7 @@ mod class;
 mod commit;
 mod diff;
 mod draft;
+mod encrypt;
 mod events;
 mod gate;
 mod inherit;
@@ -72,6 +73,7 @@ pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use diff::{FileDiff, FileStat, Limit, Rev, SHOWN_MAX, compare};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
+pub use encrypt::Encrypted;
 pub use events::{Changed, Subscriber};
 pub use inherit::ACL_ACCESS;
 pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
@@ -181,7 +183,7 @@ impl Engine {
                 None
             }
         };
-        let objects = Objects::open(disk.clone(), &state)?;
+        let objects = Objects::open(disk.clone(), &state, &path)?;
         let mut claims = Claims::default();
         let mut rewinds = rewind::OpenRewinds::default();
         let (journal, _scan) = journal::open(disk.clone(), &state, |entry| {

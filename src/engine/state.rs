@@ -250,6 +250,16 @@ impl Workspace {
 }
 
 impl Workspace {
+    /// The bytes of kept version `sha` as stored in `objects/` (opened with the workspace's key
+    /// when sealed); `None` when it is not stored.
+    pub fn object(&self, sha: &Sha256) -> Result<Option<Vec<u8>>> {
+        let Some(objects) = self.objects()? else { return Ok(None) };
+        match objects.open_object(sha)? {
+            Some(file) => Ok(Some(crate::store::read_all(&*self.disk, &file)?)),
+            None => Ok(None),
+        }
+    }
+
     /// The bytes of one version of `input` (a digest prefix or a time, as for a restore),
     /// without restoring it: from `objects/`, or the file itself when it is the current one.
     /// The bytes are checked against the digest.

@@ -5,13 +5,14 @@
 //! journal's own problems from the scan (torn or unreadable lines, a broken hash chain, a broken
 //! keyed chain, a journal that does not match its head: see `journal/seal.rs`); for every path,
 //! the content against the last row that sets it (`drift`: edits made outside rwfs, or damage);
-//! and every object in `objects/` hashed against its name (`bad_objects`).
+//! and every object in `objects/` hashed against its name (`bad_objects`; a sealed one is opened
+//! with the workspace's key first, and one that does not open is listed with why).
 
 use crate::durable::{Scope, hash_file, resolve::resolve};
 use crate::error::{IoContext, Reason, Result};
 use crate::journal::{Ledger, Problem};
 use crate::sha::Sha256;
-use crate::store::{BadObject, check_objects};
+use crate::store::BadObject;
 
 use super::workspace::Workspace;
 
@@ -57,8 +58,8 @@ pub fn verify(ws: &Workspace) -> Result<Report> {
     let scan = ws.read_journal(|entry| {
         ledger.apply(&entry.row);
     })?;
-    let (objects, bad_objects) = match ws.state.as_ref() {
-        Some(state) => check_objects(ws.disk(), state)?,
+    let (objects, bad_objects) = match ws.objects()? {
+        Some(store) => store.check_all()?,
         None => (0, Vec::new()),
     };
     let mut report = Report {

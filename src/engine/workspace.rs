@@ -343,7 +343,7 @@ impl Workspace {
         if self.disk.stat(state, OBJECTS_DIR).step("stat objects")?.is_none() {
             return Ok(None);
         }
-        Ok(Some(Objects::open(self.disk.clone(), state)?))
+        Ok(Some(Objects::open(self.disk.clone(), state, &self.path)?))
     }
 }
 

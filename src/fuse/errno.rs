@@ -39,7 +39,9 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         FuseUnavailable => libc::EPERM,
         NotFound | VersionNotFound | AbsentAtTime => libc::ENOENT,
         AmbiguousVersion => libc::EINVAL,
-        ObjectMissing { .. } | ReadBackMismatch { .. } | ObjectCorrupt { .. } | Io => libc::EIO,
+        ObjectMissing { .. } | ReadBackMismatch { .. } | ObjectCorrupt { .. } | Unsealable { .. } | Io => libc::EIO,
+        // Refused content that could not be sealed is still refused.
+        KeyUnavailable { .. } | KeyInsideWorkspace { .. } => libc::EACCES,
         NoSpace => libc::ENOSPC,
         TooBig { .. } => libc::EFBIG,
         PermissionDenied | UnsafeRoot => libc::EACCES,

@@ -13,8 +13,14 @@
 //!   which is what retention (`engine/retention.rs`) measures.
 //! - [`Objects::adopt`] is lazily durable: until [`Objects::sync`] the displaced inode may still be
 //!   found under its temp name after a crash, which recovery handles. Copies are durable at once.
+//! - Refused drafts and versions marked sensitive (a credential found in them) are stored sealed
+//!   (`seal.rs`): still named by the plaintext's digest, their bytes encrypted; every read here
+//!   ([`Objects::open_object`]) gives the plaintext, so callers never see the difference.
 
-use std::collections::{BTreeSet, HashMap};
+pub mod seal;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nix::libc;
@@ -33,6 +39,9 @@ pub struct Objects {
     subdirs: Mutex<HashMap<u8, Arc<Dir>>>,
     /// Subdirectories with entries not yet synced.
     dirty: Mutex<BTreeSet<u8>>,
+    keys: seal::Keyring,
+    /// Versions in which the gate found a credential: stored sealed when they leave the tree.
+    sensitive: Mutex<HashSet<Sha256>>,
 }
 
 /// What [`Objects::remove`] did.
@@ -43,10 +52,18 @@ pub struct Removed {
 }
 
 impl Objects {
-    /// Open (creating durably) `objects/` inside `state`.
-    pub fn open(disk: Arc<dyn Disk>, state: &Dir) -> Result<Objects> {
+    /// Open (creating durably) `objects/` inside `state` of the workspace at `root`.
+    pub fn open(disk: Arc<dyn Disk>, state: &Dir, root: &Path) -> Result<Objects> {
         let dir = open_or_create(&*disk, state, OBJECTS_DIR)?;
-        let objects = Objects { disk, dir, subdirs: Mutex::default(), dirty: Mutex::default() };
+        let keys = seal::Keyring::new(disk.clone(), state, root)?;
+        let objects = Objects {
+            disk,
+            dir,
+            subdirs: Mutex::default(),
+            dirty: Mutex::default(),
+            keys,
+            sensitive: Mutex::default(),
+        };
         objects.make_subdirs()?;
         Ok(objects)
     }
@@ -73,8 +90,28 @@ impl Objects {
         format!("{}/{}/{}", self.dir.rel(), &hex[..2], hex)
     }
 
-    /// Take the inode at `from/name` into the store as `sha` (lazily durable).
+    /// Store version `sha` sealed when it leaves the tree (the gate found a credential in it).
+    pub fn mark_sensitive(&self, sha: Sha256) {
+        self.sensitive.lock().unwrap_or_else(PoisonError::into_inner).insert(sha);
+    }
+
+    fn is_sensitive(&self, sha: &Sha256) -> bool {
+        self.sensitive.lock().unwrap_or_else(PoisonError::into_inner).contains(sha)
+    }
+
+    /// Take the inode at `from/name` into the store as `sha` (lazily durable); sealed, durably,
+    /// when `sha` is sensitive.
     pub fn adopt(&self, from: &Dir, name: &str, sha: Sha256) -> Result<()> {
+        if self.is_sensitive(&sha) {
+            match self.adopt_sealed(from, name, sha) {
+                // Without the key the version is still kept, in plaintext: losing it would be
+                // worse, and `rwfs gc --encrypt` seals it once the key is back.
+                Err(e) if matches!(e.reason(), Reason::KeyUnavailable { .. } | Reason::KeyInsideWorkspace { .. }) => {
+                    tracing::warn!(sha = %sha.short(12), error = %e, "a version holding a credential is kept unencrypted");
+                }
+                done => return done,
+            }
+        }
         let stat = self.disk.stat(from, name).step("stat displaced version")?;
         // Only a regular file is a version: a symlink or a fifo swapped in by another process
         // must not be filed under a digest it does not have.
@@ -111,7 +148,67 @@ impl Objects {
         self.put(Source::Bytes(bytes), sha)
     }
 
+    /// Take the file at `from/name` into the store as `sha`, sealed and durably: its bytes are
+    /// read, checked, sealed and written as a new object; then the file is removed.
+    pub fn adopt_sealed(&self, from: &Dir, name: &str, sha: Sha256) -> Result<()> {
+        let file = self.disk.open_read(from, name).step("open version to seal")?;
+        self.put_sealed_file(&file, sha)?;
+        self.disk.unlink(from, name).step("remove sealed version's plaintext")?;
+        self.disk.sync_dir(from).step("fsync directory of sealed version")
+    }
+
+    /// Store a sealed copy of `file` as `sha`, durably.
+    pub fn put_sealed_file(&self, file: &File, sha: Sha256) -> Result<()> {
+        let bytes = read_all(&*self.disk, file)?;
+        self.put_sealed_bytes(&bytes, sha)
+    }
+
+    /// Store `bytes` sealed as `sha`, durably (the key is made on first need). The bytes are
+    /// verified against `sha`.
+    pub fn put_sealed_bytes(&self, bytes: &[u8], sha: Sha256) -> Result<()> {
+        let actual = Sha256::of(bytes);
+        if actual != sha {
+            return Err(Reason::ObjectCorrupt { sha, actual }.into());
+        }
+        let sealed = self.keys.key(true)?.seal(bytes, &sha)?;
+        self.write(Source::Bytes(&sealed), sha)
+    }
+
+    /// Seal object `sha` in place if it is stored in plaintext (`rwfs gc --encrypt`): the sealed
+    /// copy is written, synced and renamed over it. `false` when it was sealed already or is
+    /// not stored; a plaintext object that does not hash to its name is left alone (an error).
+    pub fn seal(&self, sha: &Sha256) -> Result<bool> {
+        let Some(file) = self.open_raw(sha)? else { return Ok(false) };
+        let bytes = read_all(&*self.disk, &file)?;
+        if seal::looks_sealed(&bytes) && Sha256::of(&bytes) != *sha {
+            return Ok(false);
+        }
+        self.put_sealed_bytes(&bytes, *sha)?;
+        Ok(true)
+    }
+
+    /// Is object `sha` stored sealed? `None` when it is not stored.
+    pub fn is_sealed(&self, sha: &Sha256) -> Result<Option<bool>> {
+        let Some(file) = self.open_raw(sha)? else { return Ok(None) };
+        let mut head = [0u8; seal::HEADER + 16];
+        let got = self.disk.read_at(&file, &mut head, 0).step("read object")?;
+        Ok(Some(
+            seal::looks_sealed(&head[..got]) && {
+                let bytes = read_all(&*self.disk, &file)?;
+                Sha256::of(&bytes) != *sha
+            },
+        ))
+    }
+
     fn put(&self, source: Source<'_>, sha: Sha256) -> Result<()> {
+        if self.is_sensitive(&sha) {
+            let file = match source {
+                Source::Bytes(bytes) => return self.put_sealed_bytes(bytes, sha),
+                Source::File { file, .. } => file,
+                Source::Append { .. } => return Err(Reason::InvalidArgument { what: "an appended object" }.into()),
+            };
+            return self.put_sealed_file(file, sha);
+        }
         let sub = self.subdir(&sha)?;
         let staged = stage(&*self.disk, &sub, source, &Default::default())?;
         if staged.sha256() != sha {
@@ -119,6 +216,18 @@ impl Objects {
             staged.abandon(&*self.disk, &sub);
             return Err(Reason::ObjectCorrupt { sha, actual }.into());
         }
+        self.install(staged, sha)
+    }
+
+    /// Write `source` (sealed bytes) as object `sha`: staged, synced, renamed, directory synced.
+    fn write(&self, source: Source<'_>, sha: Sha256) -> Result<()> {
+        let sub = self.subdir(&sha)?;
+        let staged = stage(&*self.disk, &sub, source, &Default::default())?;
+        self.install(staged, sha)
+    }
+
+    fn install(&self, staged: crate::durable::Staged, sha: Sha256) -> Result<()> {
+        let sub = self.subdir(&sha)?;
         staged.sync(&*self.disk)?;
         staged.install(&*self.disk, &sub, &sha.to_hex(), Install::Replace, None)?;
         self.disk.sync_dir(&sub).step("fsync objects directory")
@@ -135,8 +244,41 @@ impl Objects {
         }
     }
 
-    /// Open an object for reading; `None` when it is not (or no longer) stored.
+    /// Open an object for reading; `None` when it is not (or no longer) stored. A sealed object
+    /// is opened with the workspace's key into an anonymous in-memory file (`memfd`, with the
+    /// object's mode): callers read plaintext either way. A missing key is `KeyUnavailable`, a
+    /// wrong key or changed bytes `Unsealable`, both naming the version.
     pub fn open_object(&self, sha: &Sha256) -> Result<Option<File>> {
+        let Some(file) = self.open_raw(sha)? else { return Ok(None) };
+        let mut head = [0u8; seal::HEADER + 16];
+        let got = self.disk.read_at(&file, &mut head, 0).step("read object")?;
+        if !seal::looks_sealed(&head[..got]) {
+            return Ok(Some(file));
+        }
+        let bytes = read_all(&*self.disk, &file)?;
+        if Sha256::of(&bytes) == *sha {
+            return Ok(Some(file));
+        }
+        let plain = self.keys.key(false).map_err(|e| e.at(self.path_of(sha)))?.open(&bytes, sha)?;
+        let perm = self.disk.file_stat(&file).step("stat object")?.perm;
+        Ok(Some(in_memory(&plain, perm)?))
+    }
+
+    /// The plaintext of object `sha`, checked against its name, or why not (`rwfs verify`).
+    pub fn check(&self, sha: &Sha256) -> std::result::Result<(), (Option<Sha256>, String)> {
+        let file = match self.open_object(sha) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Err((None, "not stored".into())),
+            Err(e) => return Err((None, e.to_string())),
+        };
+        match crate::durable::hash_file(&*self.disk, &file) {
+            Ok((actual, _)) if actual == *sha => Ok(()),
+            Ok((actual, _)) => Err((Some(actual), "does not hash to its name".into())),
+            Err(e) => Err((None, e.to_string())),
+        }
+    }
+
+    fn open_raw(&self, sha: &Sha256) -> Result<Option<File>> {
         let hex = sha.to_hex();
         match self.disk.open_dir(&self.dir, &hex[..2]) {
             Ok(sub) => match self.disk.open_read(&sub, &hex) {
@@ -242,43 +384,61 @@ pub struct BadObject {
     /// Relative to the state directory: `objects/ab/<sha256>`.
     pub path: String,
     pub name: Sha256,
-    /// What its bytes hash to; `None` when it could not be read.
+    /// What its bytes hash to; `None` when it could not be read (or, sealed, opened).
     pub actual: Option<Sha256>,
+    /// What is wrong, and for an unreadable one what to do.
+    pub why: String,
 }
 
-/// Hash every object of the store in `state` (read-only: a missing store is an empty one), and
-/// return those whose bytes do not match their names, with the number checked. This is what
-/// `rwfs verify` adds to the journal's checks: `restore` refuses a damaged object, this finds
-/// it before anyone needs it.
-pub fn check_objects(disk: &dyn Disk, state: &Dir) -> Result<(u64, Vec<BadObject>)> {
-    let dir = match disk.open_dir(state, OBJECTS_DIR) {
-        Ok(dir) => dir,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok((0, Vec::new())),
-        Err(e) => return Err(Error::io("open objects directory", e)),
-    };
-    let mut checked = 0;
-    let mut bad = Vec::new();
-    for (sub_name, kind) in disk.list(&dir).step("list objects")? {
-        let Some(sub_name) = sub_name.to_str().filter(|n| n.len() == 2 && kind == FileKind::Dir) else {
-            continue;
-        };
-        let sub = disk.open_dir(&dir, sub_name).step("open objects directory")?;
-        for (name, kind) in disk.list(&sub).step("list objects")? {
-            let Some((text, sha)) = name.to_str().and_then(|n| Some((n, n.parse::<Sha256>().ok()?))) else {
-                continue;
-            };
-            if kind != FileKind::File {
-                continue;
-            }
-            checked += 1;
-            let actual = disk.open_read(&sub, text).and_then(|file| crate::durable::hash_file(disk, &file)).ok();
-            if actual.map(|(a, _)| a) != Some(sha) {
-                let path = format!("{OBJECTS_DIR}/{sub_name}/{text}");
-                bad.push(BadObject { path, name: sha, actual: actual.map(|(a, _)| a) });
-            }
+/// An object's bytes into an anonymous in-memory file with mode `perm` (a sealed object's
+/// plaintext: never written to a disk).
+fn in_memory(bytes: &[u8], perm: u32) -> Result<File> {
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    let fd = memfd_create(c"rwfs-object", MFdFlags::MFD_CLOEXEC).map_err(|e| Error::io("create memfd", e.into()))?;
+    let mut written = 0;
+    while written < bytes.len() {
+        written += nix::sys::uio::pwrite(&fd, &bytes[written..], written as libc::off_t)
+            .map_err(|e| Error::io("write memfd", e.into()))?;
+    }
+    nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(perm))
+        .map_err(|e| Error::io("chmod memfd", e.into()))?;
+    let stat = nix::sys::stat::fstat(&fd).map_err(|e| Error::io("stat memfd", e.into()))?;
+    Ok(File::new(fd, crate::durable::FileId { dev: stat.st_dev, ino: stat.st_ino }))
+}
+
+/// All of `file`'s bytes.
+pub fn read_all(disk: &dyn Disk, file: &File) -> Result<Vec<u8>> {
+    let len = disk.file_stat(file).step("stat object")?.size;
+    let mut buf = vec![0u8; usize::try_from(len).map_err(|_| Error::from(Reason::NoSpace))?];
+    let mut at = 0;
+    while at < buf.len() {
+        match disk.read_at(file, &mut buf[at..], at as u64).step("read object")? {
+            0 => break,
+            n => at += n,
         }
     }
-    Ok((checked, bad))
+    buf.truncate(at);
+    Ok(buf)
+}
+
+impl Objects {
+    /// Check every object of the store: its plaintext (a sealed one opened with the key) hashed
+    /// against its name. Those that do not match or cannot be read, with the number checked.
+    /// This is what `rwfs verify` adds to the journal's checks: `restore` refuses a damaged
+    /// object, this finds it before anyone needs it.
+    pub fn check_all(&self) -> Result<(u64, Vec<BadObject>)> {
+        let mut checked = 0;
+        let mut bad = Vec::new();
+        for (sha, _) in self.list()? {
+            checked += 1;
+            if let Err((actual, why)) = self.check(&sha) {
+                let hex = sha.to_hex();
+                let path = format!("{OBJECTS_DIR}/{}/{hex}", &hex[..2]);
+                bad.push(BadObject { path, name: sha, actual, why });
+            }
+        }
+        Ok((checked, bad))
+    }
 }
 
 /// Open directory `name` inside `parent`, creating it (durably) if missing.

@@ -74,10 +74,9 @@ impl Ws {
         rows
     }
 
-    /// The object file for `sha`, if stored.
+    /// The bytes of kept version `sha`, if stored (opened with the workspace's key when sealed).
     pub fn object(&self, sha: &Sha256) -> Option<Vec<u8>> {
-        let hex = sha.to_hex();
-        self.read(&format!(".resilient_write/objects/{}/{}", &hex[..2], hex))
+        self.workspace().object(sha).expect("read object")
     }
 }
 
