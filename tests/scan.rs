@@ -720,6 +720,78 @@ fn known_false_blocks_are_gone() {
     assert_eq!(action(&format!("GOOGLE_MAPS_KEY={key}\n"), ".env"), Block, "outside Firebase it still blocks");
 }
 
+/// Issue 28's false blocks on real code: the examples vendors and specifications publish pass,
+/// and the same text with a value of the real thing still blocks. Each row: a name, the path,
+/// the example as published and the look-alike that must block.
+#[test]
+fn published_examples_pass_and_their_real_twins_block() {
+    use base64::Engine as _;
+    use rwfs::policy::Action::Block;
+    use rwfs::score::sample::{ALNUM, BASE64, BASE64URL};
+    let mut rng = Rng::new(28);
+    let b64url = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let key = sample_of("rsa-private-key", 14);
+    let body_at = key.find('\n').map_or(0, |i| i + 1);
+    let marked_key = [&key[..body_at], "EXAMPLE", &key[body_at + 7..]].concat();
+    let key_id = sample_of("aws-access-key-id", 15);
+    let signed = format!(
+        "\"downloadUrl\": \"https://b.s3.us-west-2.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20190814T220617Z&X-Amz-Credential={key_id}%2F20190814%2Fus-west-2%2Fs3%2Faws4_request&X-Amz-Signature={}\"\n",
+        rng.string(rwfs::score::sample::HEX, 64)
+    );
+    let header = b64url(r#"{"alg":"HS256","typ":"JWT"}"#);
+    let signature = rng.string(BASE64URL, 43);
+    let jwt = |payload: &str| format!("    {header}.{}.{signature}\n", b64url(payload));
+    let token = rng.string(ALNUM, 22);
+    let password = rng.string(ALNUM, 14);
+    let verification = rng.string(BASE64, 43) + "=";
+    let rfc_token = ["2YotnFZFEjr1", "zCsicMWpAA"].concat();
+    let cases: Vec<(&str, &str, String, String)> = vec![
+        ("AWS's marked key", "awscli/examples/lightsail/create-key-pair.rst", marked_key, key.clone()),
+        (
+            "a presigned URL's key id",
+            "awscli/examples/ecr/get-download-url-for-layer.rst",
+            signed,
+            format!("aws_access_key_id = {key_id}\n"),
+        ),
+        (
+            "RFC 6749's token",
+            "oauthlib/oauth2/rfc6749/parameters.py",
+            format!("\"access_token\":\"{rfc_token}\",\n"),
+            format!("\"access_token\":\"{token}\",\n"),
+        ),
+        ("a claimless JWT", "PKG-INFO", jwt(r#"{"some":"payload"}"#), jwt(r#"{"sub":"u-4821","exp":1900000000}"#)),
+        (
+            "a multi-host URL's placeholder",
+            "pydantic/networks.py",
+            "u = MultiHostUrl('https://foo.com:123,foo:bar@bar.com/path')\n".into(),
+            format!("u = MultiHostUrl('https://foo.com:123,app:{password}@bar.com/path')\n"),
+        ),
+        (
+            "a spaced-out password word",
+            "deploy.sh",
+            "aws connect create-user --password Pass@Word1 \\\n".into(),
+            format!("aws connect create-user --password {password} \\\n"),
+        ),
+        (
+            "a domain verification token",
+            "moto/ses/responses.py",
+            format!("result = {{\"VerificationToken\": \"{verification}\"}}\n"),
+            format!("result = {{\"SessionToken\": \"{verification}\"}}\n"),
+        ),
+    ];
+    for (name, path, example, real) in cases {
+        assert_ne!(action(&example, path), Block, "{name} in {path}: {:?}\n{example}", scan(&example, path).findings);
+        assert_eq!(
+            action(&real, path),
+            Block,
+            "{name}'s real twin in {path}: {:?}\n{real}",
+            scan(&real, path).findings
+        );
+    }
+    // A real key blocks wherever it is: in a vendor's documentation page too.
+    assert_eq!(action(&key, "awscli/examples/iot/create-provisioning-claim.rst"), Block);
+}
+
 /// Parsed configuration (issue 15): credentials that only the structure shows — a vague key
 /// under a credential-like parent, `name`/`value` pairs, `Secret` entries of any name, block
 /// scalars, escaped quotes, sections, sniffed files — block in configuration and warn in

@@ -15,8 +15,8 @@ pub fn passes(check: Check, secret: &str) -> bool {
         Check::None => true,
         Check::Crc32Base62 => crc32_base62_ok(secret),
         Check::Jwt => jwt_ok(secret),
-        Check::Pem => pem_body(secret).is_some_and(|b| b.len() >= 64),
-        Check::OpenSsh => pem_body(secret).is_some_and(|b| b.starts_with(b"openssh-key-v1\0")),
+        Check::Pem => !pem_example(secret) && pem_body(secret).is_some_and(|b| b.len() >= 64),
+        Check::OpenSsh => !pem_example(secret) && pem_body(secret).is_some_and(|b| b.starts_with(b"openssh-key-v1\0")),
         Check::Luhn => card_ok(secret),
         Check::Iban => iban_ok(secret),
         Check::Ssn => ssn_ok(secret),
@@ -106,7 +106,38 @@ pub fn jwt_example(token: &str) -> bool {
     };
     let header = String::from_utf8_lossy(&header).to_ascii_lowercase();
     let payload = String::from_utf8_lossy(&payload).to_ascii_lowercase();
-    header.replace(' ', "").contains("\"alg\":\"none\"") || JWT_EXAMPLE_CLAIMS.iter().any(|c| payload.contains(c))
+    header.replace(' ', "").contains("\"alg\":\"none\"")
+        || JWT_EXAMPLE_CLAIMS.iter().any(|c| payload.contains(c))
+        || claims_nothing(&payload)
+}
+
+/// Key fragments of the claims a token that grants something carries: RFC 7519's registered
+/// claims, identities, scopes and roles, tenants and sessions (checked lowercase, as substrings).
+const GRANTING_CLAIMS: &[&str] = &[
+    "iss", "sub", "aud", "exp", "nbf", "iat", "jti", "id", "user", "name", "mail", "scope", "scp", "role", "perm",
+    "group", "tenant", "org", "account", "client", "azp", "session", "claim", "auth", "admin", "grant",
+];
+
+/// A small payload that names no subject, issuer, expiry, scope or role (`{"some":"payload"}`,
+/// `{"k":"value"}`): the token demonstrates the format and authorises nobody. Payloads over 64
+/// bytes are not judged here: a real token's custom claims can be long without a known name.
+fn claims_nothing(payload: &str) -> bool {
+    if payload.len() > 64 {
+        return false;
+    }
+    let Ok(serde_json::Value::Object(members)) = serde_json::from_str::<serde_json::Value>(payload) else {
+        return false;
+    };
+    !members.is_empty() && !members.keys().any(|k| GRANTING_CLAIMS.iter().any(|c| k.contains(c)))
+}
+
+/// Is a PEM block a vendor's documented example? AWS marks the keys of its documentation by
+/// writing `EXAMPLE` into the base64 body (`-----BEGIN RSA PRIVATE KEY-----\nEXAMPLEBAAKCAQEA…`),
+/// which no encoder produces from a real key's DER: seven given capitals occur by chance once in
+/// about 4·10¹² positions, and lowercase markers (`todo`, `fake`) are not used here for that reason.
+/// A key without the marker blocks wherever it is, a documentation page included.
+pub fn pem_example(block: &str) -> bool {
+    block.contains("EXAMPLE")
 }
 
 /// The decoded body of a PEM block (also when its newlines are written as `\n` escapes, as in
@@ -263,6 +294,12 @@ pub fn url_password_ok(url: &str) -> bool {
     let Some(userinfo) = rest.split('@').next().filter(|_| rest.contains('@')) else {
         return false;
     };
+    // A multi-host URL (`https://a.com:123,foo:bar@b.com`) lists `host:port,` before the
+    // userinfo of the last host: the credentials are what follows the last comma.
+    let userinfo = match userinfo.rsplit_once(',') {
+        Some((hosts, last)) if hosts.contains(':') && last.contains(':') => last,
+        _ => userinfo,
+    };
     let Some((user, password)) = userinfo.split_once(':') else {
         return false;
     };
@@ -295,8 +332,13 @@ fn password_ok(user: &str, password: &str) -> bool {
         && super::filter::entropy(password.as_bytes()) >= 2.0
         && password != user
         && !TRIVIAL.contains(&password.to_ascii_lowercase().as_str())
-        && !["password", "passwd"].iter().any(|w| password.to_ascii_lowercase().contains(w))
+        && !["password", "passwd"].iter().any(|w| letters(password).contains(w))
         && !super::filter::is_placeholder(password)
+}
+
+/// The letters of `value`, lowercase: `Pass@Word1` reads `password`.
+fn letters(value: &str) -> String {
+    value.chars().filter(char::is_ascii_alphabetic).map(|c| c.to_ascii_lowercase()).collect()
 }
 
 /// HTTP Basic credentials: the value decodes (base64) to printable `user:password` with a real
@@ -489,6 +531,9 @@ mod tests {
         assert!(!url_password_ok("https://user:abc@host.net"), "too short");
         assert!(!url_password_ok("https://bob:1111@host.net"), "too short and uniform");
         assert!(!url_password_ok("https://bob:aaaa1111@host.net"), "uniform");
+        // A multi-host URL: the userinfo is after the last host's comma.
+        assert!(!url_password_ok("https://foo.com:123,foo:bar@bar.com/path"));
+        assert!(url_password_ok(&format!("https://foo.com:123,app:{}@bar.com/path", "Zx81kq0Pa9")));
     }
 
     #[test]
@@ -498,7 +543,7 @@ mod tests {
         assert!(!user_password_ok("user:$PASSWORD"));
         assert!(!user_password_ok("nocolon"));
         assert!(plain_password_ok(&["Qx7v", "Lm2p", "R9tK"].concat()));
-        for bad in ["%NUGET_PASSWORD%", "$PASSWORD", "password", "abc", "<password>", "changeme"] {
+        for bad in ["%NUGET_PASSWORD%", "$PASSWORD", "password", "abc", "<password>", "changeme", "Pass@Word1"] {
             assert!(!plain_password_ok(bad), "{bad}");
         }
     }
@@ -511,6 +556,32 @@ mod tests {
         assert!(!secret_data_ok(&enc("password")));
         assert!(!secret_data_ok(&enc("changeme")));
         assert!(!secret_data_ok("not base64!"));
+    }
+
+    #[test]
+    fn example_jwts_claim_nothing() {
+        use base64::Engine as _;
+        let part = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let token = |payload: &str| format!("{}.{}.{}", part(r#"{"alg":"HS256"}"#), part(payload), "x".repeat(43));
+        assert!(jwt_example(&token(r#"{"some":"payload"}"#)));
+        assert!(jwt_example(&token(r#"{"k":"value"}"#)));
+        for granting in
+            [r#"{"sub":"u-4821"}"#, r#"{"user_id":"4821"}"#, r#"{"role":"service"}"#, r#"{"exp":1900000000}"#]
+        {
+            assert!(!jwt_example(&token(granting)), "{granting}");
+        }
+        let long = format!(r#"{{"k":"{}"}}"#, "v".repeat(80));
+        assert!(!jwt_example(&token(&long)), "a long payload is not judged");
+    }
+
+    #[test]
+    fn pem_examples_carry_the_vendors_marker() {
+        let label = ["RSA", "PRIVATE KEY"].join(" ");
+        let block = |body: &str| format!("-----BEGIN {label}-----\n{body}\n-----END {label}-----");
+        let body = "MIIEowIBAAKCAQEAwYSiPeJLSi6k8J4".repeat(4);
+        assert!(!pem_example(&block(&body)));
+        assert!(pem_example(&block(&body.replacen("MIIEowI", "EXAMPLE", 1))));
+        assert!(!pem_example(&block(&body.replacen("MIIEowI", "example", 1))), "lowercase is chance, not a marker");
     }
 
     #[test]

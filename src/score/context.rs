@@ -123,7 +123,12 @@ impl FileKind {
 /// default as a secret, so it blocks only when the value alone is convincing ([`convincing`]):
 /// long and random, or a strong password, and not a digest beside a hash word.
 pub fn promotes(kind: FileKind, key: &str, value: &str, line: &str) -> bool {
-    if !plain_value(value) || super::check::encodes_placeholder(value) || transcript(line) || credential_word(value) {
+    if !plain_value(value)
+        || super::check::encodes_placeholder(value)
+        || transcript(line)
+        || credential_word(value)
+        || published_by_design(key)
+    {
         return false;
     }
     let b = value.as_bytes();
@@ -153,6 +158,17 @@ pub fn service_blocks(kind: FileKind, value: &str, line: &str) -> bool {
         FileKind::Code => super::service::random_enough(value),
         FileKind::Config | FileKind::Other => true,
     }
+}
+
+/// Key names of values that are published on purpose: a domain or site verification token (SES's
+/// `VerificationToken`, `google_site_verification`) is put in a DNS record or a page for anyone
+/// to read, proving control of the domain, not granting access. A key that also says `secret`
+/// is judged as any other; a service's verification token named with its service (Slack's) is the
+/// service detector's to judge.
+fn published_by_design(key: &str) -> bool {
+    let key: String = key.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    ["verificationtoken", "siteverification", "domainverification"].iter().any(|w| key.contains(w))
+        && !key.contains("secret")
 }
 
 /// A line of a shell transcript in help text or documentation (`$ cmd --password=…`, `{command}`):
@@ -338,6 +354,18 @@ mod tests {
             ("api_key", "MyApplicationApiKeyName", ""),
         ] {
             assert!(!convincing(key, value, line), "{key} = {value}");
+        }
+    }
+
+    #[test]
+    fn verification_tokens_are_published_not_promoted() {
+        let value = ["ILQMESfEW0p6i6", "gIJcEWvO65TP5h", "g6B99hGFZ2lxrIs="].concat();
+        for kind in [FileKind::Code, FileKind::Config] {
+            assert!(promotes(kind, "AccessToken", &value, ""), "{kind:?}: the look-alike's key blocks");
+            for key in ["VerificationToken", "verification_token", "google-site-verification"] {
+                assert!(!promotes(kind, key, &value, ""), "{kind:?}: {key}");
+            }
+            assert!(promotes(kind, "verification_token_secret", &value, ""), "{kind:?}: a secret stays one");
         }
     }
 }

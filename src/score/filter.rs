@@ -2,7 +2,7 @@
 //!
 //! Applied after the structural checks: templated values (`${VAR}`, `{{ x }}`, `<your-key>`,
 //! `%VAR%`, `$VAR`), redactions (`{REDACTED}`, `xxxx`, `****`), documented examples
-//! (`EXAMPLE`, `AKIAIOSFODNN7EXAMPLE`), runs of one character and sequences (`abcdef`,
+//! (`EXAMPLE`, `AKIAIOSFODNN7EXAMPLE`, the tokens RFC 5849/6749/6750 print), runs of one character and sequences (`abcdef`,
 //! `123456`); and the entropy measure used by rules with a minimum.
 
 /// Shannon entropy of `s` in bits per byte.
@@ -68,10 +68,31 @@ const MARKERS: &[&str] = &[
     "secrets.",
 ];
 
+/// Example tokens that specifications publish in their text, which libraries implementing them
+/// quote in docstrings and tests: RFC 5849 (OAuth 1.0: consumer keys, tokens, secrets and the
+/// verifier of its sections 1.2 and 3.1), RFC 6749 (OAuth 2.0: the access and refresh tokens and
+/// the authorization code of sections 4.1 and 5.1) and RFC 6750 (a bearer token). They are
+/// recognised exactly: a value that merely looks like them is judged as any other.
+const SPECIFICATION_EXAMPLES: &[&str] = &[
+    "dpf43f3p2l4k3l03",
+    "kd94hf93k423kf44",
+    "hh5s93j4hdidpola",
+    "hdhd0244k9j7ao03",
+    "hfdp7dh39dks9884",
+    "nnch734d00sl2jdk",
+    "pfkkdhi9sl3r4s00",
+    "0685bd9184jfhq22",
+    "ad180jjd733klru7",
+    "2YotnFZFEjr1zCsicMWpAA",
+    "tGzv3JOkF0XG5Qx2TlKWIA",
+    "SplxlOBeZQQYbYS6WxSbIA",
+    "mF_9.B5f-4.1JqM",
+];
+
 /// Is `value` a placeholder rather than a secret?
 pub fn is_placeholder(value: &str) -> bool {
     let v = value.trim_matches(|c| c == '"' || c == '\'' || c == '`');
-    if v.is_empty() {
+    if v.is_empty() || SPECIFICATION_EXAMPLES.contains(&v) {
         return true;
     }
     let lower = v.to_ascii_lowercase();
@@ -194,10 +215,13 @@ mod tests {
             "{0}",
             "{db.password}",
             "%(SMTP_PASS)s",
+            "ad180jjd733klru7",
+            "2YotnFZFEjr1zCsicMWpAA",
         ] {
             assert!(is_placeholder(p), "{p}");
         }
-        for real in ["Q7v2LmP9xR4tK8wZ3nB6", "Zx81kq0Pa9uT", "9f86d081884c7d659a2feaa0c55ad015"] {
+        // The specifications' examples are matched exactly, not by their look.
+        for real in ["Q7v2LmP9xR4tK8wZ3nB6", "Zx81kq0Pa9uT", "9f86d081884c7d659a2feaa0c55ad015", "ad180jjd733klru8"] {
             assert!(!is_placeholder(real), "{real}");
         }
     }

@@ -576,7 +576,9 @@ impl<'a> Collector<'a> {
             "com.google.android.geo.api_key",
             "name=\"google_maps_key\"",
         ];
-        let severity = if rule.id == "google-api-key" && near(self.hay, &span, 400, &firebase) {
+        let severity = if (rule.id == "google-api-key" && near(self.hay, &span, 400, &firebase))
+            || (rule.id == "aws-access-key-id" && presigned_credential(self.hay, &span))
+        {
             Severity::Sensitive
         } else {
             rule.severity
@@ -836,6 +838,15 @@ fn broken_by_question_mark(hay: &[u8], span: &Range<usize>) -> bool {
 fn near(hay: &[u8], span: &Range<usize>, reach: usize, markers: &[&str]) -> bool {
     let window = hay[span.start.saturating_sub(reach)..(span.end + reach).min(hay.len())].to_ascii_lowercase();
     markers.iter().any(|m| memchr::memmem::find(&window, m.as_bytes()).is_some())
+}
+
+/// Is the AWS access key id at `span` the `X-Amz-Credential` of a presigned URL? AWS hands such
+/// URLs to third parties by design: the key id in them is the public half, and what grants access
+/// is the signature, valid for at most seven days from `X-Amz-Date`. A warning, not a block (the
+/// AWS CLI's pages show expired ones); a key id anywhere else blocks.
+fn presigned_credential(hay: &[u8], span: &Range<usize>) -> bool {
+    const PARAM: &[u8] = b"x-amz-credential=";
+    span.start >= PARAM.len() && hay[span.start - PARAM.len()..span.start].eq_ignore_ascii_case(PARAM)
 }
 
 /// Email addresses that are not personal data: reserved domains, no-reply and git hosts, and
