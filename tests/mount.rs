@@ -1750,6 +1750,46 @@ fn every_refused_retry_has_its_row_and_envelope_and_leaves_no_draft_once_the_bud
 }
 
 #[test]
+fn a_refused_new_file_created_again_at_once_is_refused_again_never_missing() {
+    // FUSE's release is asynchronous: the last close of a refused new file drops its
+    // placeholder name while the kernel may already have resolved that name for the writer's
+    // next open(O_CREAT). That writer must be refused again with the refusal's errno (and be
+    // able to learn why), never told the file it is creating does not exist. Several writers
+    // retrying at once, with and without O_TRUNC, make the race likely.
+    let m = Mounted::new();
+    let secret = format!("import os\n{}", aws_secret_line(45));
+    std::thread::scope(|scope| {
+        for writer in 0..4 {
+            let (m, secret) = (&m, &secret);
+            scope.spawn(move || {
+                let path = m.path(&format!("retry{writer}.py"));
+                for attempt in 0..40 {
+                    let result = if attempt % 2 == 0 {
+                        std::fs::write(&path, secret)
+                    } else {
+                        OpenOptions::new()
+                            .write(true)
+                            .create(true)
+                            .truncate(false)
+                            .open(&path)
+                            .and_then(|mut f| f.write_all(secret.as_bytes()).and_then(|()| f.sync_all()))
+                    };
+                    let err = result.expect_err("a credential is refused");
+                    assert_eq!(
+                        err.raw_os_error(),
+                        Some(nix::libc::EACCES),
+                        "writer {writer}, attempt {attempt}: {err}"
+                    );
+                }
+            });
+        }
+    });
+    for writer in 0..4 {
+        assert_eq!(m.backing(&format!("retry{writer}.py")), None, "nothing reached the tree");
+    }
+}
+
+#[test]
 fn a_terminal_ioctl_is_answered_enotty_quietly() {
     // Python's open() asks isatty() of every file it opens (ioctl TCGETS).
     let m = Mounted::new();

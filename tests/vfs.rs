@@ -310,15 +310,21 @@ fn a_refused_new_file_never_appears_and_can_be_written_again() {
 }
 
 #[test]
-fn a_refused_new_file_whose_name_the_kernel_kept_is_revived_by_a_rewrite() {
+fn a_refused_new_file_whose_name_the_kernel_kept_answers_stale_and_is_created_afresh() {
     let fx = Fx::new();
     let p = process(71);
     let fh = fx.open("k.py", TRUNC, &p).unwrap();
     let ino = fx.node("k.py").unwrap();
     blocked(fx.write(fh, 0, aws_secret_line(5).as_bytes(), &p));
     blocked(fx.close(fh, &p));
-    // The kernel still holds the node: it opens it again instead of creating.
-    let fh = fx.vfs.open(ino, TRUNC, &p).unwrap().fh;
+    // The kernel still holds the node and opens it again: ESTALE, with or without O_TRUNC,
+    // so the kernel resolves the name once more (gone) and creates the file.
+    for flags in [TRUNC, libc::O_WRONLY] {
+        let stale = fx.vfs.open(ino, flags, &p).map(|_| ()).unwrap_err();
+        assert_eq!(stale.raw_os_error(), Some(libc::ESTALE), "{stale}");
+    }
+    assert_eq!(*fx.node("k.py").unwrap_err().reason(), Reason::NotFound);
+    let fh = fx.open("k.py", TRUNC, &p).unwrap();
     fx.write(fh, 0, b"x = 1\n", &p).unwrap();
     fx.close(fh, &p).unwrap();
     assert_eq!(fx.backing("k.py").unwrap(), b"x = 1\n");

@@ -151,6 +151,7 @@ fn is_an_answer(errno: i32) -> bool {
         libc::ELOOP,
         libc::EFBIG,
         libc::ETXTBSY,
+        libc::ESTALE,
     ]
     .contains(&errno)
 }

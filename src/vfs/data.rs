@@ -1,6 +1,16 @@
 //! The data path: open, create, read, write, truncate, and the commit points (flush, fsync,
 //! release). Each regular file's state is locked for the whole of an operation on it, so the
 //! draft a write changes is the draft a concurrent flush commits.
+//!
+//! Invariant: no writer is told `ENOENT` for a file it is creating. A new file that was never
+//! committed (a refused one) loses its name at its last close, and FUSE sends that release
+//! after `close()` returned: the writer's next `open(O_CREAT)` may already have resolved the
+//! name to the old node. An open of such a node (checked again under the file's lock, under
+//! which a last close drops the name), or a `getattr` of a node the table let go, answers
+//! `ESTALE`: the kernel resolves the name once more (`LOOKUP_REVAL`) and creates the file afresh
+//! (`ENOENT` only without `O_CREAT`, as for any missing file). A create that finds the name
+//! gone between its check and its open creates afresh too. The writer then meets the refusal at
+//! its own write or close, with its own row and envelope.
 
 use std::ffi::OsStr;
 use std::sync::Arc;
@@ -108,14 +118,13 @@ impl Vfs {
         let truncate = writable && flags & libc::O_TRUNC != 0;
         let path = match self.path(ino) {
             Ok(path) => path,
-            // A refused new file was dropped at its last close, but the kernel still had its
-            // name cached: a rewrite (`open(O_WRONLY|O_TRUNC)`) creates it again.
-            Err(e) => {
-                if !(truncate && self.file_of(ino).is_some() && self.revive(ino, caller)?) {
-                    return Err(e);
-                }
-                self.path(ino)?
+            // A never-committed file whose name went at its last close, while the kernel
+            // resolved that name for this open (see the module docs): the kernel resolves it
+            // again, and creates the file afresh if the caller asked for `O_CREAT`.
+            Err(_) if self.table().get(ino).is_none() || (self.is_unlinked(ino) && self.file_of(ino).is_some()) => {
+                return Err(name_dropped());
             }
+            Err(e) => return Err(e),
         };
         self.check_readable(&path)?;
         if writable {
@@ -141,6 +150,10 @@ impl Vfs {
             return Ok(Opened { fh, keep_cache, flush_at_close: writable });
         }
         let mut state = file_node.lock();
+        // A last close drops a name under this lock: it may have done so since `path` above.
+        if self.is_unlinked(ino) {
+            return Err(name_dropped());
+        }
         if truncate {
             self.rewrite(&path, &mut state, caller)?;
         }
@@ -172,31 +185,6 @@ impl Vfs {
         let first = self.table().get(ino).is_some_and(|n| n.opens <= 1);
         let backing = first.then(|| self.path(ino).and_then(|path| self.engine.open_in_place(&path, None, None)));
         Some(InPlaceOpen { ino, backing })
-    }
-
-    /// Give a detached, never-committed file its name back as a new pending file with an
-    /// empty draft; whether it could (the name is still free).
-    fn revive(&self, ino: u64, caller: &Caller) -> Result<bool> {
-        if !self.table().relink(ino) {
-            return Ok(false);
-        }
-        let named = self.table().get_mut(ino).map(|node| {
-            node.pending = true;
-            (node.parent, node.name.clone())
-        });
-        // Back in its directory's listing, which the kernel may have kept without it.
-        if let Some((parent, name)) = named {
-            self.kernel.forget_name(parent, &name);
-        }
-        let path = self.path(ino)?;
-        if let Some(file_node) = self.file_of(ino) {
-            let draft = self.engine.start_draft(&path, DraftBase::New { perm: 0o644, owner: caller.owner() })?;
-            let mut state = file_node.lock();
-            if let Some(old) = state.start(draft, Some(self.actor(caller))) {
-                self.engine.discard_draft(old);
-            }
-        }
-        Ok(true)
     }
 
     /// Truncate to nothing (`O_TRUNC`): the draft is emptied, or an empty one started; a
@@ -231,10 +219,9 @@ impl Vfs {
             if flags & libc::O_EXCL != 0 {
                 return Err(os_error("create", libc::EEXIST));
             }
-            // A name created behind the kernel's back (an MCP write): open what is there.
-            let attr = self.lookup(parent, name)?;
-            let opened = self.open(attr.ino, flags, caller)?;
-            return Ok((attr, opened.fh));
+            if let Some(found) = self.open_named(parent, name, flags, caller)? {
+                return Ok(found);
+            }
         }
         let perm = mode & 0o7777;
         let owner = caller.owner();
@@ -267,6 +254,25 @@ impl Vfs {
         };
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
         Ok((Attr { ino, stat }, self.new_handle(Handle::File { ino, writable, opener: caller.clone() })))
+    }
+
+    /// A create of a name that exists: a pending file, or a name created behind the kernel's
+    /// back (an MCP write): open what is there. `None` when the name went meanwhile (a refused
+    /// new file's placeholder, dropped by its last close): the create makes the file afresh.
+    fn open_named(&self, parent: u64, name: &OsStr, flags: i32, caller: &Caller) -> Result<Option<(Attr, u64)>> {
+        let attr = match self.lookup(parent, name) {
+            Ok(attr) => attr,
+            Err(e) if matches!(e.reason(), Reason::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match self.open(attr.ino, flags, caller) {
+            Ok(opened) => Ok(Some((attr, opened.fh))),
+            Err(e) => {
+                // The kernel is not given this node: the lookup counted for it is undone.
+                self.forget(attr.ino, 1);
+                if e.raw_os_error() == Some(libc::ESTALE) { Ok(None) } else { Err(e) }
+            }
+        }
     }
 
     /// Up to `size` bytes at `offset` (fewer only at the end of the file).
@@ -746,6 +752,13 @@ impl Vfs {
             .ok_or_else(|| os_error("handle", libc::EBADF))?;
         f(self, &handle)
     }
+}
+
+/// The answer to a request for a node whose never-committed name its last close dropped after
+/// the kernel resolved it: `ESTALE` makes the kernel resolve the name again (see the module
+/// docs).
+pub(super) fn name_dropped() -> Error {
+    os_error("stale node", libc::ESTALE)
 }
 
 /// Read until `buf` is full or the file ends.

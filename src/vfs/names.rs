@@ -94,6 +94,10 @@ impl Vfs {
                 return Ok(detached_attr(ino, Some(last)));
             }
         }
+        if self.table().get(ino).is_none() {
+            // A node the kernel still names but this table let go (see `data.rs`'s invariant).
+            return Err(super::data::name_dropped());
+        }
         let path = self.path(ino)?;
         if file_node.is_none() {
             self.wait_for_closes_in(ino);

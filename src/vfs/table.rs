@@ -247,22 +247,6 @@ impl Table {
         self.children.insert(to, ino);
     }
 
-    /// Give a detached node its old name back, if the name is free; whether it did.
-    pub fn relink(&mut self, ino: u64) -> bool {
-        let Some(node) = self.nodes.get(&ino) else {
-            return false;
-        };
-        let key = (node.parent, node.name.clone());
-        if node.linked || self.children.contains_key(&key) || !self.nodes.contains_key(&node.parent) {
-            return false;
-        }
-        self.children.insert(key, ino);
-        if let Some(node) = self.nodes.get_mut(&ino) {
-            node.linked = true;
-        }
-        true
-    }
-
     /// A rename: the node named `(parent, name)` now has `(new_parent, new_name)`; whatever had
     /// that name is detached. With `exchange`, the two nodes trade names instead.
     pub fn rename(&mut self, parent: u64, name: &OsStr, new_parent: u64, new_name: &OsStr, exchange: bool) {
