@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import string
+import subprocess
 
 from rwmcp import ALNUM, check, connect, main, parser, put_file, random_text, read_file, rwfs_server, say, sha256
 
@@ -306,11 +307,16 @@ async def incident(args) -> None:
         budget = envelope["retry_budget"]
         check(budget >= 1, "the first refusal leaves a retry budget", envelope)
 
-        # Nothing is lost: the refused draft is quarantined in objects/, byte for byte.
+        # Nothing is lost: the refused draft is quarantined in objects/, sealed at rest (the
+        # token is in no file of the state directory), and `rwfs show` gives it back byte for byte.
         ctx = envelope["context"]
         check(ctx.get("quarantined_sha256") == sha256(draft), "the quarantined sha256 is the draft's", ctx)
-        quarantined = read_file(ws, ctx["quarantined_in"])
-        check(quarantined == draft.encode(), "the draft's bytes are in objects/", ctx["quarantined_in"])
+        check(token.encode() not in read_file(ws, ctx["quarantined_in"]), "objects/ holds the draft sealed",
+              ctx["quarantined_in"])
+        shown = subprocess.run([args.rwfs, "-w", ws, "show", f"notes/ci-auth.md@{ctx['quarantined_sha256'][:12]}"],
+                               capture_output=True)
+        check(shown.returncode == 0 and shown.stdout == draft.encode(), "rwfs show gives the draft back byte for byte",
+              shown.stderr.decode(errors="replace") + shown.stdout[:200].decode(errors="replace"))
         check(not os.path.exists(os.path.join(ws, "notes/ci-auth.md")), "nothing reached the tree")
         say(f"incident attempt 1: {envelope['error']}/{envelope['reason_hint']}, retry_budget {budget}, "
             f"draft quarantined in {ctx['quarantined_in']}")

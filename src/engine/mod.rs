@@ -63,7 +63,7 @@ use crossbeam_channel::Sender;
 use crate::durable::resolve::lookup;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::journal::{self, Actor, Journal};
+use crate::journal::{self, Actor, Journal, Op};
 use crate::policy::Durability;
 use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
@@ -428,7 +428,10 @@ fn start_settler(core: Arc<Core>) -> Result<(Sender<()>, JoinHandle<()>)> {
     Ok((stop, thread))
 }
 
-/// The digest a restore brings back.
+/// The digest a restore, `show` or `diff` means. A digest prefix names any version the path
+/// held or replaced, and also a refused draft (a `block` row's `sha256`, kept in objects/): the
+/// writer gets its refused bytes back with `rwfs show PATH@SHA`, and a restore of one goes
+/// through the gate again like any other restore.
 pub(crate) fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
     if history.versions.is_empty() {
         return Err(Reason::VersionNotFound.into());
@@ -442,7 +445,10 @@ pub(crate) fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> 
             let known: BTreeSet<Sha256> = history
                 .versions
                 .iter()
-                .flat_map(|v| [v.state, v.entry.row.prev_sha256])
+                .flat_map(|v| {
+                    let refused = (v.op() == Op::Block).then_some(v.entry.row.sha256).flatten();
+                    [v.state, v.entry.row.prev_sha256, refused]
+                })
                 .flatten()
                 .filter(|sha| sha.to_hex().starts_with(&prefix))
                 .collect();
