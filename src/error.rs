@@ -168,6 +168,13 @@ pub enum Reason {
     /// A file whose new content was refused takes no more writes until it is rewritten from
     /// the start (truncated) or closed.
     StillBlocked,
+    /// `rwfs approve` / `rwfs deny` of a version parked for approval (`engine/approve.rs`) that
+    /// cannot be decided: none has that id, it is decided already, or its file changed since.
+    /// `code` is the machine string, `message` says what to do.
+    Approval {
+        code: &'static str,
+        message: String,
+    },
 
     // The workspace.
     UnsafeRoot,
@@ -254,7 +261,8 @@ impl Reason {
             | WorkspaceLocked { .. }
             | AlreadyMounted { .. }
             | DeadMount { .. }
-            | DaemonGone => ErrorKind::StalePrecondition,
+            | DaemonGone
+            | Approval { .. } => ErrorKind::StalePrecondition,
             ReadBackMismatch { .. } | ObjectCorrupt { .. } | Unsealable { .. } => ErrorKind::WriteCorruption,
             KeyInsideWorkspace { .. } => ErrorKind::PolicyViolation,
             NoSpace | TooBig { .. } => ErrorKind::QuotaExceeded,
@@ -312,6 +320,7 @@ impl Reason {
             RetryBudgetSpent(_) => "retry_budget_exhausted",
             StillBlocked => "content_blocked",
             Protected(p) => p.reason,
+            Approval { code, .. } => code,
             Remote { .. } => "remote",
         }
     }
@@ -448,6 +457,7 @@ impl fmt::Display for Reason {
             }
             Remote { message, .. } => f.write_str(message),
             Protected(p) => write!(f, "{} (see .resilient_write/rejections/{}.json)", p.message, p.id),
+            Approval { message, .. } => f.write_str(message),
             StillBlocked => f.write_str(
                 "this file's new content was blocked by the workspace policy; rewrite it from the start \
                  (see .resilient_write/rejections/latest.json)",

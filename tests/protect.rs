@@ -70,16 +70,6 @@ fn refusal(ws: &Ws, path: &str, operation: &str, rule: &str) -> Value {
     envelope
 }
 
-/// `std::fs::write`, but the error of `close()` is reported (Rust's `File` drops it), where a
-/// refusal at commit arrives.
-fn write_closed(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::fd::IntoRawFd;
-    let mut file = std::fs::File::create(path)?;
-    file.write_all(bytes)?;
-    nix::unistd::close(file.into_raw_fd()).map_err(std::io::Error::from)
-}
-
 #[track_caller]
 fn denied<T: std::fmt::Debug>(result: std::io::Result<T>) {
     let err = result.expect_err("refused");

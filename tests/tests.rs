@@ -13,6 +13,7 @@ mod model;
 mod vfs;
 
 mod agents;
+mod approve;
 mod bad_state;
 mod cli;
 mod encryption;

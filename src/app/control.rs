@@ -93,6 +93,15 @@ pub enum Request {
     Untold {
         paths: Vec<String>,
     },
+    /// `rwfs approve ID`: install the version parked as `id` (`engine/approve.rs`).
+    Approve {
+        id: String,
+        force: bool,
+    },
+    /// `rwfs deny ID`.
+    Deny {
+        id: String,
+    },
     /// Settle drafts, unmount and exit.
     Shutdown,
 }
@@ -377,6 +386,8 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             .into()),
         },
         // `handle` stops the daemon after answering.
+        Request::Approve { id, force } => Ok(decided_json(&engine.approve(&id, force, actor)?)),
+        Request::Deny { id } => Ok(decided_json(&engine.deny(&id, actor)?)),
         Request::Shutdown => Ok(json!({"ok": true})),
     }
 }
@@ -446,6 +457,11 @@ pub fn unix_ns(t: std::time::SystemTime) -> i64 {
 }
 
 /// The JSON of a committed change (what `rwfs write --json` prints).
+/// `{ok, approval, committed}` of a decision on a parked version (the CLI, the page, MCP).
+pub fn decided_json(d: &crate::engine::Decided) -> Value {
+    json!({"ok": true, "approval": d.approval, "committed": d.committed.as_ref().map(committed_json)})
+}
+
 pub fn committed_json(c: &crate::engine::Committed) -> Value {
     json!({
         "ok": true, "path": c.path.as_str(), "op": c.op.as_str(), "sha256": c.sha256,

@@ -5,6 +5,7 @@
 //! negative (`verify` found problems, `scan` found something the policy blocks), 2 error (the
 //! kind and reason are printed on stderr).
 
+mod approvals;
 mod discover;
 mod history;
 mod hook;
@@ -199,6 +200,17 @@ pub enum Command {
     Gc(GcArgs),
     /// Show who owns the workspace and what the journal and store hold.
     Status(JsonArg),
+    /// List the new versions waiting for a person's approval (policy `protect:` rules with
+    /// `approve`), oldest first, each with its id, file, rule and writer; `--all` also those
+    /// approved, denied or superseded (by a later change of the file or a later parked version).
+    Approvals(ApprovalsArgs),
+    /// Install the version parked as ID (`rwfs approvals` lists them) as a new, journaled change
+    /// of its file, recording who approved; the content gate still judges it. Refused when the
+    /// file changed since it was parked, unless --force.
+    Approve(ApproveArgs),
+    /// Refuse the version parked as ID: its file stays as it is, the version stays in the store,
+    /// marked denied.
+    Deny(DenyArgs),
     /// Scan files, trees (respecting .gitignore) or stdin (`-`) for secrets and personal data;
     /// exit 1 when anything would be blocked (usable as a pre-commit hook).
     Scan(ScanArgs),
@@ -266,7 +278,10 @@ impl Command {
             | Command::Gc(GcArgs { json, .. })
             | Command::Verify(json)
             | Command::Sessions(json)
+            | Command::Deny(DenyArgs { json, .. })
             | Command::Status(json) => json.json,
+            Command::Approvals(args) => args.json,
+            Command::Approve(args) => args.json,
             Command::Rewind(args) => args.json,
             Command::Diff(args) => args.json,
             Command::Log(args) => args.json,
@@ -474,6 +489,40 @@ pub struct ShellArgs {
 pub struct UnmountArgs {
     /// The mountpoint (or the workspace of a mount over itself).
     pub path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Also the approved, denied and superseded ones.
+    #[arg(long)]
+    pub all: bool,
+    /// With each pending one, the unified diff of its file's current version against it.
+    #[arg(long)]
+    pub diff: bool,
+    /// Print JSON (an array).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The approval's id (`rj_…`, as `rwfs approvals` and the refusal's envelope give it).
+    pub id: String,
+    /// Install it even though its file changed since it was parked (without a journaled change:
+    /// an edit while unmounted), overwriting that change (which stays restorable).
+    #[arg(long)]
+    pub force: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DenyArgs {
+    /// The approval's id.
+    pub id: String,
+    #[command(flatten)]
+    pub json: JsonArg,
 }
 
 #[derive(Debug, Args)]

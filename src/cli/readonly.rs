@@ -1,4 +1,4 @@
-//! The read-only commands (`log`, `history`, `show`, `sessions`, `diff`, `status`) give the same
+//! The read-only commands (`log`, `history`, `show`, `sessions`, `diff`, `status`, `approvals`) give the same
 //! answer whether or not the workspace is mounted over itself.
 //!
 //! Through a mount over the workspace, `objects/`, the keys and the journal's index are hidden
@@ -26,7 +26,12 @@ use crate::error::{Reason, Result};
 pub fn is_read_only(command: &Command) -> bool {
     match command {
         Command::Log(args) => !args.follow,
-        Command::History(_) | Command::Show(_) | Command::Sessions(_) | Command::Diff(_) | Command::Status(_) => true,
+        Command::History(_)
+        | Command::Show(_)
+        | Command::Sessions(_)
+        | Command::Diff(_)
+        | Command::Status(_)
+        | Command::Approvals(_) => true,
         _ => false,
     }
 }
@@ -99,6 +104,7 @@ fn on(ws: &Workspace, command: Command) -> Result<Exit> {
         Command::Sessions(args) => super::history::sessions(ws, args.json),
         Command::Diff(args) => super::history::diff(ws, args),
         Command::Status(args) => super::read::status(ws, args.json),
+        Command::Approvals(args) => super::approvals::list(ws, &args),
         _ => Err(Reason::InvalidArgument { what: "a read-only command" }.into()),
     }
 }

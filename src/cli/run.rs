@@ -39,6 +39,8 @@ fn run_command(cli: Cli) -> Result<Exit> {
             | Command::Status(_)
             | Command::Gc(_)
             | Command::Rewind(_)
+            | Command::Approve(_)
+            | Command::Deny(_)
     ) {
         super::session::warn_if_shadowed();
     }
@@ -81,7 +83,10 @@ fn run_command(cli: Cli) -> Result<Exit> {
         | Command::Show(_)
         | Command::Sessions(_)
         | Command::Diff(_)
-        | Command::Status(_)) => super::readonly::run(&root, command, || existing(&root, &options)),
+        | Command::Status(_)
+        | Command::Approvals(_)) => super::readonly::run(&root, command, || existing(&root, &options)),
+        Command::Approve(args) => super::approvals::approve(&root, &options, &args),
+        Command::Deny(args) => super::approvals::deny(&root, &options, &args),
         Command::Restore(args) => restore(&root, &options, args),
         Command::Man(super::ManArgs { dir: Some(dir) }) => {
             clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &dir)

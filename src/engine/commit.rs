@@ -196,6 +196,9 @@ struct Plan<'a> {
     restore: bool,
     /// Scored and judged by the policy (every workspace file; not the engine's own state).
     gated: bool,
+    /// A version a person approved (`approve.rs`): the protect rules asked already, the
+    /// content gate has not.
+    approved: bool,
     /// Permission bits of a new file (`None`: the umask's default).
     new_perm: Option<u32>,
     actor: &'a Actor,
@@ -234,6 +237,7 @@ impl Core {
             mode: req.mode.as_str(),
             restore: false,
             gated: true,
+            approved: false,
             new_perm: None,
             actor: req.actor,
         };
@@ -258,6 +262,7 @@ impl Core {
             mode: if create_only { "create" } else { "overwrite" },
             restore: false,
             gated: false,
+            approved: false,
             new_perm,
             actor,
         };
@@ -280,6 +285,33 @@ impl Core {
             mode: "restore",
             restore: true,
             gated: true,
+            approved: false,
+            new_perm: None,
+            actor,
+        };
+        self.commit(target, plan)
+    }
+
+    /// Install `sha` (read from `file`, a version parked for approval) at `path`, over the
+    /// version `expect` names: a `restore` row, judged by the content gate and not by the
+    /// protect rules (a person approved it).
+    pub(crate) fn install_approved(
+        &self,
+        path: &WorkspacePath,
+        file: &File,
+        sha: Sha256,
+        expect: Option<Expect>,
+        actor: &Actor,
+    ) -> Result<Committed> {
+        let target = self.resolve_for_write(path.as_str(), expect, Scope::Workspace)?;
+        let plan = Plan {
+            content: Content::Version { file, sha },
+            create_only: false,
+            expect,
+            mode: "restore",
+            restore: true,
+            gated: true,
+            approved: true,
             new_perm: None,
             actor,
         };
@@ -393,27 +425,37 @@ impl Core {
         if let Some(expect) = plan.expect {
             expect.check(prev)?;
         }
-        if plan.gated {
-            let prev_size = current.as_ref().map(|c| c.stat.size);
-            let (new_size, kept) = match &plan.content {
-                Content::Bytes(bytes) => (bytes.len() as u64, Some(*bytes)),
-                Content::Append(tail) => (prev_size.unwrap_or(0) + tail.len() as u64, Some(*tail)),
-                Content::Version { file, .. } => (disk.file_stat(file).step("stat stored version")?.size, None),
-            };
-            let kept = || {
-                kept.map(|bytes| super::protect::Kept {
-                    content: Quarantine::Bytes(bytes),
-                    sha: Sha256::of(bytes),
-                    bytes: bytes.len() as u64,
-                })
-            };
-            let damage = super::protect::truncation(prev_size, new_size);
-            self.guard(super::protect::version_op(current.is_some()), target.path.as_str(), plan.actor, damage, kept)?;
-        }
         let mut credential = false;
         if plan.gated {
             // The whole new version when it fits the scanner; else the bytes sent, in windows.
             let whole = self.whole_version(&plan.content, current.as_ref())?;
+            if !plan.approved {
+                let prev_size = current.as_ref().map(|c| c.stat.size);
+                let new_size = match &plan.content {
+                    Content::Bytes(bytes) => bytes.len() as u64,
+                    Content::Append(tail) => prev_size.unwrap_or(0) + tail.len() as u64,
+                    Content::Version { file, .. } => disk.file_stat(file).step("stat stored version")?.size,
+                };
+                // What a refusal keeps: the whole version (which approval can park), else the
+                // bytes sent.
+                let kept = match (&whole, &plan.content) {
+                    (Some(whole), _) => Some((&whole[..], true)),
+                    (None, Content::Bytes(bytes)) => Some((*bytes, true)),
+                    (None, Content::Append(tail)) => Some((*tail, false)),
+                    (None, Content::Version { .. }) => None,
+                };
+                let kept = || {
+                    kept.map(|(bytes, whole)| super::protect::Kept {
+                        content: Quarantine::Bytes(bytes),
+                        sha: Sha256::of(bytes),
+                        bytes: bytes.len() as u64,
+                        whole,
+                    })
+                };
+                let damage = super::protect::truncation(prev_size, new_size);
+                let op = super::protect::version_op(current.is_some());
+                self.guard(op, target.path.as_str(), plan.actor, damage, kept)?;
+            }
             let judged_as = self.judged_as(target.path.as_str(), plan.actor);
             let judged = match (&whole, &plan.content) {
                 (Some(content), _) => self.gate.judge(&judged_as, content).map(|j| (j, &content[..])),

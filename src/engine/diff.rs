@@ -133,11 +133,23 @@ impl Workspace {
                 }
             }
         };
-        let (old, new) = (self.version(&path, from_sha, limit)?, self.version(&path, to_sha, limit)?);
+        self.diff_versions(&path, from_sha, to_sha, limit)
+    }
+
+    /// Compare versions `from_sha` and `to_sha` of `path` (kept in `objects/` or in the tree;
+    /// `None`: absent), each read only when it is within `limit`.
+    pub fn diff_versions(
+        &self,
+        path: &str,
+        from_sha: Option<Sha256>,
+        to_sha: Option<Sha256>,
+        limit: Limit,
+    ) -> Result<FileDiff> {
+        let (old, new) = (self.version(path, from_sha, limit)?, self.version(path, to_sha, limit)?);
         match (old, new) {
-            (Content::Bytes(old), Content::Bytes(new)) => Ok(compare(&path, from_sha, &old, to_sha, &new)),
+            (Content::Bytes(old), Content::Bytes(new)) => Ok(compare(path, from_sha, &old, to_sha, &new)),
             (old, new) => Ok(FileDiff {
-                path,
+                path: path.to_string(),
                 from: from_sha,
                 to: to_sha,
                 from_bytes: old.len(),

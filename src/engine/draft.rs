@@ -673,6 +673,7 @@ impl Core {
                 content: Quarantine::File { dir: &dir, name: &draft.name },
                 sha,
                 bytes: draft.len,
+                whole: true,
             })
         };
         if let Err(error) = self.guard(super::protect::version_op(current.is_some()), &judged_as, actor, damage, kept) {

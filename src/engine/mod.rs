@@ -25,6 +25,7 @@
 //! This module never imports `fuser`, `rmcp`, `tokio` or `clap`.
 
 mod admit;
+mod approve;
 mod batch;
 mod class;
 mod commit;
@@ -69,6 +70,7 @@ use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
 
 pub use admit::{MAX_BYTES as MOVE_MAX_BYTES, MAX_FILES as MOVE_MAX_FILES, MAX_WALK as MOVE_MAX_WALK};
+pub use approve::{Approval, ApprovalState, Decided, approvals};
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use diff::{FileDiff, FileStat, Limit, Rev, SHOWN_MAX, compare};

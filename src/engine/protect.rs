@@ -9,8 +9,11 @@
 //! `block` row naming the rule and the operation (what a refused write would have written is
 //! kept in `objects/` and named by the row), the envelope in `rejections/<id>.json` naming the
 //! rule and what to do next (ask the user, or change the policy), and the notice for the
-//! writer's stderr and `rwfs hook` (`told.rs`). `approve` refuses too, saying a person's
-//! approval is needed; nothing is parked for approval yet.
+//! writer's stderr and `rwfs hook` (`told.rs`). `approve` refuses too and parks the new version
+//! for a person's decision (`approve.rs`): its row has reason `approval_required` and the
+//! version it was written over as `prev_sha256`, and its envelope gives the approval's id and
+//! the commands; an operation that is not a new version (delete, rename, chmod, a file written
+//! in place) cannot be parked and is refused saying a person has to make it.
 //!
 //! The bulk damage limit counts, per agent session ([`Core::attempter`]), the files deleted and
 //! truncated (a new version less than half the size of the one it replaces; the bytes it
@@ -33,6 +36,7 @@ use crate::policy::{BulkDamage, Guard, Operation};
 use crate::sha::Sha256;
 
 use super::Core;
+use super::approve::APPROVAL_REQUIRED;
 use super::gate::{Quarantine, rejection_id, tool_of};
 
 /// What a refused operation would have brought to the tree, kept in `objects/`.
@@ -40,7 +44,12 @@ pub(crate) struct Kept<'a> {
     pub content: Quarantine<'a>,
     pub sha: Sha256,
     pub bytes: u64,
+    /// The whole new version (else only the bytes sent: not parked for approval).
+    pub whole: bool,
 }
+
+/// A refusal's message, given the refusal's id (its approval's, for a parked version).
+type Message<'a> = Box<dyn FnOnce(&str) -> String + 'a>;
 
 /// One session's deletes and truncations within the window: (when, bytes removed).
 type Damage = VecDeque<(Instant, u64)>;
@@ -100,29 +109,45 @@ impl Core {
         if let Some((rule, guard)) = policy.protection(op, path)
             && guard != Guard::Allow
         {
-            let (reason, message) = match guard {
+            let op_name = op.as_str();
+            let rule_name = rule.name.clone();
+            let kept = kept();
+            let (reason, message): (&str, Message) = match guard {
+                Guard::Approve if kept.as_ref().is_some_and(|k| k.whole) => (
+                    "approval_required",
+                    Box::new(move |id: &str| {
+                        format!(
+                            "the workspace policy needs a person's approval to {op_name} {path} (rule `{rule_name}`: \
+                             {op_name}: approve) — nothing changed yet: the new version is kept, waiting as approval \
+                             {id}; ask the user to review it (`rwfs approvals`, or the history page) and to run \
+                             `rwfs approve {id}` (or `rwfs deny {id}`); do not retry the write or work around it"
+                        )
+                    }),
+                ),
                 Guard::Approve => (
                     "approval_required",
-                    format!(
-                        "the workspace policy needs a person's approval to {op} {path} (rule `{}`: {op}: approve) — \
-                         nothing changed; ask the user to make this change (or to change the rule in \
-                         .resilient_write/policy.yaml)",
-                        rule.name,
-                        op = op.as_str(),
-                    ),
+                    Box::new(move |_: &str| {
+                        format!(
+                            "the workspace policy needs a person's approval to {op_name} {path} (rule `{rule_name}`: \
+                             {op_name}: approve), and only a new version of a file can wait for approval — nothing \
+                             changed; ask the user to make this change (or to change the rule in \
+                             .resilient_write/policy.yaml)"
+                        )
+                    }),
                 ),
                 _ => (
                     "protected_path",
-                    format!(
-                        "the workspace policy protects {path} (rule `{}`: {op}: deny) — nothing changed; ask the user \
-                         to make this change (or to change the rule in .resilient_write/policy.yaml)",
-                        rule.name,
-                        op = op.as_str(),
-                    ),
+                    Box::new(move |_: &str| {
+                        format!(
+                            "the workspace policy protects {path} (rule `{rule_name}`: {op_name}: deny) — nothing \
+                             changed; ask the user to make this change (or to change the rule in \
+                             .resilient_write/policy.yaml)"
+                        )
+                    }),
                 ),
             };
             let rule = json!({"rule": rule.name, "action": guard.as_str()});
-            return Err(self.refuse_protected(op, path, actor, reason, message, rule, kept()));
+            return Err(self.refuse_protected(op, path, actor, reason, message, rule, kept));
         }
         if let (Some(bytes), Some(limit)) = (damage, policy.bulk_damage())
             && let Err((files, removed)) = self.bulk.admit(self.attempter(actor), bytes, limit)
@@ -147,7 +172,15 @@ impl Core {
                 "max_files": limit.max_files, "max_bytes": limit.max_bytes, "window_seconds": limit.window.as_secs(),
                 "rewind": format!("rwfs rewind --session {session}"),
             });
-            return Err(self.refuse_protected(op, path, actor, "bulk_damage", message, rule, kept()));
+            return Err(self.refuse_protected(
+                op,
+                path,
+                actor,
+                "bulk_damage",
+                Box::new(move |_: &str| message),
+                rule,
+                kept(),
+            ));
         }
         Ok(())
     }
@@ -161,18 +194,24 @@ impl Core {
         path: &str,
         actor: &Actor,
         reason: &'static str,
-        message: String,
+        message: Message<'_>,
         rule: serde_json::Value,
         kept: Option<Kept<'_>>,
     ) -> Error {
         tracing::info!(path, operation = op.as_str(), reason, pid = actor.pid, "refused by the policy's protect rules");
         let refused = (|| -> Result<Error> {
+            // Parked for a person's decision: the row names the version it was written over.
+            let parked = reason == APPROVAL_REQUIRED && kept.as_ref().is_some_and(|k| k.whole);
             let kept = match kept {
                 None => None,
-                Some(Kept { content, sha, bytes }) => {
+                Some(Kept { content, sha, bytes, .. }) => {
                     self.quarantine(content, sha)?;
                     Some((sha, bytes))
                 }
+            };
+            let base = match parked {
+                true => self.ws.current_sha(&self.ws.lookup(path)?)?,
+                false => None,
             };
             let rule_name = rule["rule"].as_str().unwrap_or_default().to_string();
             let appended = self.journal.append(Change {
@@ -180,7 +219,7 @@ impl Core {
                 path: path.to_string(),
                 from: None,
                 sha256: kept.map(|k| k.0),
-                prev_sha256: None,
+                prev_sha256: base,
                 bytes: kept.map_or(0, |k| k.1),
                 mode: op.as_str().to_string(),
                 actor: actor.clone(),
@@ -188,6 +227,7 @@ impl Core {
                 reason: Some(format!("{reason} operation={} rule={rule_name}", op.as_str())),
             })?;
             let id = rejection_id(&appended.ts, appended.seq);
+            let message = message(&id);
             let lineage = match (actor.via, actor.pid) {
                 (Via::Fuse, Some(pid)) => Some(crate::journal::session::lineage(pid)),
                 _ => None,
@@ -214,6 +254,16 @@ impl Core {
             .as_object()
             .cloned()
             .unwrap_or_default();
+            if parked {
+                envelope.context.insert(
+                    "approval".into(),
+                    json!({
+                        "id": id, "state": "pending", "list": "rwfs approvals", "approve": format!("rwfs approve {id}"),
+                        "deny": format!("rwfs deny {id}"), "status_tool": "rw_approval_status",
+                        "hint": "a person decides: ask the user to approve or deny it; do not retry the write",
+                    }),
+                );
+            }
             let text = envelope.to_json();
             if let Err(e) = self.write_rejection(&id, text.as_bytes()) {
                 tracing::warn!(path, error = %e, "the refusal's envelope file was not written");

@@ -38,7 +38,7 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         DeadMount { .. } | DaemonGone => libc::ENOTCONN,
         FuseUnavailable => libc::EPERM,
         NotFound | VersionNotFound | AbsentAtTime => libc::ENOENT,
-        AmbiguousVersion => libc::EINVAL,
+        AmbiguousVersion | Approval { .. } => libc::EINVAL,
         ObjectMissing { .. } | ReadBackMismatch { .. } | ObjectCorrupt { .. } | Unsealable { .. } | Io => libc::EIO,
         // Refused content that could not be sealed is still refused.
         KeyUnavailable { .. } | KeyInsideWorkspace { .. } => libc::EACCES,

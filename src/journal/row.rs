@@ -47,6 +47,10 @@ pub enum Op {
     /// A rewind group's bracket: `mode` `begin` (its `sha256` is the digest of the plan kept
     /// in the state directory, named by `path`) or `end` (`reason` says how it ended).
     Rewind,
+    /// A person's decision on a version parked for approval (`engine/approve.rs`): `mode`
+    /// `approve` or `deny`, `sha256` the parked version, `reason` `approval=<id> by=<user>`.
+    /// An approval's install is a `restore` row of its own, before this one.
+    Approval,
     /// An op from a newer rwfs.
     #[serde(other)]
     Other,
@@ -68,6 +72,7 @@ impl Op {
             Op::Gc => "gc",
             Op::Tamper => "tamper",
             Op::Rewind => "rewind",
+            Op::Approval => "approval",
             Op::Other => "other",
         }
     }
@@ -75,9 +80,9 @@ impl Op {
     /// Does this row's `sha256` state the path's content after it? True for every change, for
     /// `abort` (the content the failed commit left in place) and for `recover` (what recovery
     /// found); false for `block` (its `sha256` names the refused draft), `gc`, `tamper`, `rewind`
-    /// (a plan's digest) and unknown ops.
+    /// (a plan's digest), `approval` (the parked version's digest) and unknown ops.
     pub fn states_content(self) -> bool {
-        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Rewind | Op::Other)
+        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Rewind | Op::Approval | Op::Other)
     }
 }
 

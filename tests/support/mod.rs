@@ -208,3 +208,13 @@ impl Rng {
         &items[self.below(items.len() as u64) as usize]
     }
 }
+
+/// `std::fs::write`, but the error of `close()` is reported (Rust's `File` drops it), where a
+/// refusal at commit arrives.
+pub fn write_closed(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    nix::unistd::close(file.into_raw_fd()).map_err(std::io::Error::from)
+}

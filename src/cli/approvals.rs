@@ -1,0 +1,100 @@
+//! `rwfs approvals`, `rwfs approve ID`, `rwfs deny ID`: a person's decision on the new versions
+//! the policy parks for approval (`engine/approve.rs`). The list is a read-only command (the
+//! owner answers it when the workspace is mounted, `readonly.rs`); a decision goes to the
+//! daemon's engine when one owns the workspace, else to one opened here (`run::with_engine`).
+//! What is decided and how is the engine's; this module only prints.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::reach::{actor, short, with_engine};
+use super::{ApprovalsArgs, ApproveArgs, DenyArgs, Exit};
+use super::{Escaped, errln, outln};
+use crate::app::control::{Request, decided_json};
+use crate::engine::{ApprovalState, Options, Workspace};
+use crate::error::Result;
+
+/// `rwfs approvals`.
+pub fn list(ws: &Workspace, args: &ApprovalsArgs) -> Result<Exit> {
+    let shown: Vec<_> = ws.approvals()?.into_iter().filter(|a| args.all || a.state == ApprovalState::Pending).collect();
+    if args.json {
+        outln!("{}", serde_json::to_value(&shown).unwrap_or_default());
+        return Ok(Exit::Ok);
+    }
+    if shown.is_empty() {
+        errln!("no version waits for approval{}", if args.all { " and none did" } else { "" });
+        return Ok(Exit::Ok);
+    }
+    for a in &shown {
+        let by = a.comm.as_deref().map(|c| format!(" by {}", Escaped(c))).unwrap_or_default();
+        let decided = a.decided_by.as_deref().map(|d| format!(" by {}", Escaped(d))).unwrap_or_default();
+        outln!(
+            "{}  {:<10} {} {} ({} bytes, sha256 {}, over {}){by}, rule `{}`, at {}{}",
+            a.id,
+            a.state.as_str(),
+            a.operation,
+            Escaped(&a.path),
+            a.bytes,
+            a.sha256.short(12),
+            short(a.base),
+            Escaped(&a.rule),
+            a.ts,
+            if a.state == ApprovalState::Pending { String::new() } else { decided },
+        );
+        if args.diff && a.state == ApprovalState::Pending {
+            let diff = ws.approval_diff(&a.id, None)?;
+            match diff.binary {
+                true => outln!("  (binary: {} bytes -> {} bytes)", diff.from_bytes, diff.to_bytes),
+                false => outln!("{}", diff.unified.trim_end_matches('\n')),
+            }
+        }
+    }
+    if shown.iter().any(|a| a.state == ApprovalState::Pending) {
+        errln!(
+            "`rwfs approvals --diff` shows what each would change; `rwfs approve ID` installs it, `rwfs deny ID` drops it"
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// `rwfs approve ID`.
+pub fn approve(root: &Path, options: &Options, args: &ApproveArgs) -> Result<Exit> {
+    let actor = actor();
+    let decided = with_engine(
+        root,
+        options,
+        |engine| engine.approve(&args.id, args.force, &actor).map(|d| decided_json(&d)),
+        || (Request::Approve { id: args.id.clone(), force: args.force }, Vec::new()),
+    )?;
+    print(&decided, args.json);
+    Ok(Exit::Ok)
+}
+
+/// `rwfs deny ID`.
+pub fn deny(root: &Path, options: &Options, args: &DenyArgs) -> Result<Exit> {
+    let actor = actor();
+    let decided = with_engine(
+        root,
+        options,
+        |engine| engine.deny(&args.id, &actor).map(|d| decided_json(&d)),
+        || (Request::Deny { id: args.id.clone() }, Vec::new()),
+    )?;
+    print(&decided, args.json.json);
+    Ok(Exit::Ok)
+}
+
+fn print(decided: &Value, as_json: bool) {
+    if as_json {
+        outln!("{decided}");
+        return;
+    }
+    let a = &decided["approval"];
+    let path = Escaped(a["path"].as_str().unwrap_or("?"));
+    match decided["committed"]["seq"].as_u64() {
+        Some(seq) => outln!("approved {}: {path} now holds it (seq {seq})", a["id"].as_str().unwrap_or("?")),
+        None => {
+            outln!("denied {}: {path} is unchanged; the version stays in the store", a["id"].as_str().unwrap_or("?"))
+        }
+    }
+}
