@@ -2,14 +2,16 @@
 //! CLI, mounted and not: the writer's refusal names the approval; `rwfs approvals` lists it;
 //! `rwfs approve` installs it as a journaled change with who approved (and the content gate
 //! still judges it); `rwfs deny` keeps it in the store; a later write supersedes a pending one;
-//! a parked version survives the daemon's death; a file changed since needs `--force`.
+//! a parked version survives the daemon's death; a file changed since needs `--force`. Over
+//! MCP: the envelope says to wait for the user, and `rw_approval_status` follows the decision.
 
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use rwfs::journal::Op;
 
+use crate::support::mcp::Mcp;
 use crate::support::mount::{Mounted, rwfs};
 use crate::support::*;
 
@@ -182,4 +184,35 @@ fn pipe(mut cmd: Command, input: &[u8]) -> Output {
     let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_mcp_write_is_told_to_wait_for_the_user_and_rw_approval_status_follows_the_decision() {
+    let mcp = Mcp::start_with(prepared(), Default::default());
+    let env = mcp.call("rw_safe_write", json!({"path": "docs/a.md", "content": "# M\n", "mode": "overwrite"})).err();
+    assert_eq!((env["error"].as_str(), env["suggested_action"].as_str()), (Some("blocked"), Some("ask_user")));
+    assert_eq!(env["retriable"], false);
+    assert_eq!(env["context"]["reason"], "approval_required");
+    assert_eq!(env["context"]["tool"], "rw_safe_write");
+    let message = env["context"]["message"].as_str().unwrap();
+    assert!(message.contains("ask the user") && message.contains("do not retry"), "{message}");
+    let id = env["context"]["approval"]["id"].as_str().unwrap().to_string();
+    assert_eq!(env["context"]["approval"]["status_tool"], "rw_approval_status");
+
+    let status = mcp.call("rw_approval_status", json!({"id": id})).ok();
+    assert_eq!((status["state"].as_str(), status["path"].as_str()), (Some("pending"), Some("docs/a.md")));
+    assert!(status["next"].as_str().unwrap().contains("ask the user"));
+    assert_eq!(mcp.ws.read("docs/a.md").unwrap(), b"# A\n");
+    let decided = mcp.engine.approve(&id, false, &actor()).unwrap();
+    assert_eq!(decided.approval.state, rwfs::engine::ApprovalState::Approved);
+    assert_eq!(mcp.ws.read("docs/a.md").unwrap(), b"# M\n");
+    assert_eq!(mcp.call("rw_approval_status", json!({"id": id})).ok()["state"], "approved");
+
+    // A second attempt parked and then superseded by a third.
+    let first = mcp.call("rw_safe_write", json!({"path": "docs/a.md", "content": "# N\n", "mode": "overwrite"})).err();
+    let first = first["context"]["approval"]["id"].as_str().unwrap().to_string();
+    mcp.call("rw_safe_write", json!({"path": "docs/a.md", "content": "# O\n", "mode": "overwrite"})).err();
+    assert_eq!(mcp.call("rw_approval_status", json!({"id": first})).ok()["state"], "superseded");
+    let env = mcp.call("rw_approval_status", json!({"id": "rj_none_1"})).err();
+    assert_eq!(env["context"]["reason"], "no_such_approval");
 }

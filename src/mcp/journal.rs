@@ -1,11 +1,13 @@
-//! `rw_journal_tail`, `rw_analytics`, `rw_history`, `rw_restore`, `rw_rejections`.
+//! `rw_journal_tail`, `rw_analytics`, `rw_history`, `rw_restore`, `rw_rejections`, `rw_approval_status`.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
 
-use crate::tools::journal::{AnalyticsArgs, HistoryArgs, JournalTailArgs, RejectionsArgs, RestoreArgs};
+use crate::tools::journal::{
+    AnalyticsArgs, ApprovalStatusArgs, HistoryArgs, JournalTailArgs, RejectionsArgs, RestoreArgs,
+};
 
 use super::Server;
 
@@ -79,5 +81,20 @@ rejection's full envelope: why, which lines, what to do instead.",
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         self.run("rw_rejections", &ctx, move |t, c| t.rejections(c, args)).await
+    }
+
+    #[tool(
+        name = "rw_approval_status",
+        description = "Where a write the policy parked for a person's approval stands (id: the refusal's \
+context.approval.id): pending, approved (installed), denied or superseded, with what to do. A pending one waits for \
+the user: ask them; do not retry the write.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn approval_status(
+        &self,
+        Parameters(args): Parameters<ApprovalStatusArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run("rw_approval_status", &ctx, move |t, c| t.approval_status(c, args)).await
     }
 }

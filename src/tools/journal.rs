@@ -1,5 +1,5 @@
 //! The journal and history tools: `rw_journal_tail`, `rw_analytics` (the reference's),
-//! and rwfs's `rw_history`, `rw_restore`, `rw_rejections`.
+//! and rwfs's `rw_history`, `rw_restore`, `rw_rejections`, `rw_approval_status`.
 //!
 //! Everything but `rw_restore` only reads: the journal through the tolerant reader (a torn or
 //! unreadable line is reported in `journal_problems` and skipped, never fatal — the reference
@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::durable::{FileKind, STATE_DIR};
-use crate::engine::{Availability, LATEST, REJECTIONS_DIR, RestoreTo, Restored};
+use crate::engine::{ApprovalState, Availability, LATEST, REJECTIONS_DIR, RestoreTo, Restored};
 use crate::error::ErrorKind;
 use crate::journal::{Op, Row};
 
@@ -109,6 +109,13 @@ pub struct RestoreArgs {
     /// Or: bring back what the path held at this time (RFC 3339).
     #[serde(default)]
     pub at: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalStatusArgs {
+    /// The approval's id: the refusal's `context.approval.id` (`rj_…`).
+    pub id: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -259,6 +266,28 @@ impl Tools {
     }
 
     /// One rejection's envelope (`latest`: the newest).
+    /// `rw_approval_status`: where a version parked for a person's approval stands
+    /// (`engine/approve.rs`), and what the agent does about it.
+    pub fn approval_status(&self, call: &Call, args: ApprovalStatusArgs) -> Outcome {
+        let approval = self.engine().workspace().approval(&args.id).map_err(|e| self.fail(call, e, None))?;
+        let next = match approval.state {
+            ApprovalState::Pending => {
+                "a person has not decided yet: ask the user to run `rwfs approve ID` or `rwfs deny ID` (or to use the \
+                 history page); do not write the file again meanwhile — a new write replaces this one"
+            }
+            ApprovalState::Approved => "approved and installed: the file holds this version now",
+            ApprovalState::Denied => {
+                "denied: the file was left as it was; do not write this change again unless the user asks"
+            }
+            ApprovalState::Superseded => {
+                "superseded: the file changed, or a later version was parked for it, after this one; this one will not \
+                 be installed"
+            }
+        };
+        Ok(json!({"ok": true, "id": approval.id, "state": approval.state, "path": approval.path, "approval": approval,
+                  "next": next}))
+    }
+
     fn rejection(&self, call: &Call, id: &str) -> Outcome {
         let valid = !id.is_empty()
             && id.len() <= 128

@@ -14,7 +14,7 @@
 //! | `checkpoint` | `rw_checkpoint`, `rw_checkpoint_read`, `rw_checkpoint_list`, `rw_checkpoint_cleanup` |
 //! | `validate` | `rw_validate` |
 //! | `read` | `rr_stat`, `rr_read_bytes`, `rr_read_lines`, `rr_read_tail`, `rr_search_then_page`, `rr_make_cursor`, `rr_read_next` |
-//! | `journal` | `rw_journal_tail`, `rw_analytics`, `rw_history`, `rw_restore`, `rw_rejections` |
+//! | `journal` | `rw_journal_tail`, `rw_analytics`, `rw_history`, `rw_restore`, `rw_rejections`, `rw_approval_status` |
 //!
 //! Invariants:
 //! - every failure is an envelope with `context.tool` set; an engine error becomes one through
