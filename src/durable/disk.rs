@@ -21,6 +21,7 @@
 //!   `create_new`, `symlink`, `mknod`, `hard_link`, `rmdir`) is durable only after
 //!   [`Disk::sync_dir`] of that directory; a rename is atomic, and a rename between two
 //!   directories becomes durable with the sync of either;
+//! - [`Disk::sync_fs`] makes every earlier change on its filesystem durable, data and entries;
 //! - nothing else is ordered: unsynced data and unsynced directory changes may vanish or
 //!   survive independently of each other.
 //!
@@ -81,6 +82,10 @@ pub trait Disk: Meta + Send + Sync {
     fn sync_data(&self, file: &File) -> io::Result<()>;
     /// `fsync` of a directory: its entries become durable.
     fn sync_dir(&self, dir: &Dir) -> io::Result<()>;
+    /// `syncfs` of the filesystem holding `file`: every change made on it so far (every file's
+    /// data, every directory's entries) durable. It also waits for other processes' unwritten
+    /// data on that filesystem, so it is for many changes at once (a batch window), not one.
+    fn sync_fs(&self, file: &File) -> io::Result<()>;
     /// Give an anonymous temp file a name (`linkat`); `EEXIST` if the name is taken.
     fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()>;
     fn rename(&self, from: &Dir, from_name: &str, to: &Dir, to_name: &str, how: Rename) -> io::Result<()>;

@@ -272,6 +272,10 @@ impl Disk for OsDisk {
         Ok(nix::unistd::fsync(dir)?)
     }
 
+    fn sync_fs(&self, file: &File) -> io::Result<()> {
+        Ok(nix::unistd::syncfs(file)?)
+    }
+
     fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
         sys::link_fd(file.as_fd(), dir.as_fd(), name)
     }

@@ -53,6 +53,10 @@ pub enum Call<'a> {
     SyncDir {
         dir: &'a Dir,
     },
+    /// [`Disk::sync_fs`]: everything on the filesystem durable.
+    SyncFs {
+        file: &'a File,
+    },
     Link {
         file: &'a File,
         dir: &'a Dir,
@@ -220,6 +224,9 @@ impl<I: Intercept> Disk for Hooked<I> {
     }
     fn sync_dir(&self, dir: &Dir) -> io::Result<()> {
         self.around(Call::SyncDir { dir }, || OsDisk.sync_dir(dir))
+    }
+    fn sync_fs(&self, file: &File) -> io::Result<()> {
+        self.around(Call::SyncFs { file }, || OsDisk.sync_fs(file))
     }
     fn link(&self, file: &File, dir: &Dir, name: &str) -> io::Result<()> {
         self.around(Call::Link { file, dir, name }, || OsDisk.link(file, dir, name))

@@ -12,7 +12,8 @@
 //!   as a prefix per directory (each directory's changes are ordered), independently of other
 //!   directories and of file data;
 //! - a rename between two directories is atomic (in both or in neither), and durable once either
-//!   directory is synced after it.
+//!   directory is synced after it;
+//! - after `sync_fs` every earlier change is durable (a test's workspace is on one filesystem).
 //!
 //! What the image holds is names, regular files' bytes and directories, so of [`Meta`]'s changes
 //! it models `create_new` (a named create), `hard_link` of a regular file (a link), `rmdir` and
@@ -64,6 +65,8 @@ pub enum Event {
     SyncDir {
         dir: String,
     },
+    /// `syncfs`: every earlier change durable (the tests use one filesystem).
+    SyncFs,
     /// A name for an existing inode: an anonymous temp file's first, or a hard link.
     Link {
         ino: Ino,
@@ -299,7 +302,7 @@ impl State {
 
 impl Intercept for Recorder {
     fn before(&self, call: &Call<'_>) -> io::Result<()> {
-        if matches!(call, Call::Sync { .. })
+        if matches!(call, Call::Sync { .. } | Call::SyncFs { .. })
             && let Some(hook) = self.on_sync.lock().unwrap().take()
         {
             hook();
@@ -331,6 +334,7 @@ impl Intercept for Recorder {
             Call::SetLen { file, len } => Event::SetLen { ino: state.ino(file), len },
             Call::Sync { file } => Event::Sync { ino: state.ino(file) },
             Call::SyncDir { dir } => Event::SyncDir { dir: dir.rel().into() },
+            Call::SyncFs { .. } => Event::SyncFs,
             Call::Link { file, dir, name } => {
                 Event::Link { ino: state.ino(file), dir: dir.rel().into(), name: name.into() }
             }
@@ -472,7 +476,7 @@ pub fn sampled_crash_states(base: &Image, events: &[Event], n: usize, seed: u64)
 }
 
 /// Per directory, the ordered indices of the events that change it, and how many of them are
-/// durable: every change before a sync of the directory, and anything before a change made
+/// durable: every change before a sync of the directory or of the filesystem, and anything before a change made
 /// durable through the other directory of a rename (a directory's changes are ordered).
 fn dir_changes(events: &[Event]) -> (BTreeMap<&str, Vec<usize>>, BTreeMap<&str, usize>) {
     let mut per_dir: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -483,10 +487,14 @@ fn dir_changes(events: &[Event]) -> (BTreeMap<&str, Vec<usize>>, BTreeMap<&str, 
     }
     let mut durable_events: BTreeSet<usize> = BTreeSet::new();
     for (i, e) in events.iter().enumerate() {
-        if let Event::SyncDir { dir } = e
-            && let Some(list) = per_dir.get(dir.as_str())
-        {
-            durable_events.extend(list.iter().copied().filter(|&j| j < i));
+        match e {
+            Event::SyncDir { dir } => {
+                if let Some(list) = per_dir.get(dir.as_str()) {
+                    durable_events.extend(list.iter().copied().filter(|&j| j < i));
+                }
+            }
+            Event::SyncFs => durable_events.extend(per_dir.values().flatten().copied().filter(|&j| j < i)),
+            _ => {}
         }
     }
     let mut durable_upto: BTreeMap<&str, usize> = BTreeMap::new();
@@ -573,6 +581,7 @@ fn data_ops(events: &[Event], ino: Ino) -> (Vec<usize>, usize) {
         match e {
             Event::Write { ino: x, .. } | Event::SetLen { ino: x, .. } if *x == ino => ops.push(i),
             Event::Sync { ino: x } if *x == ino => synced = ops.len(),
+            Event::SyncFs => synced = ops.len(),
             _ => {}
         }
     }
