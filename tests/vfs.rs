@@ -924,6 +924,49 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
     assert_eq!(fx.backing("old.txt").unwrap(), b"v3\n");
 }
 
+/// Fails every `syncfs` (EIO), and the `fsync` of files whose bytes are `bad`: a batch window
+/// whose filesystem sync fails.
+struct FailSyncFs {
+    bad: &'static [u8],
+}
+
+impl crate::support::hooked::Intercept for FailSyncFs {
+    fn before(&self, call: &crate::support::hooked::Call<'_>) -> std::io::Result<()> {
+        use crate::support::hooked::Call;
+        let bad = |file: &rwfs::durable::File| {
+            let mut buf = vec![0; self.bad.len() + 1];
+            let n = nix::sys::uio::pread(file, &mut buf, 0).unwrap_or(0);
+            buf[..n] == *self.bad
+        };
+        match call {
+            Call::SyncFs { .. } => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            Call::Sync { file } if bad(file) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn batch_mode_a_failed_filesystem_sync_is_charged_only_to_the_files_that_fail_their_own() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
+    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 10000\n").unwrap();
+    let disk = Arc::new(crate::support::hooked::Hooked(FailSyncFs { bad: b"bad\n" }));
+    let options = EngineOptions { durability: Some(Durability::Batch), disk: Some(disk), ..EngineOptions::default() };
+    let fx = Fx::with(ws, options);
+    let p = process(320);
+    fx.put("good.txt", b"good\n", &p).unwrap();
+    fx.put("bad.txt", b"bad\n", &p).unwrap();
+    fx.put("also.txt", b"also good\n", &p).unwrap();
+    fx.engine.make_all_durable();
+    assert_eq!(fx.backing("good.txt").as_deref(), Some(&b"good\n"[..]), "synced by itself and installed");
+    assert_eq!(fx.backing("also.txt").as_deref(), Some(&b"also good\n"[..]), "synced by itself and installed");
+    assert_eq!(fx.backing("bad.txt"), None, "its own sync failed: not installed");
+    assert_eq!(fx.ws.object(&sha(b"bad\n")).as_deref(), Some(&b"bad\n"[..]), "its bytes are kept");
+    let rows = fx.ws.rows();
+    assert!(rows.iter().any(|r| r.path == "bad.txt" && r.op() == Op::Abort), "an abort row says so: {rows:?}");
+}
+
 /// Once armed, the next write puts its first half in the file and then fails with ENOSPC, as
 /// a write into a full tmpfs does after its last free page.
 #[derive(Default)]
