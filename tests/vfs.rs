@@ -924,6 +924,30 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
     assert_eq!(fx.backing("old.txt").unwrap(), b"v3\n");
 }
 
+#[test]
+fn batch_mode_an_fsync_installs_its_own_file_and_leaves_the_window_staged() {
+    // Issue 27 item 6: an fsync in batch mode waited for the whole window to be installed.
+    let fx = batch_fx(Ws::new());
+    let p = process(330);
+    fx.put("other.txt", b"staged first\n", &p).unwrap();
+    let fh = fx.open("mine.txt", WRONLY, &p).unwrap();
+    fx.write(fh, 0, b"mine\n", &p).unwrap();
+    fx.vfs.flush(fh, true, &p).unwrap();
+    // What the writer sees at fsync(): its bytes installed in the tree.
+    assert_eq!(fx.backing("mine.txt").as_deref(), Some(&b"mine\n"[..]), "installed at fsync");
+    // The rest of the window is still staged (not installed), still seen through the mount.
+    assert_eq!(fx.backing("other.txt"), None, "the other file waits for its window");
+    let other = fx.open("other.txt", RDONLY, &p).unwrap();
+    assert_eq!(fx.read(other), b"staged first\n");
+    fx.close(other, &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    // Both rows are in the journal, in the order of the closes.
+    let rows: Vec<String> = fx.ws.rows().into_iter().filter(|r| r.op() == Op::Create).map(|r| r.path).collect();
+    assert_eq!(rows, ["other.txt", "mine.txt"]);
+    fx.engine.make_all_durable();
+    assert_eq!(fx.backing("other.txt").as_deref(), Some(&b"staged first\n"[..]));
+}
+
 /// Fails every `syncfs` (EIO), and the `fsync` of files whose bytes are `bad`: a batch window
 /// whose filesystem sync fails.
 struct FailSyncFs {

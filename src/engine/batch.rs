@@ -14,6 +14,11 @@
 //!            5. displaced versions moved into objects/, tokens ended, waiters released
 //! ```
 //!
+//! Someone waiting for one path (an fsync, a new draft of a staged file: [`Core::settle_path`])
+//! does not wait for the window nor for the other paths' installs: the committer makes every
+//! staged draft and row durable (steps 1–2, for all of them), installs only that path's versions
+//! (steps 3–5) and puts the others back at the head of the queue, durable and still staged.
+//!
 //! A window costs two filesystem syncs whatever its number of files (issue 27 item 3: one
 //! `fsync` per staged file and per directory moved the work off `close()` but not off the
 //! disk). Where a `syncfs` fails, that filesystem's files fall back to one `fsync` each, so an
@@ -23,7 +28,8 @@
 //! - A staged version's bytes and row are durable before its name is (steps 1–2 before 3):
 //!   after power loss a path holds a complete version, never a torn one.
 //! - Installs follow row order (a close is queued in the order of its row:
-//!   [`Batch::row_order`]), and a change that does not go through the batch (MCP and CLI
+//!   [`Batch::row_order`]), but for a path installed ahead for its waiter, and then every
+//!   earlier row and staged draft is durable first (recovery installs those), and a change that does not go through the batch (MCP and CLI
 //!   writes, deletes, renames, links: everything else that is journaled) first drains it and
 //!   is durable before another close is staged ([`Core::barrier`]: closes being staged and such
 //!   changes never overlap, `order.rs`); so after power loss and recovery the tree is the state
@@ -44,7 +50,7 @@
 //! - At most [`MAX_STAGED`] versions are staged: a close beyond that waits for the committer
 //!   (before it takes any lock), so a fast writer cannot exhaust the daemon's descriptors.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -124,6 +130,8 @@ struct View {
     readers: u32,
     /// The committer is installing it: new readings wait.
     installing: bool,
+    /// Its entry's ticket.
+    ticket: u64,
 }
 
 /// A use of a staged version's name in drafts/ (see [`Batch::read`]): while it lasts, the
@@ -163,8 +171,13 @@ struct State {
     issued: u64,
     /// Every ticket below this one is installed (or failed and journaled as aborted).
     finished: u64,
+    /// Tickets at or above `finished` installed ahead of an earlier one ([`Batch::settle`]).
+    finished_ahead: BTreeSet<u64>,
     /// Someone waits: commit without waiting for the window.
     hurry: bool,
+    /// Paths (each with everything beneath it) whose staged versions someone waits for: commit
+    /// those now, and only those ([`Batch::settle`]).
+    urgent: Vec<String>,
     closed: bool,
 }
 
@@ -207,7 +220,8 @@ impl Batch {
         entry.ticket = state.issued;
         state.issued += 1;
         let name = entry.staged.temp_name().unwrap_or_default().to_string();
-        state.views.insert(entry.target.path.to_string(), View { name, readers: 0, installing: false });
+        let view = View { name, readers: 0, installing: false, ticket: entry.ticket };
+        state.views.insert(entry.target.path.to_string(), view);
         state.queue.push(entry);
         drop(state);
         self.work.notify_one();
@@ -265,10 +279,21 @@ impl Batch {
             .collect()
     }
 
-    /// Whether `path`, or anything beneath it, is staged.
-    pub(crate) fn holds(&self, path: &str) -> bool {
-        let state = self.lock();
-        state.views.keys().any(|p| p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/')))
+    /// Commit the staged versions of `path` and beneath it now, and return once each is
+    /// installed and durable (or abandoned: journaled as aborted); the rest of the window stays
+    /// staged.
+    pub(crate) fn settle(&self, path: &str) {
+        let mut state = self.lock();
+        let waited: Vec<u64> =
+            state.views.iter().filter(|(p, _)| at_or_under(p, path)).map(|(_, view)| view.ticket).collect();
+        if waited.is_empty() {
+            return;
+        }
+        state.urgent.push(path.to_string());
+        self.work.notify_one();
+        while !waited.iter().all(|&t| t < state.finished || state.finished_ahead.contains(&t)) {
+            state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -299,11 +324,13 @@ impl Batch {
     }
 
     /// The committer's next batch, once the window of its oldest entry has passed or someone
-    /// waits; `None` once closed and empty.
-    fn next(&self) -> Option<Vec<Entry>> {
+    /// waits, with the paths to install if not all (someone waits for those only); `None` once
+    /// closed and empty.
+    fn next(&self) -> Option<(Vec<Entry>, Option<Vec<String>>)> {
         let mut state = self.lock();
         loop {
             let Some(oldest) = state.queue.first().map(|e| e.since) else {
+                state.urgent.clear();
                 if state.closed {
                     return None;
                 }
@@ -313,7 +340,13 @@ impl Batch {
             let age = oldest.elapsed();
             if state.hurry || state.closed || age >= self.window {
                 state.hurry = false;
-                return Some(std::mem::take(&mut state.queue));
+                state.urgent.clear();
+                return Some((std::mem::take(&mut state.queue), None));
+            }
+            // A path no longer queued was installed meanwhile (the committer is idle here).
+            let urgent = std::mem::take(&mut state.urgent);
+            if state.queue.iter().any(|e| urgent.iter().any(|u| at_or_under(e.target.path.as_str(), u))) {
+                return Some((std::mem::take(&mut state.queue), Some(urgent)));
             }
             state = self.work.wait_timeout(state, self.window - age).unwrap_or_else(PoisonError::into_inner).0;
         }
@@ -329,12 +362,31 @@ impl Batch {
         self.views_changed.notify_all();
     }
 
-    fn finish(&self, ticket: u64) {
+    /// Staged versions made durable but not installed ([`Batch::settle`]): back at the head of
+    /// the queue, before what was staged meanwhile.
+    fn requeue(&self, entries: Vec<Entry>) {
+        self.lock().queue.splice(0..0, entries);
+    }
+
+    /// These tickets are installed (or abandoned).
+    fn finish(&self, tickets: impl IntoIterator<Item = u64>) {
         let mut state = self.lock();
-        state.finished = state.finished.max(ticket + 1);
+        state.finished_ahead.extend(tickets);
+        loop {
+            let next = state.finished;
+            if !state.finished_ahead.remove(&next) {
+                break;
+            }
+            state.finished += 1;
+        }
         drop(state);
         self.done.notify_all();
     }
+}
+
+/// Whether `path` is `top` or beneath it.
+fn at_or_under(path: &str, top: &str) -> bool {
+    path == top || (path.starts_with(top) && path.as_bytes().get(top.len()) == Some(&b'/'))
 }
 
 /// One `syncfs` for each filesystem `files` are on; the devices where it failed (logged).
@@ -356,14 +408,21 @@ fn sync_each_fs<'a>(disk: &dyn Disk, files: impl IntoIterator<Item = &'a File>) 
 impl Core {
     /// The committer thread's loop (see the module documentation).
     pub(crate) fn run_batches(&self, batch: &Batch) {
-        while let Some(entries) = batch.next() {
-            let Some(last) = entries.last().map(|e| e.ticket) else { continue };
-            self.commit_batch(batch, entries);
-            batch.finish(last);
+        while let Some((entries, only)) = batch.next() {
+            let tickets: Vec<u64> = entries.iter().map(|e| e.ticket).collect();
+            let rest = match only {
+                None => self.commit_batch(batch, entries, |_| true),
+                Some(paths) => self.commit_batch(batch, entries, |p| paths.iter().any(|u| at_or_under(p, u))),
+            };
+            let staged: HashSet<u64> = rest.iter().map(|e| e.ticket).collect();
+            batch.requeue(rest);
+            batch.finish(tickets.into_iter().filter(|t| !staged.contains(t)));
         }
     }
 
-    fn commit_batch(&self, batch: &Batch, entries: Vec<Entry>) {
+    /// Make every entry's bytes and row durable, install those whose path `install` selects,
+    /// and return the others (durable, still staged).
+    fn commit_batch(&self, batch: &Batch, entries: Vec<Entry>, install: impl Fn(&str) -> bool) -> Vec<Entry> {
         let disk = self.disk();
         // 1. Data, 2. rows.
         let unsynced = sync_each_fs(disk, entries.iter().map(|e| e.staged.file()));
@@ -386,6 +445,7 @@ impl Core {
         }
         // 3. Installs, in row order; each path read from the tree from its install on (an
         //    exchange leaves the replaced version under the staged name).
+        let (ready, rest): (Vec<Entry>, Vec<Entry>) = ready.into_iter().partition(|e| install(e.target.path.as_str()));
         let mut installed: Vec<(Entry, Option<Displaced>, Option<Current>)> = Vec::with_capacity(ready.len());
         for mut entry in ready {
             let _guard = self.locks.lock(&entry.target.path);
@@ -427,6 +487,7 @@ impl Core {
             owed += self.abandon_staged(batch, entry, error);
         }
         self.reserve.discharge(disk, owed);
+        rest
     }
 
     /// Install a staged version (the caller holds its path's lock). On a full disk it is tried
@@ -511,13 +572,12 @@ impl Core {
         }
     }
 
-    /// Drain the batch if `path` or anything beneath it is staged (before it is drafted,
-    /// staged again or removed as a directory).
+    /// Install the versions of `path` and beneath it that are staged, if any, and return once
+    /// they are durable (an fsync; before a path is drafted, staged again or removed as a
+    /// directory): the rest of the window is made durable but stays staged.
     pub(crate) fn settle_path(&self, path: &str) {
-        if let Some(batch) = &self.batch
-            && batch.holds(path)
-        {
-            batch.drain();
+        if let Some(batch) = &self.batch {
+            batch.settle(path);
         }
     }
 }

@@ -257,8 +257,9 @@ impl Engine {
         if self.core.batch.is_some() { Durability::Batch } else { Durability::Close }
     }
 
-    /// Return once the version of `path` acknowledged in `batch` mode (and every version staged
-    /// before it) is durable in the tree: the mount's `fsync`. Nothing to wait for otherwise.
+    /// Return once the version of `path` acknowledged in `batch` mode is durable in the tree
+    /// (and every version staged before it durable in drafts/ and the journal, installed later
+    /// or by recovery): the mount's `fsync`. Nothing to wait for otherwise.
     pub fn make_durable(&self, path: &str) {
         self.core.settle_path(path);
     }

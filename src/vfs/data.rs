@@ -538,7 +538,8 @@ impl Vfs {
         }
         if sync {
             // In batch durability the commit only staged the version: an fsync returns once it
-            // (and everything staged before it) is durable. A no-op in close mode.
+            // is installed and durable, without waiting for the rest of the window. A no-op in
+            // close mode.
             let path = self.path(ino)?;
             self.engine.make_durable(&path);
         }
