@@ -228,6 +228,24 @@ fn the_page_answers_for_a_file_the_mount_hides_as_for_one_that_never_existed() {
 
 #[test]
 fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
+    let ws = Ws::new();
+    scripted(&ws);
+    let page = Page::start(&ws);
+    let shot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("ui-timeline.png");
+    in_browser(&page, "browser.py", &shot);
+    for i in 0..5 {
+        assert_eq!(
+            ws.read(&format!("src/f{i}.txt")).unwrap(),
+            format!("one\ntwo {i}\nthree\n").as_bytes(),
+            "rewound from the page"
+        );
+    }
+    assert_eq!(ws.read("src/new.txt"), None);
+    assert!(std::fs::metadata(&shot).unwrap().len() > 1000, "the timeline's screenshot is saved");
+}
+
+/// Run `integration/ui/SCRIPT` on the page in Debian's chromium (`SHOT`: its screenshot).
+fn in_browser(page: &Page, script: &str, shot: &std::path::Path) {
     for program in ["chromium", "chromedriver"] {
         assert!(
             std::process::Command::new("sh")
@@ -239,27 +257,52 @@ fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
             "{program} is needed (scripts/test installs Debian's chromium and chromium-driver)"
         );
     }
-    let ws = Ws::new();
-    scripted(&ws);
-    let page = Page::start(&ws);
-    let shot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("ui-timeline.png");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("integration/ui/browser.py");
-    let out = std::process::Command::new("python3").arg(script).arg(page.url()).arg(&shot).output().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("integration/ui").join(script);
+    let out = std::process::Command::new("python3").arg(script).arg(page.url()).arg(shot).output().unwrap();
     assert!(
         out.status.success(),
         "browser script failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    for i in 0..5 {
-        assert_eq!(
-            ws.read(&format!("src/f{i}.txt")).unwrap(),
-            format!("one\ntwo {i}\nthree\n").as_bytes(),
-            "rewound from the page"
-        );
+}
+
+#[test]
+fn in_a_browser_a_person_approves_and_denies_parked_versions_behind_the_token_and_origin_checks() {
+    let ws = Ws::new();
+    let policy = "protect:\n  - name: docs\n    paths: [\"docs/**\"]\n    write: approve\n    create: approve\n";
+    ws.put(".resilient_write/policy.yaml", policy.as_bytes());
+    ws.put("docs/a.md", b"# A\n");
+    {
+        let engine = ws.open();
+        for (path, content) in [("docs/a.md", &b"# B\n"[..]), ("docs/b.md", b"# new\n")] {
+            let err = crate::support::write(&engine, path, content, WriteMode::Overwrite).unwrap_err();
+            assert_eq!(err.code(), "approval_required", "{err}");
+        }
     }
-    assert_eq!(ws.read("src/new.txt"), None);
-    assert!(std::fs::metadata(&shot).unwrap().len() > 1000, "the timeline's screenshot is saved");
+    let page = Page::start(&ws);
+    let pending = page.api("GET", "/api/approvals", "");
+    let pending = pending["approvals"].as_array().unwrap();
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    assert!(pending[0]["diff"]["unified"].as_str().unwrap().contains("+# B"), "{pending:?}");
+    // A decision needs the token and the page's own origin.
+    let approve = json!({"id": pending[0]["id"], "decision": "approve"}).to_string();
+    assert_eq!(page.request("GET", "/api/approvals", &[], "").0, 401);
+    assert_eq!(page.request("POST", "/api/approvals", &[], &approve).0, 401, "an approval without the token");
+    let auth = format!("Bearer {}", page.token);
+    let evil = [("Authorization", auth.as_str()), ("Origin", "http://evil.example")];
+    assert_eq!(page.request("POST", "/api/approvals", &evil, &approve).0, 403, "another site's page is refused");
+    assert_eq!(ws.read("docs/a.md").unwrap(), b"# A\n", "nothing approved");
+
+    let shot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("ui-approvals.png");
+    in_browser(&page, "approve.py", &shot);
+    assert_eq!(ws.read("docs/a.md").unwrap(), b"# B\n", "approved from the page");
+    assert_eq!(ws.read("docs/b.md"), None, "denied from the page");
+    let states: Vec<String> =
+        ws.workspace().approvals().unwrap().iter().map(|a| format!("{} {}", a.path, a.state.as_str())).collect();
+    assert_eq!(states, ["docs/a.md approved", "docs/b.md denied"]);
+    let decided = ws.rows().into_iter().filter(|r| r.op() == rwfs::journal::Op::Approval).count();
+    assert_eq!(decided, 2);
 }
 
 #[test]

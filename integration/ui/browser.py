@@ -106,6 +106,11 @@ class Driver:
         with open(path, "wb") as f:
             f.write(png)
 
+    def open(self, url):
+        """Open the page at `url` and wait until its live feed is connected."""
+        self.s("POST", "/url", {"url": url})
+        self.wait_for("#status", "the live feed", text="live")
+
     def quit(self):
         try:
             self.s("DELETE", "")
@@ -119,8 +124,7 @@ def main():
     url, shot = sys.argv[1], sys.argv[2]
     d = Driver()
     try:
-        d.s("POST", "/url", {"url": url})
-        d.wait_for("#status", "the live feed", text="live")
+        d.open(url)
         d.wait_for("#timeline tr.group", "the agent's rows", text="agent")
         rows = d.find_all("#timeline tr.row")
         if len(rows) < 18:

@@ -13,6 +13,10 @@
 //!   GET  /api/blocked      ?seq=N: the shown part of a refusal's envelope (rule, line,
 //!                          suggested action; never the matched text)
 //!   POST /api/rewind       {"session"|"to_time"|"seq", "confirm"}: the plan, or the rewind
+//!   GET  /api/approvals    the versions waiting for a person's approval (engine/approve.rs),
+//!                          each with its diff against its file's current version
+//!   POST /api/approvals    {"id", "decision": "approve"|"deny"}: the decision, journaled as the
+//!                          page's process (caller `rwfs-ui`); approve without `--force`
 //! ```
 //!
 //! Every request passes the loopback HTTP module's checks (`crate::http::check_access`, shared
@@ -30,7 +34,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -59,11 +63,16 @@ pub type Rewinder = Box<dyn Fn(&Rewind) -> Result<Value> + Send + Sync>;
 /// `false`.
 pub type Follower = Box<dyn Fn(u64, &mut dyn FnMut(&[u8]) -> bool) -> Result<()> + Send + Sync>;
 
+/// Approves (`true`) or denies (`false`) the version parked as an id, on the workspace's
+/// engine: the daemon's when it is mounted, else one opened for it.
+pub type Decider = Box<dyn Fn(&str, bool) -> Result<Value> + Send + Sync>;
+
 /// What the page is served from.
 pub struct Ui {
     pub ws: Workspace,
     pub rewind: Rewinder,
     pub follow: Follower,
+    pub decide: Decider,
 }
 
 /// Serve the page alone on `listener` (bound by the caller) until `stop` is cancelled, to
@@ -88,6 +97,7 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/api/diff", get(diff))
         .route("/api/blocked", get(blocked))
         .route("/api/rewind", post(rewind))
+        .route("/api/approvals", get(approvals).post(decide))
         .fallback(|| async { failure(Error::from(crate::Reason::NotFound).at("no such page".to_string())) })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(ui)
@@ -95,11 +105,19 @@ pub fn router(ui: Arc<Ui>) -> Router {
 
 /// The page of a daemon's engine: its workspace, rewinds on it, its journal's feed.
 pub fn on_engine(engine: &Arc<crate::engine::Engine>) -> Result<Arc<Ui>> {
-    let (rewinder, follower) = (engine.clone(), engine.clone());
+    let (rewinder, follower, decider) = (engine.clone(), engine.clone(), engine.clone());
     let actor = crate::journal::Actor::this_process(crate::journal::Via::Cli, "rwfs-ui");
+    let decider_actor = actor.clone();
     Ok(Arc::new(Ui {
         ws: engine.workspace().try_clone()?,
         rewind: Box::new(move |rewind| rewinder.rewind(rewind, &actor).map(|r| super::control::rewound_json(&r))),
+        decide: Box::new(move |id, approve| {
+            let decided = match approve {
+                true => decider.approve(id, false, &decider_actor)?,
+                false => decider.deny(id, &decider_actor)?,
+            };
+            Ok(super::control::decided_json(&decided))
+        }),
         follow: Box::new(move |offset, line| {
             let journal = follower.state_dir_path()?.join(crate::journal::JOURNAL_FILE);
             crate::journal::follow::follow(&journal, offset, None, |l| line(l)).step("follow journal")
@@ -221,16 +239,8 @@ async fn blocked(State(ui): Page, Params(q): Params<SeqQuery>) -> Response {
     .await
 }
 
-async fn rewind(
-    State(ui): Page,
-    body: std::result::Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let Ok(body) = body else {
-        return crate::http::refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
-    };
-    answer(move || {
-        let request: RewindRequest = serde_json::from_slice(&body)
-            .map_err(|_| invalid("rewind request (JSON: session, to_time or seq; confirm)"))?;
+async fn rewind(State(ui): Page, body: Posted) -> Response {
+    answer_posted(body, "rewind request (JSON: session, to_time or seq; confirm)", move |request: RewindRequest| {
         let selection = match (request.session, request.to_time, request.seq) {
             (Some(s), None, None) => Selection::Session(s),
             (None, Some(t), None) => Selection::AfterTime(parse_time(&t)?),
@@ -240,6 +250,54 @@ async fn rewind(
         (ui.rewind)(&Rewind { selection, globs: vec![], force: false, dry_run: !request.confirm })
     })
     .await
+}
+
+/// A POST's body, or why it was not read.
+type Posted = std::result::Result<Bytes, axum::extract::rejection::BytesRejection>;
+
+/// The JSON answer `work` gives to the POST body `body`, parsed as a `T` (`what`: what to send
+/// when it does not parse).
+async fn answer_posted<T: serde::de::DeserializeOwned + Send + 'static>(
+    body: Posted,
+    what: &'static str,
+    work: impl FnOnce(T) -> Result<Value> + Send + 'static,
+) -> Response {
+    let Ok(body) = body else {
+        return crate::http::refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+    };
+    answer(move || work(serde_json::from_slice(&body).map_err(|_| invalid(what))?)).await
+}
+
+async fn approvals(State(ui): Page) -> Response {
+    answer(move || {
+        let mut shown = Vec::new();
+        for a in ui.ws.approvals()?.into_iter().filter(|a| a.state == crate::engine::ApprovalState::Pending) {
+            let diff = ui.ws.approval_diff(&a.id, Some(crate::engine::SHOWN_MAX))?;
+            let mut item = json!(a);
+            item["diff"] = json!(diff);
+            shown.push(item);
+        }
+        Ok(json!({"approvals": shown}))
+    })
+    .await
+}
+
+async fn decide(State(ui): Page, body: Posted) -> Response {
+    answer_posted(body, "approval request (JSON: id, decision approve or deny)", move |request: DecideRequest| {
+        match request.decision.as_str() {
+            "approve" => (ui.decide)(&request.id, true),
+            "deny" => (ui.decide)(&request.id, false),
+            _ => Err(invalid("approval decision (approve or deny)")),
+        }
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecideRequest {
+    id: String,
+    decision: String,
 }
 
 #[derive(Deserialize)]
@@ -353,7 +411,7 @@ async fn feed(State(ui): Page, Params(q): Params<FeedQuery>) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(event)), rx))
     });
-    let mut response = Body::from_stream(stream).into_response();
+    let mut response = axum::body::Body::from_stream(stream).into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response

@@ -2,7 +2,7 @@
 //! the policy parks for approval (`engine/approve.rs`). The list is a read-only command (the
 //! owner answers it when the workspace is mounted, `readonly.rs`); a decision goes to the
 //! daemon's engine when one owns the workspace, else to one opened here (`run::with_engine`).
-//! What is decided and how is the engine's; this module only prints.
+//! What is decided and how is the engine's; this module only asks and prints.
 
 use std::path::Path;
 
@@ -60,28 +60,32 @@ pub fn list(ws: &Workspace, args: &ApprovalsArgs) -> Result<Exit> {
 
 /// `rwfs approve ID`.
 pub fn approve(root: &Path, options: &Options, args: &ApproveArgs) -> Result<Exit> {
-    let actor = actor();
-    let decided = with_engine(
-        root,
-        options,
-        |engine| engine.approve(&args.id, args.force, &actor).map(|d| decided_json(&d)),
-        || (Request::Approve { id: args.id.clone(), force: args.force }, Vec::new()),
-    )?;
-    print(&decided, args.json);
+    print(&decide(root, options, &args.id, Some(args.force))?, args.json);
     Ok(Exit::Ok)
 }
 
 /// `rwfs deny ID`.
 pub fn deny(root: &Path, options: &Options, args: &DenyArgs) -> Result<Exit> {
+    print(&decide(root, options, &args.id, None)?, args.json.json);
+    Ok(Exit::Ok)
+}
+
+/// Approve `id` (`Some(force)`) or deny it (`None`) on the workspace's engine (the daemon's
+/// when mounted): the decision's JSON. The page of `rwfs ui` decides through it too.
+pub fn decide(root: &Path, options: &Options, id: &str, approve: Option<bool>) -> Result<Value> {
     let actor = actor();
-    let decided = with_engine(
+    with_engine(
         root,
         options,
-        |engine| engine.deny(&args.id, &actor).map(|d| decided_json(&d)),
-        || (Request::Deny { id: args.id.clone() }, Vec::new()),
-    )?;
-    print(&decided, args.json.json);
-    Ok(Exit::Ok)
+        |engine| match approve {
+            Some(force) => engine.approve(id, force, &actor).map(|d| decided_json(&d)),
+            None => engine.deny(id, &actor).map(|d| decided_json(&d)),
+        },
+        || match approve {
+            Some(force) => (Request::Approve { id: id.to_string(), force }, Vec::new()),
+            None => (Request::Deny { id: id.to_string() }, Vec::new()),
+        },
+    )
 }
 
 fn print(decided: &Value, as_json: bool) {

@@ -146,9 +146,14 @@ pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
     let addr = listener.local_addr().step("read the page's address")?;
     let (rewind_root, rewind_options) = (root.to_path_buf(), options.clone());
     let follow_root = root.to_path_buf();
+    let (decide_root, decide_options) = (root.to_path_buf(), options.clone());
     let ui = crate::app::ui::Ui {
         ws,
         rewind: Box::new(move |rewind| rewind_on_engine(&rewind_root, &rewind_options, rewind)),
+        // The page approves without --force: a file changed behind rwfs is decided at the CLI.
+        decide: Box::new(move |id, approve| {
+            super::approvals::decide(&decide_root, &decide_options, id, approve.then_some(false))
+        }),
         follow: Box::new(move |offset, line| follow(&follow_root, &feed_ws, offset, |l| line(l))),
     };
     outln!("rwfs: the history page of {shown} is at http://{addr}/#token={token}");
