@@ -254,6 +254,7 @@ fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
         "rw_rejections",
         "rw_diff",
         "rw_rewind",
+        "rw_approval_status",
     ];
     let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     expected.sort();
