@@ -507,3 +507,79 @@ fn rows_have_sub_second_times_and_rewind_to_a_time_inside_one_second_selects_exa
     assert_eq!(ws.read("notes.txt").unwrap(), b"two\n");
     assert!(ws.read("new0.txt").is_some() && ws.read("new1.txt").is_none());
 }
+
+/// `rwfs blame PATH --json`: each line's `(text, seq of the row that introduced it)`.
+fn blame(ws: &std::path::Path, path: &str) -> (Vec<(String, Option<u64>)>, Value) {
+    let out = rwfs().arg("-w").arg(ws).args(["blame", path, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines = b["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["text"].as_str().unwrap().to_string(), l["origin"]["seq"].as_u64()))
+        .collect();
+    (lines, b)
+}
+
+#[test]
+fn blame_names_the_row_that_introduced_each_line_and_its_cache_only_speeds_it_up() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let seq = |ws: &Ws| ws.rows().last().unwrap().seq;
+    write_as(&engine, "f.txt", b"a\nb\nc\n", &in_session("first"));
+    let first = seq(&ws);
+    write_as(&engine, "f.txt", b"a\nB\nc\nd\n", &in_session("second"));
+    let second = seq(&ws);
+    engine.close().unwrap();
+    let (lines, b) = blame(ws.path(), "f.txt");
+    let expected = |rows: &[(&str, Option<u64>)]| rows.iter().map(|(t, s)| (t.to_string(), *s)).collect::<Vec<_>>();
+    assert_eq!(lines, expected(&[("a", first), ("B", second), ("c", first), ("d", second)]), "{b}");
+    assert_eq!(b["lines"][1]["origin"]["session"], "second", "{b}");
+    assert!(b.get("note").is_none(), "{b}");
+    let cache = ws.path().join(".resilient_write/index/blame");
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1, "the walk is cached beside the index");
+
+    // More versions: the cached walk goes on from where it stopped, to the same answer as a
+    // walk from the first version (the cache removed).
+    let engine = ws.open();
+    write_as(&engine, "f.txt", b"x\na\nB\nd\n", &in_session("third"));
+    let third = seq(&ws);
+    engine.close().unwrap();
+    let want = expected(&[("x", third), ("a", first), ("B", second), ("d", second)]);
+    assert_eq!(blame(ws.path(), "f.txt").0, want);
+    std::fs::remove_dir_all(&cache).unwrap();
+    assert_eq!(blame(ws.path(), "f.txt").0, want, "rebuilt without the cache");
+    // A damaged cache is not believed.
+    for entry in std::fs::read_dir(&cache).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"{not json").unwrap();
+    }
+    assert_eq!(blame(ws.path(), "f.txt").0, want, "a damaged cache is ignored");
+
+    let text = rwfs().arg("-w").arg(ws.path()).args(["blame", "f.txt"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.lines().next().unwrap().contains("third"), "{text}");
+    assert!(text.lines().next().unwrap().ends_with("1| x"), "{text}");
+
+    // A change outside rwfs: its lines have no row, and the answer says why. The version it
+    // overwrote was the tree's own copy (the current version is not kept in objects/), so
+    // what that row wrote can no longer be told from the outside change: no row either.
+    std::fs::write(ws.path().join("f.txt"), b"x\na\nB\nd\nmine\n").unwrap();
+    let (lines, b) = blame(ws.path(), "f.txt");
+    assert_eq!(lines, expected(&[("x", None), ("a", first), ("B", second), ("d", second), ("mine", None)]), "{b}");
+    let note = b["note"].as_str().unwrap();
+    assert!(note.contains("outside rwfs") && note.contains("1 versions are no longer kept"), "{b}");
+}
+
+#[test]
+fn blame_through_a_mount_asks_the_daemon_and_credits_a_child_process_write() {
+    let m = Mounted::new();
+    m.write("f.txt", b"one\n").unwrap();
+    let script = format!("echo two >> {}", m.path("f.txt").display());
+    crate::support::run_ok(Command::new("sh").arg("-c").arg(&script).env("RWFS_SESSION", "agent-1"));
+    let (lines, b) = blame(m.ws.path(), "f.txt");
+    assert_eq!(lines.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), ["one", "two"], "{b}");
+    assert!(lines.iter().all(|(_, seq)| seq.is_some()), "{b}");
+    assert_ne!(b["lines"][0]["origin"]["session"], "agent-1", "{b}");
+    assert_eq!(b["lines"][1]["origin"]["session"], "agent-1", "{b}");
+}

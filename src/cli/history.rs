@@ -1,4 +1,4 @@
-//! `rwfs sessions`, `rwfs rewind`, `rwfs diff` and the following half of `rwfs log --follow`:
+//! `rwfs sessions`, `rwfs rewind`, `rwfs diff`, `rwfs blame` and the following half of `rwfs log --follow`:
 //! the time-travel commands. The questions go to `journal::query` and the engine; this file
 //! parses and prints.
 
@@ -8,11 +8,52 @@ use std::path::Path;
 use serde_json::json;
 
 use super::reach::{actor, existing, parse_time, short, with_engine};
-use super::{DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
+use super::{BlameArgs, DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
 use crate::app::control::{self, Request, rewound_json, unix_ns};
 use crate::engine::{Options, Rev, Rewind, Workspace};
 use crate::error::{Error, IoContext, Result};
 use crate::journal::query::{self, Selection};
+
+/// `rwfs blame PATH`: `SEQ  TIME  SESSION  PROCESS  N| line`, one row per line.
+pub fn blame(ws: &Workspace, args: BlameArgs) -> Result<Exit> {
+    let b = ws.blame(&args.path)?;
+    if args.json {
+        outln!("{}", json!(b));
+        return Ok(Exit::Ok);
+    }
+    if let Some(note) = &b.note {
+        errln!("rwfs blame: {note}");
+    }
+    if b.binary {
+        errln!("rwfs blame: {} is binary ({}): it has no lines", Escaped(&b.path), short(b.current));
+        return Ok(Exit::Ok);
+    }
+    let width = b.lines.len().to_string().len();
+    for l in &b.lines {
+        let (seq, ts, session, process) = match &l.origin {
+            Some(o) => (
+                o.seq.map_or_else(|| "-".to_string(), |s| format!("#{s}")),
+                o.ts.as_str(),
+                o.session.as_deref().unwrap_or("-"),
+                format!(
+                    "{} {}",
+                    o.comm.as_deref().unwrap_or("?"),
+                    o.pid.map_or_else(|| "-".to_string(), |p| p.to_string())
+                ),
+            ),
+            None => ("-".to_string(), "(outside rwfs)", "-", String::new()),
+        };
+        outln!(
+            "{seq:>7}  {ts:<tw$}  {:<20}  {:<20}  {:>width$}| {}",
+            Escaped(session).to_string(),
+            Escaped(&process).to_string(),
+            l.line,
+            Escaped(&l.text),
+            tw = super::text::TIME_WIDTH
+        );
+    }
+    Ok(Exit::Ok)
+}
 
 /// `rwfs sessions`.
 pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {

@@ -195,6 +195,10 @@ pub enum Command {
     /// A unified diff between two versions of PATH, or with --since / --session a per-file
     /// summary (like `git diff --stat`) of what changed.
     Diff(DiffArgs),
+    /// Each line of PATH's current version with the row that introduced it (seq, time,
+    /// session, process), from the kept versions; cached beside the journal index, so a blame
+    /// after more writes diffs only the new versions.
+    Blame(BlameArgs),
     /// Apply retention to kept versions: past the age limit, then the oldest versions of the
     /// busiest paths while the store is over its size limit (policy `retention`).
     Gc(GcArgs),
@@ -284,6 +288,7 @@ impl Command {
             Command::Approve(args) => args.json,
             Command::Rewind(args) => args.json,
             Command::Diff(args) => args.json,
+            Command::Blame(args) => args.json,
             Command::Log(args) => args.json,
             Command::Scan(args) => args.json,
             Command::Mount(_)
@@ -629,6 +634,16 @@ pub struct DiffArgs {
     /// Summarise every file this session changed.
     #[arg(long, value_name = "S", conflicts_with = "path")]
     pub session: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BlameArgs {
+    /// The file to blame.
+    pub path: String,
+    /// One JSON object: the path, its current digest, `note`, and `lines` (each `line`, `text`
+    /// and `origin`: the row's seq, ts, session, pid, comm, uid, sha256; null when no row).
     #[arg(long)]
     pub json: bool,
 }

@@ -1,5 +1,5 @@
-//! The read-only commands (`log`, `history`, `show`, `sessions`, `diff`, `status`, `approvals`) give the same
-//! answer whether or not the workspace is mounted over itself.
+//! The read-only commands (`log`, `history`, `show`, `sessions`, `diff`, `blame`, `status`,
+//! `approvals`) give the same answer whether or not the workspace is mounted over itself.
 //!
 //! Through a mount over the workspace, `objects/`, the keys and the journal's index are hidden
 //! (docs/architecture.md, guarantee 7): a command reading them there would call kept versions lost. So when a
@@ -30,6 +30,7 @@ pub fn is_read_only(command: &Command) -> bool {
         | Command::Show(_)
         | Command::Sessions(_)
         | Command::Diff(_)
+        | Command::Blame(_)
         | Command::Status(_)
         | Command::Approvals(_) => true,
         _ => false,
@@ -103,6 +104,7 @@ fn on(ws: &Workspace, command: Command) -> Result<Exit> {
         Command::Show(args) => super::read::show(ws, &args.spec),
         Command::Sessions(args) => super::history::sessions(ws, args.json),
         Command::Diff(args) => super::history::diff(ws, args),
+        Command::Blame(args) => super::history::blame(ws, args),
         Command::Status(args) => super::read::status(ws, args.json),
         Command::Approvals(args) => super::approvals::list(ws, &args),
         _ => Err(Reason::InvalidArgument { what: "a read-only command" }.into()),

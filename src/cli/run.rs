@@ -58,6 +58,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
                     | Command::History(_)
                     | Command::Show(_)
                     | Command::Diff(_)
+                    | Command::Blame(_)
                     | Command::Log(_)
                     | Command::Rewind(_)
             );
@@ -83,6 +84,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         | Command::Show(_)
         | Command::Sessions(_)
         | Command::Diff(_)
+        | Command::Blame(_)
         | Command::Status(_)
         | Command::Approvals(_)) => super::readonly::run(&root, command, || existing(&root, &options)),
         Command::Approve(args) => super::approvals::approve(&root, &options, &args),

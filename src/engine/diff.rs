@@ -220,7 +220,7 @@ impl Workspace {
     /// Version `sha` of `path` (empty when absent): kept in `objects/` once it left the tree,
     /// else what the path holds now, when its digest is `sha`; its size only when that is over
     /// `limit`.
-    fn version(&self, path: &str, sha: Option<Sha256>, limit: Limit) -> Result<Content> {
+    pub(super) fn version(&self, path: &str, sha: Option<Sha256>, limit: Limit) -> Result<Content> {
         let Some(sha) = sha else { return Ok(Content::Bytes(Vec::new())) };
         let stored = || {
             let file = self.objects().ok()??.open_object(&sha).ok()??;
@@ -245,7 +245,7 @@ impl Workspace {
 }
 
 /// A version read for a diff.
-enum Content {
+pub(super) enum Content {
     Bytes(Vec<u8>),
     /// Over the limit: only its size.
     Over(u64),
@@ -309,7 +309,7 @@ fn count(old: &[u8], new: &[u8]) -> Option<(u64, u64)> {
 
 const APPROXIMATE: &str = "the line diff took longer than its deadline: it is correct but may not be the shortest";
 
-fn text(bytes: &[u8]) -> Option<&str> {
+pub(super) fn text(bytes: &[u8]) -> Option<&str> {
     if bytes[..bytes.len().min(SNIFF)].contains(&0) {
         return None;
     }

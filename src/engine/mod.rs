@@ -27,6 +27,7 @@
 mod admit;
 mod approve;
 mod batch;
+mod blame;
 mod class;
 mod commit;
 mod diff;
@@ -71,6 +72,7 @@ use crate::store::{Objects, open_or_create};
 
 pub use admit::{MAX_BYTES as MOVE_MAX_BYTES, MAX_FILES as MOVE_MAX_FILES, MAX_WALK as MOVE_MAX_WALK};
 pub use approve::{Approval, ApprovalState, Decided, approvals};
+pub use blame::{Blame, BlameLine, Origin};
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
 pub use diff::{FileDiff, FileStat, Limit, Rev, SHOWN_MAX, compare};

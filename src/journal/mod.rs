@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::durable::{Dir, Disk, File};
 use crate::error::{IoContext, Result};
 
-pub use index::{INDEX_FILE, Index, IndexDb, open_db as open_index_db};
+pub use index::{INDEX_FILE, Index, IndexDb, index_dir, open_db as open_index_db};
 pub use row::{Ledger, Op, Row, Via};
 pub use scan::{Entry, Problem, Scan};
 pub use seal::{HEAD_FILE, Head, KEY_FILE, Seal};

@@ -1,11 +1,11 @@
-//! `rw_diff`, `rw_rewind`.
+//! `rw_diff`, `rw_blame`, `rw_rewind`.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
 
-use crate::tools::history::{DiffArgs, RewindArgs};
+use crate::tools::history::{BlameArgs, DiffArgs, RewindArgs};
 
 use super::Server;
 
@@ -24,6 +24,21 @@ summary (created, deleted, renamed, lines added and removed).",
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         self.run("rw_diff", &ctx, move |t, c| t.diff(c, args)).await
+    }
+
+    #[tool(
+        name = "rw_blame",
+        description = "Who wrote each line: every line of a file's current version with the journal row that \
+introduced it (seq, time, session, process, uid), paged by from_line/max_lines (total_lines, next_from_line). A \
+line without an origin was written outside rwfs or in a version no longer kept; note says which.",
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn blame(
+        &self,
+        Parameters(args): Parameters<BlameArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run("rw_blame", &ctx, move |t, c| t.blame(c, args)).await
     }
 
     #[tool(

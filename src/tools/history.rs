@@ -1,4 +1,4 @@
-//! `rw_diff` and `rw_rewind`: an agent inspects and undoes work — its own (its MCP session, or
+//! `rw_diff`, `rw_blame` and `rw_rewind`: an agent inspects and undoes work — its own (its MCP session, or
 //! the session its shell commands ran in), or everything since a time — with the envelopes of
 //! every other tool. `rw_rewind` only plans unless `confirm` is true.
 
@@ -37,6 +37,22 @@ pub struct DiffArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct BlameArgs {
+    /// The file: each line of its current version with the journal row that wrote it.
+    pub path: String,
+    /// The first line returned (1-based; default 1).
+    #[serde(default)]
+    pub from_line: Option<usize>,
+    /// At most this many lines (default and cap: 1,000); `total_lines` says how many there are.
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+}
+
+/// The most lines one `rw_blame` answer carries.
+const BLAME_MAX_LINES: usize = 1000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RewindArgs {
     /// Undo this session's changes (`"self"`: your own agent run — its edit tool, shell
     /// commands and these MCP calls alike); others' changes stay.
@@ -63,6 +79,28 @@ pub struct RewindArgs {
 }
 
 impl Tools {
+    /// `rw_blame`: a window of the file's lines, each with the row (seq, time, session,
+    /// process) that introduced it; `rwfs blame`'s answer, paged.
+    pub fn blame(&self, call: &Call, args: BlameArgs) -> Outcome {
+        if args.from_line == Some(0) || args.max_lines == Some(0) {
+            return Err(self.bad_argument(call, "from_line", "from_line and max_lines start at 1", json!({})));
+        }
+        let b = self.engine().workspace().blame(&args.path).map_err(|e| self.fail(call, e, None))?;
+        let total = b.lines.len();
+        let from = args.from_line.unwrap_or(1) - 1;
+        let take = args.max_lines.unwrap_or(BLAME_MAX_LINES).min(BLAME_MAX_LINES);
+        let lines: Vec<_> = b.lines.iter().skip(from).take(take).collect();
+        let next = (from + lines.len() < total).then_some(from + lines.len() + 1);
+        let mut answer = json!({
+            "path": b.path, "current_sha256": b.current, "binary": b.binary, "total_lines": total,
+            "lines": lines, "next_from_line": next,
+        });
+        if let Some(note) = b.note {
+            answer["note"] = json!(note);
+        }
+        Ok(ok(answer))
+    }
+
     pub fn diff(&self, call: &Call, args: DiffArgs) -> Outcome {
         let ws = self.engine().workspace();
         if let Some(path) = &args.path {

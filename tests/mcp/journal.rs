@@ -257,7 +257,7 @@ fn history_and_diff_answer_for_a_file_the_mount_hides_as_for_one_that_never_exis
     });
     let object = object.expect("a kept version").strip_prefix(mcp.ws.path()).unwrap().to_string_lossy().into_owned();
     let never = "never.txt";
-    for tool in ["rw_history", "rw_diff"] {
+    for tool in ["rw_history", "rw_diff", "rw_blame"] {
         let expected = about_any_path(&mcp.call(tool, json!({"path": never})), never);
         for hidden in [".resilient_write/keys/journal.key", ".resilient_write/keys/journal.head", object.as_str()] {
             assert!(mcp.ws.abs(hidden).exists(), "{hidden}");
@@ -272,6 +272,30 @@ fn history_and_diff_answer_for_a_file_the_mount_hides_as_for_one_that_never_exis
     // Nor does a summary of changes list them.
     let files = mcp.call("rw_diff", json!({"since": "2000-01-01T00:00:00Z"})).ok()["files"].to_string();
     assert!(!files.contains("keys/") && !files.contains("objects/"), "{files}");
+}
+
+#[test]
+fn blame_names_each_line_s_row_and_pages() {
+    let mcp = Mcp::start();
+    put(&mcp, "doc.md", "one\ntwo\n", "create");
+    put(&mcp, "doc.md", "one\n2\nthree\n", "overwrite");
+    let out = mcp.call("rw_blame", json!({"path": "doc.md"})).ok();
+    assert_eq!(out["total_lines"], 3, "{out}");
+    assert_eq!(out["next_from_line"], Value::Null);
+    let seqs: Vec<(String, u64)> = out["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["text"].as_str().unwrap().to_string(), l["origin"]["seq"].as_u64().unwrap()))
+        .collect();
+    let (first, second) = (seqs[0].1, seqs[1].1);
+    assert!(first < second, "{seqs:?}");
+    assert_eq!(seqs, [("one".into(), first), ("2".into(), second), ("three".into(), second)]);
+    let page = mcp.call("rw_blame", json!({"path": "doc.md", "from_line": 2, "max_lines": 1})).ok();
+    assert_eq!(page["lines"][0]["text"], "2", "{page}");
+    assert_eq!((page["lines"].as_array().unwrap().len(), page["next_from_line"].as_u64()), (1, Some(3)));
+    let env = mcp.call("rw_blame", json!({"path": "doc.md", "from_line": 0})).err();
+    assert_eq!(env["context"]["reason"], "invalid_argument", "{env}");
 }
 
 #[test]

@@ -255,6 +255,7 @@ fn the_catalogue_has_every_reference_tool_and_rwfs_own() {
         "rw_diff",
         "rw_rewind",
         "rw_approval_status",
+        "rw_blame",
     ];
     let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     expected.sort();
