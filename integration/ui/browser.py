@@ -88,7 +88,15 @@ class Driver:
         deadline = time.time() + timeout
         while time.time() < deadline:
             for element in self.find_all(css):
-                if text is None or text.lower() in self.text(element).lower():
+                try:
+                    shown = self.text(element) if text is not None else ""
+                except RuntimeError as e:
+                    # The page re-rendered the element between the find and the read (the live
+                    # feed refreshes lists): look again.
+                    if "stale element" in str(e):
+                        continue
+                    raise
+                if text is None or text.lower() in shown.lower():
                     return element
             time.sleep(0.1)
         self.screenshot(os.environ.get("RWFS_UI_FAILURE_SHOT", "/tmp/rwfs-ui-failure.png"))
