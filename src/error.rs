@@ -152,6 +152,13 @@ pub enum Reason {
         max: u64,
     },
     PermissionDenied,
+    /// The workspace policy's `read_guard:` keeps this file from an agent run: refused outright
+    /// (`redacted` false), or opened for reading and writing where only a redacted view may be
+    /// read (`redacted` true).
+    ReadGuarded {
+        rule: String,
+        redacted: bool,
+    },
     ReadOnlyFilesystem,
     /// Any other errno; the `io::Error` is the source.
     Io,
@@ -242,6 +249,7 @@ impl Reason {
             | NotRegularFile
             | TooManySymlinks
             | PermissionDenied
+            | ReadGuarded { .. }
             | ReadOnlyFilesystem
             | UnsafeRoot
             | NoSuchWorkspace
@@ -303,6 +311,7 @@ impl Reason {
             NoSpace => "no_space",
             TooBig { .. } => "too_big",
             PermissionDenied => "permission_denied",
+            ReadGuarded { .. } => "read_guarded",
             ReadOnlyFilesystem => "read_only_filesystem",
             Io => "io_error",
             UnsafeRoot => "unsafe_workspace_root",
@@ -432,6 +441,18 @@ impl fmt::Display for Reason {
             PermissionDenied => f.write_str(
                 "permission denied: this user may not change it (`ls -ld` shows its owner and mode); \
                  use a directory this user owns, or run as its owner",
+            ),
+            ReadGuarded { rule, redacted: false } => write!(
+                f,
+                "the workspace policy keeps this file out of an agent's reach (read_guard rule `{rule}`): \
+                 do not read it another way; ask the user for what you need from it, or to run the \
+                 program that needs it with RWFS_READ_REAL=1"
+            ),
+            ReadGuarded { rule, redacted: true } => write!(
+                f,
+                "the workspace policy shows this file to an agent redacted (read_guard rule `{rule}`), so it \
+                 cannot be opened for reading and writing: open it read-only to read the redacted view, or \
+                 write-only (e.g. `>>`) to add to it; ask the user to change its secret values"
             ),
             ReadOnlyFilesystem => f.write_str("the backing filesystem is read-only"),
             Io => f.write_str("I/O error"),

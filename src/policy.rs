@@ -35,6 +35,10 @@
 //!     all: deny                              #   decides; all: sets every operation not named
 //!   - paths: ["Cargo.lock"]                  #   write | create | delete | rename | chmod:
 //!     delete: approve                        #   allow | approve | deny (default: allow)
+//! read_guard:                                # what an agent run reads of secret files (opt-in;
+//!   - paths: [".env*", "*.pem"]              #   engine/read_guard.rs): redact (each credential
+//!     action: redact                         #   value replaced by a same-length placeholder) or
+//!     exempt_programs: [node]                #   refuse; exempt programs and RWFS_READ_REAL=1
 //! bulk_damage:                               # refuse a session's deletes and truncations past
 //!   max_files: 200                           #   this many files or bytes within the window
 //!   max_bytes: 52428800                      #   (default: no limit)
@@ -132,6 +136,26 @@ pub struct ProtectRule {
     pub name: String,
     paths: GlobSet,
     actions: [Option<Guard>; 5],
+}
+
+/// What a `read_guard:` rule does when a process of an agent run opens one of its paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAction {
+    /// Serve a view with every credential value replaced by a placeholder of the same length.
+    Redact,
+    /// Refuse the open (`EACCES`).
+    Refuse,
+}
+
+/// One `read_guard:` rule, compiled (`engine/read_guard.rs` applies it).
+#[derive(Debug)]
+pub struct ReadGuardRule {
+    pub name: String,
+    paths: GlobSet,
+    pub action: ReadAction,
+    /// Programs (process name, or the file name of `argv[0]`) that read the real bytes.
+    pub exempt_programs: Vec<String>,
 }
 
 /// The bulk damage limit (`bulk_damage:`): more deletes and truncations than this in one
@@ -290,6 +314,19 @@ struct PolicyFile {
     protect: Vec<ProtectSpec>,
     #[serde(default)]
     bulk_damage: Option<BulkSpec>,
+    #[serde(default)]
+    read_guard: Vec<ReadGuardSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadGuardSpec {
+    #[serde(default)]
+    name: Option<String>,
+    paths: Vec<String>,
+    action: ReadAction,
+    #[serde(default)]
+    exempt_programs: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -417,6 +454,7 @@ pub struct Policy {
     stderr_notice: Option<bool>,
     protect: Vec<ProtectRule>,
     bulk_damage: Option<BulkDamage>,
+    read_guard: Vec<ReadGuardRule>,
 }
 
 /// What the policy says about one scanned piece of content.
@@ -546,8 +584,10 @@ impl Policy {
         let retention = retention(file.retention.as_ref(), text)?;
         let protect = protect_rules(&file.protect, text)?;
         let bulk_damage = bulk_damage(file.bulk_damage.as_ref(), text)?;
+        let read_guard = read_guard_rules(&file.read_guard, text)?;
         Ok(Policy {
             protect,
+            read_guard,
             bulk_damage,
             scan,
             retry_budget,
@@ -684,6 +724,11 @@ impl Policy {
         })
     }
 
+    /// The `read_guard:` rule for `path`: the first whose globs match.
+    pub fn read_guard(&self, path: &str) -> Option<&ReadGuardRule> {
+        self.read_guard.iter().find(|rule| rule.paths.is_match(path))
+    }
+
     /// Does any protect rule name `path` (for any operation)?
     pub fn is_protected(&self, path: &str) -> bool {
         self.protect.iter().any(|rule| rule.paths.is_match(path))
@@ -786,6 +831,23 @@ fn protect_rules(specs: &[ProtectSpec], text: &str) -> Result<Vec<ProtectRule>> 
         let actions = named.map(|guard| guard.or(spec.all));
         let name = spec.name.clone().unwrap_or_else(|| format!("protect[{i}] {}", spec.paths.join(", ")));
         rules.push(ProtectRule { name, paths: globs(&spec.paths, text)?, actions });
+    }
+    Ok(rules)
+}
+
+fn read_guard_rules(specs: &[ReadGuardSpec], text: &str) -> Result<Vec<ReadGuardRule>> {
+    let mut rules = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if spec.paths.is_empty() {
+            return Err(semantic(text, "read_guard", "a read_guard rule needs paths (a list of globs)"));
+        }
+        let name = spec.name.clone().unwrap_or_else(|| format!("read_guard[{i}] {}", spec.paths.join(", ")));
+        rules.push(ReadGuardRule {
+            name,
+            paths: globs(&spec.paths, text)?,
+            action: spec.action,
+            exempt_programs: spec.exempt_programs.clone(),
+        });
     }
     Ok(rules)
 }

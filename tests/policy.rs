@@ -108,6 +108,8 @@ fn a_broken_policy_names_the_line_and_key() {
         ("rules:\n  - action: maybe\n", 2, "action", "unknown variant"),
         ("weights: {pii: -1}\n", 1, "pii", "[0, 10]"),
         ("typo_key: 1\n", 1, "typo_key", "unknown field"),
+        ("read_guard:\n  - paths: [\".env\"]\n    action: hide\n", 3, "action", "unknown variant"),
+        ("read_guard:\n  - paths: []\n    action: redact\n", 1, "read_guard", "needs paths"),
     ];
     for (text, line, key, message) in cases {
         let err = Policy::parse(text).expect_err(text);
@@ -157,6 +159,7 @@ fn the_example_policy_parses_and_names_every_key() {
         "batch_window_ms:",
         "max_gated_bytes:",
         "retention:",
+        "read_guard:",
     ] {
         assert!(text.lines().any(|l| l.starts_with(key)), "examples/policy.yaml documents {key}");
     }

@@ -31,6 +31,7 @@ mod policy;
 mod posix;
 mod programs;
 mod protect;
+mod read_guard;
 mod retention;
 mod scan;
 mod sessions;

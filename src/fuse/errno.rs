@@ -44,7 +44,7 @@ fn raw(error: &Error, blocked: i32) -> i32 {
         KeyUnavailable { .. } | KeyInsideWorkspace { .. } => libc::EACCES,
         NoSpace => libc::ENOSPC,
         TooBig { .. } => libc::EFBIG,
-        PermissionDenied | UnsafeRoot => libc::EACCES,
+        PermissionDenied | UnsafeRoot | ReadGuarded { .. } => libc::EACCES,
         Remote { .. } => libc::EIO,
     }
 }

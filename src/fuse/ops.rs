@@ -319,6 +319,7 @@ impl Filesystem for Glue {
                 let mut flags = FopenFlags::empty();
                 flags.set(FopenFlags::FOPEN_KEEP_CACHE, opened.keep_cache);
                 flags.set(FopenFlags::FOPEN_NOFLUSH, !opened.flush_at_close);
+                flags.set(FopenFlags::FOPEN_DIRECT_IO, opened.direct_io);
                 self.passthrough.answer(&self.vfs, opened.fh, Open(reply, FileHandle(opened.fh), flags))
             }
             Err(e) => reply.error(call.fail(&e)),

@@ -392,7 +392,7 @@ pub struct BadObject {
 
 /// An object's bytes into an anonymous in-memory file with mode `perm` (a sealed object's
 /// plaintext: never written to a disk).
-fn in_memory(bytes: &[u8], perm: u32) -> Result<File> {
+pub(crate) fn in_memory(bytes: &[u8], perm: u32) -> Result<File> {
     use nix::sys::memfd::{MFdFlags, memfd_create};
     let fd = memfd_create(c"rwfs-object", MFdFlags::MFD_CLOEXEC).map_err(|e| Error::io("create memfd", e.into()))?;
     let mut written = 0;

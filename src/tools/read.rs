@@ -48,6 +48,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::durable::WorkspacePath;
+use crate::engine::ReadView;
 use crate::error::{Error, ErrorKind, Reason};
 use crate::sha::{Hasher, Sha256};
 
@@ -414,21 +415,37 @@ impl Tools {
         Ok(out)
     }
 
-    /// Open `input` beneath the root and take the descriptor's attributes.
+    /// Open `input` beneath the root and take the descriptor's attributes. A file the policy's
+    /// `read_guard:` keeps from the caller's agent run is refused, or read from its redacted
+    /// view (same length, so sizes and cursors agree; `engine/read_guard.rs`).
     fn snapshot(&self, call: &Call, input: &str) -> Result<Snapshot, Failure> {
         let opened = self.engine().workspace().open_file(input).map_err(|e| self.fail(call, e, None))?;
         let meta = opened
             .file
             .metadata()
             .map_err(|e| self.fail(call, Error::io("stat file", e).at(opened.path.as_str()), None))?;
+        let file = self.guarded(call, opened.path.as_str(), opened.file).map_err(|e| self.fail(call, e, None))?;
         Ok(Snapshot {
             path: opened.path,
-            file: opened.file,
+            file,
             size: meta.size(),
             mtime_ns: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
             ctime_ns: meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
             ino: meta.ino(),
         })
+    }
+
+    /// `file` (of `path`) as the caller may read it: itself, or its redacted view in memory.
+    fn guarded(&self, call: &Call, path: &str, file: File) -> crate::error::Result<File> {
+        let Some(pid) = call.actor.pid else { return Ok(file) };
+        match self.engine().read_view(path, pid, call.actor.comm.as_deref()) {
+            ReadView::Real => Ok(file),
+            ReadView::Refused { rule } => Err(Error::from(Reason::ReadGuarded { rule, redacted: false }).at(path)),
+            ReadView::Redacted { rule } => {
+                let view = crate::store::in_memory(&self.engine().redacted_view(path, &rule)?, 0o400)?;
+                Ok(File::from(view.into_fd()))
+            }
+        }
     }
 
     /// `{ok, path, abs_path, mtime_ns, ...fields}`.

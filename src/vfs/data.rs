@@ -19,7 +19,7 @@ use nix::libc;
 
 use super::file::{FileNode, FileState, Version};
 use super::{Attr, Caller, Handle, Vfs};
-use crate::engine::{DraftBase, DraftError};
+use crate::engine::{DraftBase, DraftError, ReadView};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::journal::Actor;
 
@@ -36,6 +36,8 @@ pub struct Opened {
     pub fh: u64,
     pub keep_cache: bool,
     pub flush_at_close: bool,
+    /// Reads and writes bypass the page cache (a redacted view: `engine/read_guard.rs`).
+    pub direct_io: bool,
 }
 
 /// An open of a file written in place (see [`Vfs::in_place_backing`]).
@@ -130,6 +132,9 @@ impl Vfs {
         if writable {
             self.check_writable(&path)?;
         }
+        if let Some(opened) = self.guarded_open(ino, &path, flags, caller)? {
+            return Ok(opened);
+        }
         let file_node = self.file_node(ino)?;
         if self.engine.class(&path).in_place() && !self.is_pending(ino) {
             let file = if writable {
@@ -144,10 +149,10 @@ impl Vfs {
             }
             // Written in place, through the kernel or not: the file's own version says.
             let version = Version::from(&self.engine.stat_file(&file)?);
-            let keep_cache = file_node.lock().open_pages(Some(version));
+            let keep_cache = file_node.lock().open_pages(Some(version)) && !self.engine.is_read_guarded(&path);
             self.set_opens(ino, 1);
             let fh = self.new_handle(Handle::InPlace { ino, file });
-            return Ok(Opened { fh, keep_cache, flush_at_close: writable });
+            return Ok(Opened { fh, keep_cache, flush_at_close: writable, direct_io: false });
         }
         let mut state = file_node.lock();
         // A last close drops a name under this lock: it may have done so since `path` above.
@@ -163,13 +168,40 @@ impl Vfs {
             (None, None) if self.is_pending(ino) => None,
             (None, None) => self.engine.stat(&path)?.as_ref().map(Version::from),
         };
-        // The state directory's files change behind the kernel's back: never kept.
-        let keep_cache = state.open_pages(version) && !self.engine.class(&path).is_state();
+        // The state directory's files change behind the kernel's back: never kept. Nor are a
+        // read-guarded file's: a private mapping of a redacted view fills the page cache.
+        let keep_cache =
+            state.open_pages(version) && !self.engine.class(&path).is_state() && !self.engine.is_read_guarded(&path);
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);
         let fh = self.new_handle(Handle::File { ino, writable, opener: caller.clone() });
-        Ok(Opened { fh, keep_cache, flush_at_close: writable })
+        Ok(Opened { fh, keep_cache, flush_at_close: writable, direct_io: false })
+    }
+
+    /// The open of a read-guarded file by a process of an agent run (`engine/read_guard.rs`):
+    /// refused, or (read-only) a handle on its redacted view; `None` for every other open,
+    /// which goes on as usual (a write-only open too: it reads nothing).
+    fn guarded_open(&self, ino: u64, path: &str, flags: i32, caller: &Caller) -> Result<Option<Opened>> {
+        let access = flags & libc::O_ACCMODE;
+        let view = self.engine.read_view(path, caller.pid, caller.comm.as_deref());
+        let refusal = match view {
+            ReadView::Real => return Ok(None),
+            _ if access == libc::O_WRONLY => return Ok(None),
+            ReadView::Redacted { rule } if access == libc::O_RDONLY => {
+                let view = self.engine.redacted_view(path, &rule)?;
+                self.set_opens(ino, 1);
+                let fh = self.new_handle(Handle::Redacted { ino, view });
+                return Ok(Some(Opened { fh, keep_cache: false, flush_at_close: false, direct_io: true }));
+            }
+            ReadView::Redacted { rule } => Reason::ReadGuarded { rule, redacted: true },
+            ReadView::Refused { rule } => Reason::ReadGuarded { rule, redacted: false },
+        };
+        let error = crate::error::Error::from(refusal).at(path);
+        if self.stderr_notice {
+            super::stderr::tell(caller.pid, &format!("rwfs: {path}: {}", error.reason()));
+        }
+        Err(error)
     }
 
     /// For a handle written in place (a pass-through path, where nothing is judged), what the
@@ -281,6 +313,12 @@ impl Vfs {
         let n = self.with_handle(fh, |vfs, handle| match handle {
             Handle::InPlace { file, .. } => vfs.engine.read_at(file, &mut buf, offset),
             Handle::File { ino, .. } => vfs.read_file(*ino, &mut buf, offset),
+            Handle::Redacted { view, .. } => {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX).min(view.len());
+                let n = buf.len().min(view.len() - from);
+                buf[..n].copy_from_slice(&view[from..from + n]);
+                Ok(n)
+            }
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
         })?;
         buf.truncate(n);
@@ -310,7 +348,7 @@ impl Vfs {
         let target = self.with_handle(fh, |vfs, handle| match handle {
             Handle::InPlace { file, .. } => vfs.engine.write_at(file, data, offset).map(|()| None),
             Handle::File { ino, writable: true, opener } => Ok(Some((*ino, opener.clone()))),
-            Handle::File { .. } => Err(os_error("write", libc::EBADF)),
+            Handle::File { .. } | Handle::Redacted { .. } => Err(os_error("write", libc::EBADF)),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
         })?;
         let Some((ino, opener)) = target else {
@@ -359,7 +397,7 @@ impl Vfs {
         let target = self.with_handle(fh, |vfs, handle| match handle {
             Handle::InPlace { file, .. } => vfs.engine.allocate(file, offset, len, keep_size).map(|()| None),
             Handle::File { ino, writable: true, .. } => Ok(Some(*ino)),
-            Handle::File { .. } => Err(os_error("fallocate", libc::EBADF)),
+            Handle::File { .. } | Handle::Redacted { .. } => Err(os_error("fallocate", libc::EBADF)),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
         })?;
         let Some(ino) = target else { return Ok(()) };
@@ -501,7 +539,7 @@ impl Vfs {
     pub fn flush_target(&self, fh: u64, sync: bool) -> Result<Option<u64>> {
         self.with_handle(fh, |vfs, handle| match handle {
             Handle::InPlace { file, .. } if sync => vfs.engine.sync_file(file, false).map(|()| None),
-            Handle::InPlace { .. } | Handle::Dir { .. } => Ok(None),
+            Handle::InPlace { .. } | Handle::Dir { .. } | Handle::Redacted { .. } => Ok(None),
             Handle::File { ino, writable, .. } if *writable || sync => Ok(Some(*ino)),
             Handle::File { .. } => Ok(None),
         })
@@ -559,7 +597,7 @@ impl Vfs {
     pub fn release_handle(&self, fh: u64) -> Option<Closing> {
         let handle = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&fh)?;
         let ino = match *handle {
-            Handle::InPlace { ino, .. } | Handle::Dir { ino, .. } => {
+            Handle::InPlace { ino, .. } | Handle::Dir { ino, .. } | Handle::Redacted { ino, .. } => {
                 self.set_opens(ino, -1);
                 return None;
             }

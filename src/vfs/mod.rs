@@ -201,6 +201,9 @@ pub(crate) enum Handle {
     InPlace { ino: u64, file: crate::durable::File },
     /// A directory: its entries, read at the first `readdir`.
     Dir { ino: u64, entries: Mutex<Option<Vec<DirEntry>>> },
+    /// A read-only open of a read-guarded file by an agent run: the redacted view made at open
+    /// (`engine/read_guard.rs`), served from memory, never from the page cache.
+    Redacted { ino: u64, view: Vec<u8> },
 }
 
 /// One entry of a directory listing.

@@ -490,3 +490,37 @@ fn aider_edits_land_and_a_refused_one_reaches_only_the_human() {
     assert_eq!(model.agent_requests().len(), 1, "{output}");
     assert!(output.contains("rwfs: refused write to config.py"), "{output}");
 }
+
+/// The read guard (issue 30 item 3) under a real harness: Claude Code's Read tool and its Bash
+/// `cat` of a guarded `.env` give the model the redacted view, and no request it sends holds the
+/// secret; a reader outside the agent run reads the real bytes.
+#[test]
+fn claude_code_reads_a_read_guarded_env_redacted_through_its_read_tool_and_bash() {
+    let claude = harness("RWFS_CLAUDE", "node/node_modules/.bin/claude");
+    let ws = Ws::new();
+    ws.put(".resilient_write/policy.yaml", b"read_guard:\n  - paths: [\".env*\"]\n    action: redact\n");
+    let secret = key(97);
+    let real = format!("REGION=eu-west-1\nAWS_SECRET_ACCESS_KEY={secret}\n").into_bytes();
+    ws.put(".env", &real);
+    let m = Mounted::with(ws, false, &[]);
+    let env_path = m.mountpoint().join(".env").display().to_string();
+    let turns = vec![
+        json!({"calls": [{"tool": "Read", "input": {"file_path": env_path}}]}),
+        json!({"calls": [{"shell": "cat .env"}]}),
+        json!({"text": "done"}),
+    ];
+    let model = Endpoint::start(turns);
+    let home = tempfile::tempdir().unwrap();
+    let output = run(claude_code(&claude, m.mountpoint(), home.path(), &model, &[]), "claude");
+    let requests = model.agent_requests();
+    assert!(requests.len() >= 3, "a request after each call: {}\n{output}", requests.len());
+    for (k, tool) in [(1, "Read"), (2, "Bash")] {
+        let (text, is_error) = tool_result(&requests[k]);
+        assert!(!is_error, "{tool}: {text}");
+        assert!(text.contains("REGION=eu-west-1"), "{tool} shows the rest of the file: {text}");
+        assert!(text.contains("AWS_SECRET_ACCESS_KEY=[rwfs read guard: AWS_SECRET_ACCESS_KEY"), "{tool}: {text}");
+    }
+    let sent: String = requests.iter().map(Value::to_string).collect();
+    assert!(!sent.contains(&secret), "the model received the secret");
+    assert_eq!(m.read(".env").unwrap(), real, "outside the agent run: the real bytes");
+}

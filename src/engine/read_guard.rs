@@ -1,0 +1,182 @@
+//! The read guard (policy `read_guard:`): what a process of an agent run reads of a file the
+//! policy keeps out of an agent's reach (`.env*`, `*.pem`, …), and what everyone else reads.
+//!
+//! The decision ([`Engine::read_view`]) is made once per open, by the mount:
+//!
+//! - **Who is guarded**: a process of an agent run, as `journal::session` names one (rules 1
+//!   and 2: `RWFS_SESSION` in its environment, which `rwfs run` sets, or an ancestor whose
+//!   process name is one of `session_hosts`: `claude`, `codex`, `aider`, …). A person's shell,
+//!   an editor, a build started outside any agent read the real bytes.
+//! - **Who is exempt**: a reader with `RWFS_READ_REAL=1` in the environment it was started with
+//!   (a person runs the program under test that way), or whose program the rule names in
+//!   `exempt_programs` (its process name, or the file name of its `argv[0]`).
+//! - **What a guarded reader gets**: `refuse` is `EACCES` (and the mount's notice on its
+//!   stderr); `redact` is a view in which every value the scanner finds (credentials and every
+//!   other finding: a read guard errs on hiding) is overwritten by a placeholder **of the same
+//!   length** naming the variable it was assigned to (`[rwfs read guard: API_KEY***]`). The
+//!   view has the real file's length, so `st_size`, offsets and line numbers agree for every
+//!   reader, and nothing else of the file changes.
+//!
+//! Invariants the mount keeps (vfs/data.rs): a redacted view is computed at open from the
+//! file's committed content and served from memory with direct I/O, so it never enters the page
+//! cache that real readers share, and an open of a guarded path never keeps cached pages; a
+//! guarded open for reading and writing is refused (a redacted view written back would replace
+//! the secrets with placeholders), a write-only open (`>>`) works as for anyone.
+//!
+//! What this does not do: stop a determined process of the agent run from reaching the bytes
+//! another way (a pass-through path, the backing directory when the mount is not over it,
+//! another process's memory). It keeps secrets out of an agent's read tool, `cat`, `grep` and
+//! the transcript they feed, which is how they leak in practice.
+
+use crate::error::{Error, Reason, Result};
+use crate::policy::ReadAction;
+
+use super::Engine;
+
+/// The environment variable that lets a reader of an agent run read the real bytes.
+pub const READ_REAL_ENV: &str = "RWFS_READ_REAL";
+
+/// Views larger than this are refused rather than built in memory.
+pub const MAX_REDACTED_BYTES: u64 = 16 << 20;
+
+/// What a reader sees of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadView {
+    /// The file's bytes.
+    Real,
+    /// A view with its secret values replaced, under the named rule.
+    Redacted { rule: String },
+    /// Nothing: the open is refused, under the named rule.
+    Refused { rule: String },
+}
+
+impl Engine {
+    /// What process `pid` (its name `comm`) may read of `path` (see the module docs).
+    pub fn read_view(&self, path: &str, pid: u32, comm: Option<&str>) -> ReadView {
+        let Some(rule) = self.policy().read_guard(path) else {
+            return ReadView::Real;
+        };
+        if self.agent_session(pid).is_none() || exempt(pid, comm, &rule.exempt_programs) {
+            return ReadView::Real;
+        }
+        let rule_name = rule.name.clone();
+        match rule.action {
+            ReadAction::Redact => ReadView::Redacted { rule: rule_name },
+            ReadAction::Refuse => ReadView::Refused { rule: rule_name },
+        }
+    }
+
+    /// Does a `read_guard:` rule name `path` (then no open of it keeps cached pages)?
+    pub fn is_read_guarded(&self, path: &str) -> bool {
+        self.policy().read_guard(path).is_some()
+    }
+
+    /// The redacted view of `path`'s committed content under `rule`; a file over
+    /// [`MAX_REDACTED_BYTES`] is refused instead ([`Reason::ReadGuarded`]).
+    pub fn redacted_view(&self, path: &str, rule: &str) -> Result<Vec<u8>> {
+        let file = self.open_file(path)?;
+        let size = self.stat_file(&file)?.size;
+        if size > MAX_REDACTED_BYTES {
+            let rule = format!("{rule}; a redacted view over {MAX_REDACTED_BYTES} bytes is refused");
+            return Err(Error::from(Reason::ReadGuarded { rule, redacted: false }).at(path));
+        }
+        let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
+        let mut filled = 0;
+        while filled < bytes.len() {
+            match self.read_at(&file, &mut bytes[filled..], filled as u64)? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        bytes.truncate(filled);
+        Ok(self.redacted(path, &bytes))
+    }
+
+    /// `content` of `path` with every finding's value overwritten by a same-length placeholder.
+    pub fn redacted(&self, path: &str, content: &[u8]) -> Vec<u8> {
+        let mut out = content.to_vec();
+        let Some(judgement) = self.core.gate.judge(path, content) else {
+            // Binary or too large to scan: nothing is shown rather than everything.
+            out.fill(b'*');
+            return out;
+        };
+        for finding in &judgement.report.findings {
+            let span = finding.span.clone();
+            if span.end > out.len() || span.is_empty() {
+                continue;
+            }
+            let name = variable_before(content, span.start).unwrap_or(&finding.rule);
+            out[span.clone()].copy_from_slice(&placeholder(name, span.len()));
+        }
+        out
+    }
+}
+
+/// Is the reader exempt: `RWFS_READ_REAL=1` in its environment, or its program named?
+fn exempt(pid: u32, comm: Option<&str>, programs: &[String]) -> bool {
+    if crate::process::env_var(pid, READ_REAL_ENV).is_some_and(|v| v == b"1") {
+        return true;
+    }
+    if programs.is_empty() {
+        return false;
+    }
+    let comm = comm.map(str::to_string).or_else(|| crate::process::comm(pid));
+    let argv0 = crate::process::args(pid)
+        .and_then(|args| args.into_iter().next())
+        .map(|a| a.rsplit('/').next().unwrap_or_default().to_string());
+    programs.iter().any(|p| Some(p) == comm.as_ref() || Some(p) == argv0.as_ref())
+}
+
+/// The name a value at `at` is assigned to on its line (`API_KEY=…`, `"token": "…"`,
+/// `password: …`), if there is one.
+fn variable_before(content: &[u8], at: usize) -> Option<&str> {
+    let line_start = content[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let before = &content[line_start..at];
+    let is_name = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+    let end = before.iter().rposition(|&b| is_name(b))? + 1;
+    // Only assignment punctuation and quotes between the name and the value.
+    if !before[end..].iter().all(|b| matches!(b, b'=' | b':' | b' ' | b'\t' | b'"' | b'\'' | b'>')) {
+        return None;
+    }
+    let start = before[..end].iter().rposition(|&b| !is_name(b)).map_or(0, |i| i + 1);
+    std::str::from_utf8(&before[start..end]).ok().filter(|s| !s.is_empty())
+}
+
+/// A placeholder of exactly `len` bytes naming `name`: the longest of
+/// `[rwfs read guard: NAME]`, `[rwfs:NAME]`, `[NAME]` that fits, padded with `*` before its
+/// closing bracket; `*` alone when none fits.
+fn placeholder(name: &str, len: usize) -> Vec<u8> {
+    for shape in [format!("[rwfs read guard: {name}"), format!("[rwfs:{name}"), format!("[{name}")] {
+        if shape.len() < len {
+            let mut out = shape.into_bytes();
+            out.resize(len - 1, b'*');
+            out.push(b']');
+            return out;
+        }
+    }
+    vec![b'*'; len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_keep_the_length_and_name_the_variable() {
+        for len in [1, 3, 8, 20, 40, 64] {
+            assert_eq!(placeholder("AWS_SECRET_ACCESS_KEY", len).len(), len);
+        }
+        assert_eq!(placeholder("API_KEY", 40), b"[rwfs read guard: API_KEY**************]");
+        assert_eq!(placeholder("API_KEY", 12), b"[API_KEY***]");
+        assert_eq!(placeholder("X", 2), b"**");
+    }
+
+    #[test]
+    fn the_variable_is_the_name_a_value_is_assigned_to() {
+        let text = b"A=1\nexport API_KEY=\"abc\"\n  \"token\": \"xyz\"\nfoo(bar) qqq\n";
+        let at = |needle: &str| text.windows(needle.len()).position(|w| w == needle.as_bytes()).unwrap();
+        assert_eq!(variable_before(text, at("abc")), Some("API_KEY"));
+        assert_eq!(variable_before(text, at("xyz")), Some("token"));
+        assert_eq!(variable_before(text, at("qqq")), None);
+    }
+}
