@@ -86,7 +86,7 @@ fn an_agent_run_reads_a_redacted_view_of_the_real_length_and_others_read_the_rea
 fn a_refuse_rule_refuses_and_says_why_and_a_redacted_file_is_never_written_back() {
     let (ws, secret, real) = guarded();
     // `rwfs run`: an agent run of its own, with the notice on its stderr.
-    let script = "cat deploy.pem; echo \"cat=$?\"; \
+    let script = "cat .env; cat deploy.pem; echo \"cat=$?\"; \
                   python3 -c \"open('.env','r+')\" 2>/dev/null; echo \"rw=$?\"; \
                   echo 'EXTRA=1' >> .env; echo \"append=$?\"";
     let out = rwfs()
@@ -97,6 +97,7 @@ fn a_refuse_rule_refuses_and_says_why_and_a_redacted_file_is_never_written_back(
         .output()
         .unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("AWS_SECRET_ACCESS_KEY = \"[rwfs read guard: ") && !stdout.contains(&secret), "{stdout}");
     assert!(stdout.contains("cat=1") && !stdout.contains("not really a key"), "{stdout}");
     assert!(stderr.contains("deploy.pem") && stderr.contains("read_guard rule"), "the reader is told why:\n{stderr}");
     assert!(stderr.contains("RWFS_READ_REAL=1"), "and what to do:\n{stderr}");
