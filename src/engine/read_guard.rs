@@ -21,10 +21,11 @@
 //! file's committed content and served from memory with direct I/O, so it never enters the page
 //! cache that real readers share, and an open of a guarded path never keeps cached pages; a
 //! guarded open for reading and writing is refused (a redacted view written back would replace
-//! the secrets with placeholders), a write-only open (`>>`) works as for anyone.
+//! the secrets with placeholders), a write-only open (`>>`) works as for anyone. A guarded
+//! open on a pass-through path gets the redacted handle too, never the kernel's passthrough.
 //!
 //! What this does not do: stop a determined process of the agent run from reaching the bytes
-//! another way (a pass-through path, the backing directory when the mount is not over it,
+//! another way (the backing directory when the mount is not over it,
 //! another process's memory). It keeps secrets out of an agent's read tool, `cat`, `grep` and
 //! the transcript they feed, which is how they leak in practice.
 
