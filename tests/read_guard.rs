@@ -22,7 +22,7 @@ fn guarded() -> (Ws, String, Vec<u8>) {
     ws.put(".resilient_write/policy.yaml", POLICY.as_bytes());
     let line = aws_secret_line(301);
     let secret = line.split('"').nth(1).unwrap().to_string();
-    let env = format!("# settings\nREGION=eu-west-1\n{line}DEBUG=false\n").into_bytes();
+    let env = format!("# settings\nREGION=eu-west-1\n{line}DB_PASSWORD=hunter2\nDEBUG=false\n").into_bytes();
     ws.put(".env", &env);
     ws.put("deploy.pem", b"not really a key, but guarded by name\n");
     (ws, secret, env)
@@ -55,6 +55,7 @@ fn an_agent_run_reads_a_redacted_view_of_the_real_length_and_others_read_the_rea
     assert!(!view.contains(&secret), "the agent read the secret:\n{view}");
     assert!(view.contains("AWS_SECRET_ACCESS_KEY = \"[rwfs read guard: AWS_SECRET_ACCESS_KEY"), "{view}");
     assert!(view.contains("REGION=eu-west-1\n") && view.contains("DEBUG=false\n"), "the rest is intact:\n{view}");
+    assert!(view.contains("DB_PASSWORD=*******\n"), "a weak password named as one is hidden too:\n{view}");
     assert_eq!(view.len(), real.len(), "the view has the file's length");
     assert_eq!(size.trim(), real.len().to_string(), "st_size agrees");
     // grep and a private mapping see the view too.

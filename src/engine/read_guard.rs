@@ -12,7 +12,9 @@
 //!   `exempt_programs` (its process name, or the file name of its `argv[0]`).
 //! - **What a guarded reader gets**: `refuse` is `EACCES` (and the mount's notice on its
 //!   stderr); `redact` is a view in which every value the scanner finds (credentials and every
-//!   other finding: a read guard errs on hiding) is overwritten by a placeholder **of the same
+//!   other finding: a read guard errs on hiding), and the value of every `NAME=value` /
+//!   `NAME: value` line whose name says credential (a weak `DB_PASSWORD=hunter2` the scanner
+//!   lets pass), is overwritten by a placeholder **of the same
 //!   length** naming the variable it was assigned to (`[rwfs read guard: API_KEY***]`). The
 //!   view has the real file's length, so `st_size`, offsets and line numbers agree for every
 //!   reader, and nothing else of the file changes.
@@ -109,6 +111,11 @@ impl Engine {
             let name = variable_before(content, span.start).unwrap_or(&finding.rule);
             out[span.clone()].copy_from_slice(&placeholder(name, span.len()));
         }
+        // A value the scanner lets pass (short, or not random enough to block: a weak password)
+        // is still the value of a credential when its name says so.
+        for (name, span) in credential_assignments(content) {
+            out[span.clone()].copy_from_slice(&placeholder(name, span.len()));
+        }
         out
     }
 }
@@ -143,6 +150,41 @@ fn variable_before(content: &[u8], at: usize) -> Option<&str> {
     std::str::from_utf8(&before[start..end]).ok().filter(|s| !s.is_empty())
 }
 
+/// Every `NAME=value` / `NAME: value` line (`export` allowed; quotes around the value left
+/// out) whose name names a credential (`DB_PASSWORD`, `apiToken`): the name and the value's span.
+fn credential_assignments(content: &[u8]) -> Vec<(&str, std::ops::Range<usize>)> {
+    let mut found = Vec::new();
+    let mut start = 0;
+    for line in content.split(|&b| b == b'\n') {
+        let end = start + line.len();
+        let body = line.strip_prefix(b"export ").unwrap_or(line);
+        let offset = start + (line.len() - body.len());
+        let is_name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+        let lead = body.iter().take_while(|b| **b == b' ' || **b == b'\t').count();
+        let name_len = body[lead..].iter().take_while(|b| is_name(b)).count();
+        let rest = &body[lead + name_len..];
+        let sep = rest.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'=' | b':')).count();
+        if let Ok(name) = std::str::from_utf8(&body[lead..lead + name_len])
+            && name_len > 0
+            && rest[..sep].iter().filter(|b| matches!(b, b'=' | b':')).count() == 1
+            && crate::score::service::names_credential(name)
+        {
+            let value = &rest[sep..];
+            let value = value.strip_suffix(b"\r").unwrap_or(value);
+            let trimmed = value.trim_ascii_end();
+            let quoted =
+                trimmed.len() >= 2 && matches!(trimmed[0], b'"' | b'\'') && trimmed[trimmed.len() - 1] == trimmed[0];
+            let from = offset + lead + name_len + sep + usize::from(quoted);
+            let to = from + trimmed.len() - 2 * usize::from(quoted);
+            if to > from && !trimmed.starts_with(b"[rwfs") {
+                found.push((name, from..to));
+            }
+        }
+        start = end + 1;
+    }
+    found
+}
+
 /// A placeholder of exactly `len` bytes naming `name`: the longest of
 /// `[rwfs read guard: NAME]`, `[rwfs:NAME]`, `[NAME]` that fits, padded with `*` before its
 /// closing bracket; `*` alone when none fits.
@@ -170,6 +212,13 @@ mod tests {
         assert_eq!(placeholder("API_KEY", 40), b"[rwfs read guard: API_KEY**************]");
         assert_eq!(placeholder("API_KEY", 12), b"[API_KEY***]");
         assert_eq!(placeholder("X", 2), b"**");
+    }
+
+    #[test]
+    fn values_named_as_credentials_are_found_even_when_weak() {
+        let text = b"DB_PASSWORD=hunter2\nexport API_TOKEN='abc'\nDEBUG=true\nsecret: s3\nPASSWORD=\nurl==x\n";
+        let found: Vec<(&str, &[u8])> = credential_assignments(text).into_iter().map(|(n, r)| (n, &text[r])).collect();
+        assert_eq!(found, [("DB_PASSWORD", &b"hunter2"[..]), ("API_TOKEN", b"abc"), ("secret", b"s3")]);
     }
 
     #[test]
