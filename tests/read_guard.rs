@@ -137,3 +137,24 @@ fn mcp_read_tools_of_an_agent_run_read_the_redacted_view_too() {
     drop(mcp);
     assert_eq!(m.read(".env").unwrap(), real);
 }
+
+#[test]
+fn a_file_with_more_findings_than_the_scanner_lists_is_hidden_whole_keeping_its_lines() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    let lines: Vec<String> = (0..250).map(|i| aws_secret_line(1000 + i)).collect();
+    let content = lines.concat().into_bytes();
+    let view = engine.redacted(".env", &content);
+    assert_eq!(view.len(), content.len());
+    let text = String::from_utf8(view).unwrap();
+    assert!(lines.iter().all(|l| !text.contains(l.split('"').nth(1).unwrap())), "a secret past the scanner's cap");
+    assert_eq!(text.lines().count(), 250, "the lines are kept");
+    // Below the cap, each value is replaced and the rest kept.
+    let few = lines[..3].concat().into_bytes();
+    let text = String::from_utf8(engine.redacted(".env", &few)).unwrap();
+    assert_eq!(
+        text.matches("AWS_SECRET_ACCESS_KEY = \"[rwfs read guard: AWS_SECRET_ACCESS_KEY]\"").count(),
+        3,
+        "{text}"
+    );
+}

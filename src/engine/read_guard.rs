@@ -98,11 +98,22 @@ impl Engine {
     /// `content` of `path` with every finding's value overwritten by a same-length placeholder.
     pub fn redacted(&self, path: &str, content: &[u8]) -> Vec<u8> {
         let mut out = content.to_vec();
-        let Some(judgement) = self.core.gate.judge(path, content) else {
-            // Binary or too large to scan: nothing is shown rather than everything.
-            out.fill(b'*');
-            return out;
+        // Nothing but the lines is shown rather than everything: content too large or binary to
+        // scan, or so many findings of one rule that the scanner stopped listing them.
+        let hidden = |mut out: Vec<u8>| {
+            out.iter_mut().filter(|b| **b != b'\n').for_each(|b| *b = b'*');
+            out
         };
+        let Some(judgement) = self.core.gate.judge(path, content) else {
+            return hidden(out);
+        };
+        let mut per_rule: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for finding in &judgement.report.findings {
+            *per_rule.entry(finding.rule.as_str()).or_default() += 1;
+        }
+        if per_rule.values().any(|&n| n >= crate::score::MAX_FINDINGS_PER_RULE) {
+            return hidden(out);
+        }
         for finding in &judgement.report.findings {
             let span = finding.span.clone();
             if span.end > out.len() || span.is_empty() {
