@@ -83,15 +83,7 @@ impl Engine {
             let rule = format!("{rule}; a redacted view over {MAX_REDACTED_BYTES} bytes is refused");
             return Err(Error::from(Reason::ReadGuarded { rule, redacted: false }).at(path));
         }
-        let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
-        let mut filled = 0;
-        while filled < bytes.len() {
-            match self.read_at(&file, &mut bytes[filled..], filled as u64)? {
-                0 => break,
-                n => filled += n,
-            }
-        }
-        bytes.truncate(filled);
+        let bytes = crate::store::read_all(self.core.ws.disk(), &file).map_err(|e| e.at(path))?;
         Ok(self.redacted(path, &bytes))
     }
 
