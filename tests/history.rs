@@ -13,11 +13,7 @@ use rwfs::journal::query::Selection;
 use rwfs::journal::{Actor, Op};
 
 use crate::support::mount::{Mounted, rwfs};
-use crate::support::{Rng, Ws, actor, tree, write};
-
-fn in_session(name: &str) -> Actor {
-    Actor { session_label: Some(name.into()), ..actor() }
-}
+use crate::support::{Rng, Ws, actor, in_session, tree, write};
 
 /// The workspace's files (not the state directory), with their bytes.
 fn files(ws: &Ws) -> BTreeMap<String, Vec<u8>> {
@@ -136,15 +132,17 @@ fn rewinding_one_session_keeps_the_others_changes_and_restores_modes() {
     let mode = std::fs::metadata(ws.abs("mode.sh")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o750, "the version comes back with its mode");
     // Every path only b changed holds what it held before b's first change to it; paths that a
-    // changed after b are listed as skipped, not touched.
+    // changed after b (one-line files: every such merge conflicts) are listed as skipped, with
+    // the conflicting lines, and not touched.
     for step in &done.steps {
         let later_a = rows.iter().any(|r| {
             r.session.as_deref() == Some("a") && (r.path == step.path || r.from.as_deref() == Some(&step.path))
         });
-        if step.skipped.is_some() {
+        if let Some(why) = step.skipped.as_deref() {
             assert!(later_a, "{step:?}");
-            assert!(step.skipped.as_deref().unwrap().starts_with("changed_later"), "{step:?}");
+            assert!(why.starts_with("changed_later") || why.starts_with("merge_conflict (changed_later"), "{step:?}");
         }
+        assert_ne!(step.action, Action::Merge, "{step:?}");
     }
     assert!(done.steps.iter().any(|s| s.action == Action::Remove && s.path == "new-by-b.txt"));
     engine.close().unwrap();
@@ -161,7 +159,9 @@ fn a_file_edited_outside_rwfs_is_reported_not_clobbered_unless_forced() {
     ws.put("f.txt", b"edited by hand\n");
     let done = rewind(&engine, Selection::AfterSeq(cut), false);
     let f = done.steps.iter().find(|s| s.path == "f.txt").unwrap();
-    assert_eq!(f.skipped.as_deref(), Some("changed_outside_rwfs"));
+    // The version the hand edit overwrote never left the tree through rwfs: no common ancestor
+    // to merge with.
+    assert_eq!(f.skipped.as_deref(), Some("changed_outside_rwfs (not merged: version_not_kept)"));
     assert_eq!(ws.read("f.txt").unwrap(), b"edited by hand\n");
     assert_eq!(ws.read("g.txt"), None, "the other path was rewound");
     let forced = engine
@@ -173,6 +173,76 @@ fn a_file_edited_outside_rwfs_is_reported_not_clobbered_unless_forced() {
     assert!(forced.steps.iter().all(|s| s.path == "f.txt" && s.forced), "{:?}", forced.steps);
     assert_eq!(ws.read("f.txt").unwrap(), b"one\n");
     assert!(ws.object(&crate::support::sha(b"edited by hand\n")).is_some(), "the hand edit is kept");
+    engine.close().unwrap();
+}
+
+/// The notes file of the merge tests: five lines, the session `setup` wrote it.
+const NOTES: &[u8] = b"one\ntwo\nthree\nfour\nfive\n";
+
+fn rows_of_group(ws: &Ws, group: &str) -> Vec<rwfs::journal::Row> {
+    ws.rows().into_iter().filter(|r| r.group.as_deref() == Some(group)).collect()
+}
+
+#[test]
+fn rewinding_a_session_merges_around_a_later_edit_by_someone_else_and_undo_takes_it_back() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "notes.md", NOTES, &in_session("setup"));
+    write_as(&engine, "notes.md", b"one\nTWO (agent)\nthree\nfour\nfive\n", &in_session("agent"));
+    write_as(&engine, "other.md", b"agent only\n", &in_session("agent"));
+    let theirs = b"one\nTWO (agent)\nthree\nfour\nfive (person)\n";
+    write_as(&engine, "notes.md", theirs, &in_session("person"));
+
+    let plan = rewind(&engine, Selection::Session("agent".into()), true);
+    let step = plan.steps.iter().find(|s| s.path == "notes.md").unwrap();
+    assert_eq!((step.action, step.skipped.as_deref(), step.forced), (Action::Merge, None, false), "{step:?}");
+    let merged = b"one\ntwo\nthree\nfour\nfive (person)\n";
+    assert_eq!(step.to, Some(rwfs::sha::Sha256::of(merged)));
+    assert_eq!(ws.read("notes.md").unwrap(), theirs, "a dry run changes nothing");
+    assert!(ws.object(&rwfs::sha::Sha256::of(merged)).is_none(), "nor stores anything");
+
+    let done = rewind(&engine, Selection::Session("agent".into()), false);
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    assert_eq!(ws.read("notes.md").unwrap(), merged, "the person's edit kept, the agent's undone");
+    assert_eq!(ws.read("other.md"), None);
+    let group = done.group.unwrap();
+    let row = rows_of_group(&ws, &group).into_iter().find(|r| r.path == "notes.md").unwrap();
+    assert_eq!((row.op(), row.mode.as_str()), (Op::Restore, "merge"), "journaled as a merge: {row:?}");
+
+    let undone = rewind(&engine, Selection::Group(group), false);
+    assert!(undone.failed.is_empty(), "{:?}", undone.failed);
+    assert_eq!(ws.read("notes.md").unwrap(), theirs, "undo restores byte for byte");
+    assert_eq!(ws.read("other.md").unwrap(), b"agent only\n");
+    engine.close().unwrap();
+    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().is_clean());
+}
+
+#[test]
+fn a_conflicting_later_edit_is_listed_with_its_hunks_and_left_alone_unless_forced() {
+    let ws = Ws::new();
+    let engine = ws.open();
+    write_as(&engine, "notes.md", NOTES, &in_session("setup"));
+    write_as(&engine, "notes.md", b"one\nTWO (agent)\nthree\nfour\nfive\n", &in_session("agent"));
+    let theirs = b"one\nTWO (person)\nthree\nfour\nfive\n";
+    write_as(&engine, "notes.md", theirs, &in_session("person"));
+
+    let done = rewind(&engine, Selection::Session("agent".into()), false);
+    let step = &done.steps[0];
+    assert!(step.skipped.as_deref().unwrap().starts_with("merge_conflict (changed_later: seq "), "{step:?}");
+    let hunks = step.conflict.as_deref().unwrap();
+    assert!(hunks.contains("TWO (person)") && hunks.contains("TWO (agent)") && hunks.contains("\ntwo\n"), "{hunks}");
+    assert_eq!(ws.read("notes.md").unwrap(), theirs, "a conflict is not clobbered");
+    assert_eq!(done.group, None, "nothing else to do: no group");
+
+    let forced = engine
+        .rewind(
+            &Rewind { selection: Selection::Session("agent".into()), globs: vec![], force: true, dry_run: false },
+            &in_session("rewinder"),
+        )
+        .unwrap();
+    assert!(forced.steps[0].forced && forced.steps[0].conflict.is_some(), "{:?}", forced.steps);
+    assert_eq!(ws.read("notes.md").unwrap(), NOTES, "--force restores what the session found");
+    assert!(ws.object(&rwfs::sha::Sha256::of(theirs)).is_some(), "the person's version is kept");
     engine.close().unwrap();
 }
 

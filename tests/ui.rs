@@ -9,14 +9,9 @@ use std::process::{Child, Stdio};
 use serde_json::{Value, json};
 
 use rwfs::engine::{Engine, WriteMode};
-use rwfs::journal::Actor;
 
 use crate::support::mount::rwfs;
-use crate::support::{Ws, actor};
-
-fn in_session(name: &str) -> Actor {
-    Actor { session_label: Some(name.into()), ..actor() }
-}
+use crate::support::{Ws, in_session};
 
 fn write_as(engine: &Engine, path: &str, bytes: &[u8], session: &str) {
     let actor = in_session(session);

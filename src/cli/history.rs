@@ -107,9 +107,20 @@ pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> 
             None => outln!(
                 "  {:<8} {path}  {from} -> {to}{}",
                 step["action"].as_str().unwrap_or("?"),
-                if step["forced"] == json!(true) { "  (forced: changed outside rwfs)" } else { "" }
+                if step["forced"] == json!(true) { "  (forced: overwrites the changes made since)" } else { "" }
             ),
         }
+        // A merge that conflicted: the hunks, so a person can merge by hand or decide on --force.
+        for line in step["conflict"].as_str().into_iter().flat_map(str::lines) {
+            outln!("           | {}", Escaped(line));
+        }
+    }
+    let conflicts = steps.iter().filter(|s| s["conflict"].is_string() && s["skipped"].is_string()).count();
+    if conflicts > 0 {
+        errln!(
+            "{conflicts} paths changed since conflict with the rewind and are left alone: merge them by hand, \
+             or run again with --force to overwrite their changes (kept in history either way)"
+        );
     }
     if args.dry_run {
         errln!(

@@ -277,12 +277,27 @@ impl Core {
         sha: Sha256,
         actor: &Actor,
     ) -> Result<Committed> {
+        self.restore(path, Content::Version { file, sha }, "restore", actor)
+    }
+
+    /// Install a rewind's merge of `path` (`rewind.rs`): a `restore` row with mode `merge`.
+    pub(crate) fn install_merged(&self, path: &WorkspacePath, merged: &[u8], actor: &Actor) -> Result<Committed> {
+        self.restore(path, Content::Bytes(merged), "merge", actor)
+    }
+
+    fn restore(
+        &self,
+        path: &WorkspacePath,
+        content: Content<'_>,
+        mode: &'static str,
+        actor: &Actor,
+    ) -> Result<Committed> {
         let target = self.resolve_for_write(path.as_str(), None, Scope::Workspace)?;
         let plan = Plan {
-            content: Content::Version { file, sha },
+            content,
             create_only: false,
             expect: None,
-            mode: "restore",
+            mode,
             restore: true,
             gated: true,
             approved: false,

@@ -38,6 +38,7 @@ mod gate;
 mod inherit;
 pub mod lines;
 mod locks;
+mod merge;
 mod order;
 mod protect;
 mod read_guard;

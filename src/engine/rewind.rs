@@ -5,9 +5,10 @@
 //!   plan     journal::query::touched → per path: what it held before the selection, what the
 //!            journal says it holds now, and what the disk holds; each path is restored
 //!            (overwritten since), recreated (deleted since), removed (created since; the
-//!            content stays in objects/), or skipped with a reason
-//!   record   the plan as .resilient_write/rewinds/<group>.json (a durable, journaled state
-//!            write), then a `rewind` `begin` row carrying the plan's digest
+//!            content stays in objects/), merged (someone else changed it since: their edits
+//!            kept, the selection's undone — merge.rs), or skipped with a reason
+//!   record   the plan (with the merged contents) as .resilient_write/rewinds/<group>.json (a
+//!            durable, journaled state write), then a `rewind` `begin` row carrying its digest
 //!   apply    each step through the commit protocol (delete, restore_version), its row in the
 //!            group; removals first, so what they keep in objects/ can be restored elsewhere
 //!   close    a `rewind` `end` row
@@ -15,10 +16,18 @@
 //!
 //! Invariants:
 //! - a path is never torn: every step is one commit of the ordinary protocol;
-//! - a path whose bytes differ from the journal's last row (changed outside rwfs), one in a
-//!   pass-through path, one changed after the selection by rows outside it, and one whose old
-//!   version is no longer kept are skipped, and the plan says why; `force` overrides only the
-//!   first, and the plan still marks the step `forced`;
+//! - a path changed after the selection — by rows outside it, or outside rwfs (its bytes differ
+//!   from the journal's last row) — is merged: `after` (what the selection left) is the common
+//!   ancestor of `now` (their edits) and `before` (the rewound text). A clean merge is a step
+//!   like any other, its row a `restore` with mode `merge`; a conflict is skipped with the
+//!   conflicting hunks in the plan (`conflict`), and only `force` overwrites it with `before`
+//!   (the step marked `forced`; what it displaces is kept in `objects/` like every version).
+//!   A path that cannot be merged (binary, too large, created or deleted on either side) is
+//!   skipped as before merging existed: `force` overrides only a change outside rwfs;
+//! - a path in a pass-through path and one whose old version is no longer kept are skipped,
+//!   and the plan says why;
+//! - a merged content is kept in the plan, durable before the `begin` row: recovery finishing
+//!   the group installs it from there (it reaches `objects/` like any version, once displaced);
 //! - every row a rewind writes carries its group, so `--undo GROUP` takes back exactly it;
 //! - a `begin` row without its `end` row means a crash interrupted the group: at the next open
 //!   [`Core::finish_rewinds`] reads the plan, applies the steps whose path still holds the
@@ -38,6 +47,7 @@ use crate::journal::{Actor, Change, Op, Row};
 use crate::sha::Sha256;
 
 use super::commit::Expect;
+use super::merge::{self, Merged};
 use super::{Core, Engine};
 
 /// What to rewind.
@@ -66,6 +76,9 @@ pub enum Action {
     /// empty directories below it, then it (one that still holds anything stays).
     #[serde(rename = "remove_dir")]
     RemoveDir,
+    /// Keep the edits made since the selection by someone else and undo the selection's (a
+    /// three-way merge, `merge.rs`): `to` is the merged content.
+    Merge,
 }
 
 /// One path of a plan.
@@ -80,9 +93,13 @@ pub struct Step {
     /// Why it is left alone (a machine string), when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    /// Applied although the path changed outside rwfs (`--force`).
+    /// Applied although the path changed since, overwriting those changes (`--force`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forced: bool,
+    /// Why the merge of a path changed since failed: the conflicting hunks, with diff3 markers
+    /// naming the three versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<String>,
 }
 
 /// A rewind's plan, and what came of it.
@@ -115,7 +132,7 @@ impl Engine {
     /// Plan a rewind and, unless it is a dry run, perform it as one journaled group (see the
     /// module docs). The mount is told about every path that changed.
     pub fn rewind(&self, rewind: &Rewind, actor: &Actor) -> Result<Rewound> {
-        let steps = self.core.plan_rewind(rewind)?;
+        let (steps, mut merged_bytes) = self.core.plan_rewind(rewind)?;
         let selection = describe(&rewind.selection);
         let todo: Vec<&Step> = steps.iter().filter(|s| s.skipped.is_none()).collect();
         if rewind.dry_run || todo.is_empty() {
@@ -123,10 +140,12 @@ impl Engine {
         }
         let group = new_group();
         let actor = Actor { group: Some(group.clone()), ..actor.clone() };
-        let plan =
-            PlanFile { group: group.clone(), selection: selection.clone(), steps: todo.into_iter().cloned().collect() };
+        let steps_todo: Vec<Step> = todo.into_iter().cloned().collect();
+        let merged = steps_todo.iter().filter_map(|s| s.to.filter(|_| s.action == Action::Merge)).collect::<Vec<_>>();
+        let merged = merged.into_iter().filter_map(|sha| merged_bytes.remove(&sha).map(|b| (sha, b))).collect();
+        let plan = PlanFile { group: group.clone(), selection: selection.clone(), steps: steps_todo, merged };
         self.core.begin_rewind(&plan, &actor)?;
-        let (applied, failed) = self.core.apply_steps(&plan.steps, &actor, &|path| self.publish_path(path, &actor));
+        let (applied, failed) = self.core.apply_steps(&plan, &actor, &|path| self.publish_path(path, &actor));
         self.core.end_rewind(&plan, &actor, &format!("done applied={applied} failed={}", failed.len()))?;
         Ok(Rewound { group: Some(group), selection, dry_run: false, steps, applied, failed })
     }
@@ -142,6 +161,38 @@ struct PlanFile {
     group: String,
     selection: String,
     steps: Vec<Step>,
+    /// The content of each merged version the steps install (base64 by digest).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "base64_values")]
+    merged: MergedContents,
+}
+
+/// The content of merged versions, by digest.
+type MergedContents = BTreeMap<Sha256, Vec<u8>>;
+
+/// A map's byte values as base64 strings in JSON.
+mod base64_values {
+    use std::collections::BTreeMap;
+
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::MergedContents;
+
+    pub(super) fn serialize<S: Serializer>(map: &MergedContents, s: S) -> Result<S::Ok, S::Error> {
+        map.iter().map(|(k, v)| (k.to_hex(), STANDARD.encode(v))).collect::<BTreeMap<_, _>>().serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<MergedContents, D::Error> {
+        let text = BTreeMap::<String, String>::deserialize(d)?;
+        text.into_iter()
+            .map(|(k, v)| {
+                let sha = k.parse().map_err(|_| serde::de::Error::custom("a merged version's digest"))?;
+                let bytes = STANDARD.decode(v).map_err(serde::de::Error::custom)?;
+                Ok((sha, bytes))
+            })
+            .collect()
+    }
 }
 
 impl PlanFile {
@@ -187,7 +238,8 @@ fn wave(step: &Step, displaced: &BTreeSet<Sha256>) -> Wave {
 }
 
 impl Core {
-    fn plan_rewind(&self, rewind: &Rewind) -> Result<Vec<Step>> {
+    /// The steps, and the content of each merged version (by digest).
+    fn plan_rewind(&self, rewind: &Rewind) -> Result<(Vec<Step>, MergedContents)> {
         let globs = {
             let mut set = globset::GlobSetBuilder::new();
             for g in &rewind.globs {
@@ -202,6 +254,7 @@ impl Core {
         };
         let touched = query::touched(&self.ws, &rewind.selection)?;
         let mut steps = Vec::new();
+        let mut merged = BTreeMap::new();
         for t in touched {
             if !rewind.globs.is_empty() && !globs.is_match(&t.path) {
                 continue;
@@ -224,6 +277,7 @@ impl Core {
                     to: None,
                     skipped: None,
                     forced: false,
+                    conflict: None,
                 };
                 if self.classes.class(&t.path).in_place() {
                     step.skipped = Some("pass_through".into());
@@ -240,7 +294,15 @@ impl Core {
                     // workspace, say): listed, never followed.
                     let (from, to) = (t.now, t.before);
                     let skipped = Some(format!("unreachable: {}", e.code()));
-                    steps.push(Step { path: t.path.clone(), action: action(from), from, to, skipped, forced: false });
+                    steps.push(Step {
+                        path: t.path.clone(),
+                        action: action(from),
+                        from,
+                        to,
+                        skipped,
+                        forced: false,
+                        conflict: None,
+                    });
                     continue;
                 }
             };
@@ -252,19 +314,46 @@ impl Core {
             if disk.as_ref().is_ok_and(|d| *d == t.before) {
                 continue;
             }
-            let mut step =
-                Step { path: t.path.clone(), action: action(from), from, to: t.before, skipped: None, forced: false };
+            let mut step = Step {
+                path: t.path.clone(),
+                action: action(from),
+                from,
+                to: t.before,
+                skipped: None,
+                forced: false,
+                conflict: None,
+            };
             if self.classes.class(&t.path).in_place() {
                 step.skipped = Some("pass_through".into());
             } else if let Err(code) = &disk {
                 step.skipped = Some(format!("unreadable: {code}"));
-            } else if let Some((session, seq)) = &t.later {
-                step.skipped = Some(format!("changed_later: seq {seq} by session {}", or_none(session)));
-            } else if from != t.now {
-                if rewind.force {
-                    step.forced = true;
-                } else {
-                    step.skipped = Some("changed_outside_rwfs".into());
+            } else if t.later.is_some() || from != t.now {
+                let why = match &t.later {
+                    Some((session, seq)) => format!("changed_later: seq {seq} by session {}", or_none(session)),
+                    None => "changed_outside_rwfs".to_string(),
+                };
+                match self.merge_changed(&path, &t, from)? {
+                    Merged::Clean(bytes) => {
+                        let sha = Sha256::of(&bytes);
+                        if Some(sha) == from {
+                            // Their edits undid the selection's already.
+                            continue;
+                        }
+                        (step.action, step.to) = (Action::Merge, Some(sha));
+                        merged.insert(sha, bytes);
+                    }
+                    Merged::Conflict(_) | Merged::Unmergeable(_) if rewind.force && t.later.is_none() => {
+                        step.forced = true;
+                    }
+                    Merged::Conflict(hunks) if rewind.force => {
+                        step.forced = true;
+                        step.conflict = Some(hunks);
+                    }
+                    Merged::Conflict(hunks) => {
+                        step.skipped = Some(format!("merge_conflict ({why})"));
+                        step.conflict = Some(hunks);
+                    }
+                    Merged::Unmergeable(how) => step.skipped = Some(format!("{why} (not merged: {how})")),
                 }
             }
             steps.push(step);
@@ -274,6 +363,7 @@ impl Core {
         let displaced: BTreeSet<Sha256> = steps.iter().filter(|s| s.skipped.is_none()).filter_map(|s| s.from).collect();
         for step in &mut steps {
             if let (None, Some(to)) = (&step.skipped, step.to)
+                && step.action != Action::Merge
                 && !displaced.contains(&to)
                 && !self.objects.contains(&to)?
             {
@@ -281,7 +371,35 @@ impl Core {
             }
         }
         steps.sort_by(|a, b| wave(a, &displaced).cmp(&wave(b, &displaced)).then_with(|| a.path.cmp(&b.path)));
-        Ok(steps)
+        Ok((steps, merged))
+    }
+
+    /// Merge the undo of the selection's change into what `path` holds now, `from` (see
+    /// `merge.rs`). Only a file on all three sides merges: one the selection created or deleted,
+    /// or someone deleted since, is `Unmergeable` (saying which), and so is one whose versions
+    /// are gone.
+    fn merge_changed(&self, path: &WorkspacePath, t: &query::Touched, from: Option<Sha256>) -> Result<Merged> {
+        let (before, after, now) = match (t.before, t.after, from) {
+            (None, _, _) => return Ok(Merged::Unmergeable("created_by_the_rewound_rows")),
+            (_, None, _) => return Ok(Merged::Unmergeable("deleted_by_the_rewound_rows")),
+            (_, _, None) => return Ok(Merged::Unmergeable("deleted_since")),
+            (Some(before), Some(after), Some(now)) => (before, after, now),
+        };
+        let version = |sha: Sha256| -> Result<Option<Vec<u8>>> {
+            match self.objects.open_object(&sha)? {
+                Some(file) => crate::store::read_all(self.disk(), &file).map(Some),
+                None => Ok(None),
+            }
+        };
+        let (Some(before), Some(after)) = (version(before)?, version(after)?) else {
+            return Ok(Merged::Unmergeable("version_not_kept"));
+        };
+        let current = match self.ws.read_current(path, merge::MAX_MERGE_BYTES)? {
+            Some(bytes) if Sha256::of(&bytes) == now => bytes,
+            Some(_) => return Ok(Merged::Unmergeable("changed_while_planning")),
+            None => return Ok(Merged::Unmergeable("too_large_to_merge")),
+        };
+        Ok(merge::revert(&before, &after, &current))
     }
 
     fn begin_rewind(&self, plan: &PlanFile, actor: &Actor) -> Result<()> {
@@ -304,10 +422,11 @@ impl Core {
     /// flushes (each step is still one whole commit: nothing about a crash changes).
     fn apply_steps(
         &self,
-        steps: &[Step],
+        plan: &PlanFile,
         actor: &Actor,
         changed: &(dyn Fn(&str) + Sync),
     ) -> (usize, Vec<(String, String)>) {
+        let steps = &plan.steps;
         let displaced: BTreeSet<Sha256> = steps.iter().filter_map(|s| s.from).collect();
         let (mut applied, mut failed) = (0, Vec::new());
         for part in steps.chunk_by(|a, b| wave(a, &displaced) == wave(b, &displaced)) {
@@ -322,7 +441,7 @@ impl Core {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(step) = part.get(i) else { break done };
-                        let outcome = self.apply_step(step, actor);
+                        let outcome = self.apply_step(step, &plan.merged, actor);
                         if matches!(outcome, Ok(true)) {
                             changed(&step.path);
                         }
@@ -346,8 +465,9 @@ impl Core {
         (applied, failed)
     }
 
-    /// One step; `false` when the path already held the step's `to`.
-    fn apply_step(&self, step: &Step, actor: &Actor) -> Result<bool> {
+    /// One step; `false` when the path already held the step's `to`. `merged`: the contents of
+    /// the plan's merged versions.
+    fn apply_step(&self, step: &Step, merged: &MergedContents, actor: &Actor) -> Result<bool> {
         if step.action == Action::RemoveDir {
             return self.remove_empty_dirs(&step.path);
         }
@@ -364,6 +484,12 @@ impl Core {
         match step.to {
             None => {
                 self.delete(path.as_str(), step.from.map(Expect::Sha), Scope::Workspace, actor)?;
+            }
+            Some(sha) if step.action == Action::Merge => {
+                let bytes =
+                    merged.get(&sha).ok_or_else(|| Error::from(Reason::ObjectMissing { sha }).at(path.to_string()))?;
+                // New content over the current file: its mode stays.
+                self.install_merged(&path, bytes, actor)?;
             }
             Some(sha) => {
                 let file = self
@@ -454,7 +580,7 @@ impl Core {
                 .and_then(|bytes| serde_json::from_slice::<PlanFile>(&bytes).ok());
             let how = match &plan {
                 Some(plan) => {
-                    let (applied, failed) = self.apply_steps(&plan.steps, &actor, &|_| {});
+                    let (applied, failed) = self.apply_steps(plan, &actor, &|_| {});
                     for (path, why) in &failed {
                         tracing::warn!(group, path, why, "rewind step left alone by recovery");
                     }
@@ -464,7 +590,12 @@ impl Core {
                 // someone changed it: no step is taken.
                 None => "abandoned_by_recovery: plan unreadable".to_string(),
             };
-            let plan = plan.unwrap_or(PlanFile { group: group.clone(), selection: String::new(), steps: vec![] });
+            let plan = plan.unwrap_or(PlanFile {
+                group: group.clone(),
+                selection: String::new(),
+                steps: vec![],
+                merged: BTreeMap::new(),
+            });
             self.end_rewind(&plan, &actor, &how)?;
             finished.push(group.clone());
         }

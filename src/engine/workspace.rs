@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::durable::{Dir, Disk, FileKind, OsDisk, STATE_DIR, Scope, WorkspacePath, hash_file};
+use crate::durable::{Dir, Disk, File, FileKind, OsDisk, STATE_DIR, Scope, WorkspacePath, hash_file};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Entry, Op, Row, Scan};
 use crate::policy::Policy;
@@ -142,18 +142,32 @@ impl Workspace {
 
     /// The current content's digest of `path`: `None` when absent.
     pub fn current_sha(&self, path: &WorkspacePath) -> Result<Option<Sha256>> {
+        let Some((file, _)) = self.open_current(path)? else { return Ok(None) };
+        Ok(Some(hash_file(&*self.disk, &file).step("read file")?.0))
+    }
+
+    /// The bytes `path` holds now; `None` when it is absent or larger than `max` bytes.
+    pub(crate) fn read_current(&self, path: &WorkspacePath, max: usize) -> Result<Option<Vec<u8>>> {
+        match self.open_current(path)? {
+            Some((file, size)) if usize::try_from(size).is_ok_and(|size| size <= max) => {
+                crate::store::read_all(&*self.disk, &file).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `path`'s current file, opened for reading, and its size; `None` when absent.
+    fn open_current(&self, path: &WorkspacePath) -> Result<Option<(File, u64)>> {
         let target = crate::durable::resolve::resolve(&*self.disk, &self.root, path.as_str(), Scope::State, false);
         let target = match target {
             Ok(t) => t,
             Err(e) if *e.reason() == Reason::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        if target.stat.is_none() {
-            return Ok(None);
-        }
+        let Some(stat) = target.stat else { return Ok(None) };
         let file = self.disk.open_read(&target.parent, &target.name).step("open file")?;
         self.disk.quiet_reads(&file);
-        Ok(Some(hash_file(&*self.disk, &file).step("read file")?.0))
+        Ok(Some((file, stat.size)))
     }
 
     /// The rows of `input`'s path, oldest first, with where each version can be found.

@@ -84,6 +84,11 @@ pub fn actor() -> Actor {
     Actor::this_process(Via::Cli, "rwfs-tests")
 }
 
+/// [`actor`] in the session labelled `name`.
+pub fn in_session(name: &str) -> Actor {
+    Actor { session_label: Some(name.into()), ..actor() }
+}
+
 /// Run `cmd` to success (a failure fails the test with its output); its output.
 #[track_caller]
 pub fn run_ok(cmd: &mut std::process::Command) -> std::process::Output {
