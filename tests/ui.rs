@@ -162,6 +162,11 @@ fn the_api_needs_the_token_refuses_other_origins_and_hosts_pages_the_journal_and
         diff["unified"].as_str().unwrap().lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).count(),
         1
     );
+    assert_eq!(page.request("GET", "/api/blame?path=src%2Ff1.txt", &[], "").0, 401, "blame needs the token too");
+    let blame = page.api("GET", "/api/blame?path=src%2Ff1.txt", "");
+    let sessions: Vec<&str> =
+        blame["lines"].as_array().unwrap().iter().map(|l| l["origin"]["session"].as_str().unwrap()).collect();
+    assert_eq!((sessions, blame["total_lines"].as_u64()), (vec!["setup", "agent", "setup"], Some(3)), "{blame}");
 
     // The preview changes nothing; the confirmed POST rewinds the agent's files on disk.
     let plan = page.api("POST", "/api/rewind", &json!({"session": "agent"}).to_string());
@@ -222,7 +227,7 @@ fn the_page_answers_for_a_file_the_mount_hides_as_for_one_that_never_existed() {
 }
 
 #[test]
-fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_rewinds() {
+fn in_a_browser_the_page_shows_the_session_opens_a_diff_and_the_blame_and_rewinds() {
     let ws = Ws::new();
     scripted(&ws);
     let page = Page::start(&ws);

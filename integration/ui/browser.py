@@ -6,7 +6,7 @@
 URL is what `rwfs ui` printed (with the token). The workspace holds the scripted history of
 tests/ui.rs: session `agent` rewrote src/f0..f4.txt and created src/new.txt. The script opens
 the page, waits for the agent's rows in the timeline, saves a screenshot of it, opens
-src/f1.txt's versions and their diff, filters the timeline to the agent's session, previews
+src/f1.txt's versions, their diff and the blame gutter, filters the timeline to the agent's session, previews
 and confirms a rewind of that session from the page, and waits for the page to report it.
 The caller checks the files on disk. Only the standard library: no WebDriver client package.
 """
@@ -155,6 +155,17 @@ def main():
         if not added or "TWO 1 (agent)" not in d.text(added[0]):
             raise SystemExit(f"unexpected diff: {d.text(diff)!r}")
         print("diff: " + " | ".join(d.text(diff).splitlines()))
+
+        # The blame gutter: line 2 is the agent's, lines 1 and 3 the setup's; each run of
+        # lines one row introduced has one gutter entry.
+        d.click(d.wait_for("#blame-button", "the blame button"))
+        d.wait_for("#blame-table tr.origin", "the agent's line in the blame", text="agent")
+        runs = [d.text(r) for r in d.find_all("#blame-table tr.origin")]
+        lines = d.find_all("#blame-table tr")
+        if len(lines) != 3 or len(runs) != 3 or "setup" not in runs[0] or "TWO 1 (agent)" not in runs[1] \
+                or "setup" not in runs[2]:
+            raise SystemExit(f"unexpected blame: {runs!r}")
+        print("blame: " + " | ".join(runs))
 
         d.click(d.wait_for(".session[data-session=agent] a", "the agent's session"))
         d.wait_for("#filter", "the timeline filtered to the agent", text="session agent")

@@ -10,6 +10,9 @@
 //!   GET  /api/history      ?path=P: the file's versions (Workspace::history)
 //!   GET  /api/diff         ?path=P&from=REV&to=REV: a unified diff (Workspace::diff); versions
 //!                          over engine::SHOWN_MAX (4 MiB) are not compared, and `note` says so
+//!   GET  /api/blame        ?path=P: the current version's lines, each with the row that
+//!                          introduced it (Workspace::blame); at most MAX_BLAME_LINES lines,
+//!                          `total_lines` and `note` say when there are more
 //!   GET  /api/blocked      ?seq=N: the shown part of a refusal's envelope (rule, line,
 //!                          suggested action; never the matched text)
 //!   POST /api/rewind       {"session"|"to_time"|"seq", "confirm"}: the plan, or the rewind
@@ -53,6 +56,8 @@ use crate::journal::query::{self, Filter, Selection};
 const PAGE: &str = include_str!("ui.html");
 /// The most rows one page of `/api/rows` carries.
 pub const MAX_PAGE: usize = 500;
+/// The most lines one `/api/blame` answer carries.
+pub const MAX_BLAME_LINES: usize = 5_000;
 /// The largest request body read (a rewind request).
 const MAX_BODY: usize = 64 << 10;
 
@@ -95,6 +100,7 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/api/feed", get(feed))
         .route("/api/history", get(history))
         .route("/api/diff", get(diff))
+        .route("/api/blame", get(blame))
         .route("/api/blocked", get(blocked))
         .route("/api/rewind", post(rewind))
         .route("/api/approvals", get(approvals).post(decide))
@@ -218,6 +224,23 @@ async fn diff(State(ui): Page, Params(q): Params<DiffQuery>) -> Response {
         let rev = |r: Option<String>| r.map(|s| Rev::parse(&s, parse_time)).transpose();
         let (from, to) = (rev(q.from)?, rev(q.to)?);
         Ok(json!(ui.ws.diff(&path, from.as_ref(), to.as_ref(), Some(crate::engine::SHOWN_MAX))?))
+    })
+    .await
+}
+
+async fn blame(State(ui): Page, Params(q): Params<PathQuery>) -> Response {
+    answer(move || {
+        let path = q.path.ok_or_else(|| invalid("path parameter"))?;
+        let mut b = ui.ws.blame(&path)?;
+        let total = b.lines.len();
+        if total > MAX_BLAME_LINES {
+            b.lines.truncate(MAX_BLAME_LINES);
+            let more = format!("the first {MAX_BLAME_LINES} of {total} lines: `rwfs blame` shows them all");
+            b.note = Some(b.note.map_or(more.clone(), |note| format!("{note}; {more}")));
+        }
+        let mut answer = json!(b);
+        answer["total_lines"] = json!(total);
+        Ok(answer)
     })
     .await
 }
