@@ -38,5 +38,6 @@ mod sessions;
 mod side_doors;
 mod sparse;
 mod state_layout;
+mod tool_calls;
 mod ui;
 mod watch;

@@ -23,7 +23,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::durable::STATE_DIR;
-use crate::engine::{Engine, Expect, RestoreTo, Restored, Rewind, Rewound, WriteMode, WriteRequest};
+use crate::engine::{
+    Engine, Expect, HookEvent, HookOutcome, RestoreTo, Restored, Rewind, Rewound, WriteMode, WriteRequest,
+};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::query::Selection;
 use crate::journal::{Actor, Via};
@@ -92,6 +94,24 @@ pub enum Request {
     /// has not been told of; `paths` are the workspace paths its tool named.
     Untold {
         paths: Vec<String>,
+    },
+    /// `rwfs hook` at a harness's prompt (`event` `prompt`, with its text) or around a tool call
+    /// (`start` with the call's `id`, `tool` and the harness's `agent_session`; `end` with its
+    /// `id`): see `engine/tool_call.rs`. The harness is the asking hook's, as for `Untold`.
+    ToolEvent {
+        event: String,
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        tool: Option<String>,
+        #[serde(default)]
+        agent_session: Option<String>,
+        #[serde(default)]
+        prompt: Option<String>,
+    },
+    /// `rwfs rewind --turn [SESSION:]N`: the rows it selects (`journal::query::turn`).
+    Turn {
+        spec: String,
     },
     /// `rwfs approve ID`: install the version parked as `id` (`engine/approve.rs`).
     Approve {
@@ -273,6 +293,7 @@ fn handle(stream: UnixStream, daemon: &dyn Daemon) -> Result<()> {
         tool: None,
         session_label: None,
         group: None,
+        tool_call: None,
     };
     let mut reader = BufReader::new(stream.try_clone().step("clone socket")?);
     let mut line = String::new();
@@ -367,6 +388,29 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
         }
         Request::Follow { .. } => Err(Reason::InvalidArgument { what: "follow: its own connection" }.into()),
         Request::Untold { paths } => Ok(untold_json(actor.pid, &paths, engine)),
+        Request::Turn { spec } => turn_json(engine.workspace(), &spec),
+        Request::ToolEvent { event, id, tool, agent_session, prompt } => {
+            let lineage = actor.pid.map(crate::journal::session::lineage).unwrap_or_default();
+            let harness = crate::journal::session::harness_of(&lineage).ok_or(Reason::InvalidArgument {
+                what: "tool event: the hook's harness is gone (run rwfs hook from the harness's hooks)",
+            })?;
+            let missing = |what| Error::from(Reason::InvalidArgument { what });
+            let event = match event.as_str() {
+                "prompt" => HookEvent::Prompt { text: prompt.unwrap_or_default() },
+                "start" => HookEvent::Start {
+                    id: id.ok_or_else(|| missing("tool event start: its id"))?,
+                    tool: tool.unwrap_or_default(),
+                    agent_session,
+                },
+                "end" => HookEvent::End { id: id.ok_or_else(|| missing("tool event end: its id"))? },
+                _ => return Err(missing("tool event: one of prompt, start, end")),
+            };
+            Ok(match engine.hook_event(harness, event, actor)? {
+                HookOutcome::Turn(turn) => json!({"ok": true, "turn": turn}),
+                HookOutcome::Started { id, seq } => json!({"ok": true, "tool_call": id, "seq": seq}),
+                HookOutcome::Ended(open) => json!({"ok": true, "was_open": open}),
+            })
+        }
         // The report is the answer, whatever it found: `ok` says the request was served.
         Request::Verify => Ok(json!({"ok": true, "report": verify_json(&crate::engine::verify(engine.workspace())?)})),
         Request::Read { argv } => match READ_ANSWER.get() {
@@ -418,7 +462,17 @@ fn follow(stream: UnixStream, offset: u64, daemon: &dyn Daemon) -> Result<()> {
     .step("follow journal")
 }
 
-/// The rows a rewind takes back, from the request's fields (exactly one is given).
+/// `{ok, session, after_seq}` of `--turn SPEC` (both `null` when no tool call of that turn is
+/// journaled).
+pub fn turn_json(ws: &crate::engine::Workspace, spec: &str) -> Result<Value> {
+    Ok(match crate::journal::query::turn(ws, spec)? {
+        Some(Selection::SessionAfter(session, seq)) => json!({"ok": true, "session": session, "after_seq": seq}),
+        _ => json!({"ok": true, "session": null, "after_seq": null}),
+    })
+}
+
+/// The rows a rewind takes back, from the request's fields (exactly one is given; a seq with a
+/// session: that session's rows after the seq).
 pub fn selection(
     after_seq: Option<u64>,
     after_unix_ns: Option<i64>,
@@ -429,6 +483,7 @@ pub fn selection(
         (Some(seq), None, None, None) => Ok(Selection::AfterSeq(seq)),
         (None, Some(ns), None, None) => Ok(Selection::AfterTime(time_of(ns))),
         (None, None, Some(s), None) => Ok(Selection::Session(s)),
+        (Some(seq), None, Some(s), None) => Ok(Selection::SessionAfter(s, seq)),
         (None, None, None, Some(g)) => Ok(Selection::Group(g)),
         _ => Err(Reason::InvalidArgument { what: "rewind: one of --to, --seq, --session, --undo" }.into()),
     }

@@ -11,7 +11,7 @@ use super::reach::{actor, existing, parse_time, short, with_engine};
 use super::{BlameArgs, DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
 use crate::app::control::{self, Request, rewound_json, unix_ns};
 use crate::engine::{Options, Rev, Rewind, Workspace};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::query::{self, Selection};
 
 /// `rwfs blame PATH`: `SEQ  TIME  SESSION  PROCESS  N| line`, one row per line.
@@ -36,9 +36,10 @@ pub fn blame(ws: &Workspace, args: BlameArgs) -> Result<Exit> {
                 o.ts.as_str(),
                 o.session.as_deref().unwrap_or("-"),
                 format!(
-                    "{} {}",
+                    "{} {}{}",
                     o.comm.as_deref().unwrap_or("?"),
-                    o.pid.map_or_else(|| "-".to_string(), |p| p.to_string())
+                    o.pid.map_or_else(|| "-".to_string(), |p| p.to_string()),
+                    o.group.as_deref().map(|g| format!(" {g}")).unwrap_or_default()
                 ),
             ),
             None => ("-".to_string(), "(outside rwfs)", "-", String::new()),
@@ -89,7 +90,13 @@ pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> 
         existing(root, options)?;
     }
     let after_unix_ns = args.to.as_deref().map(parse_time).transpose()?.map(unix_ns);
-    let selection = control::selection(args.seq, after_unix_ns, args.session.clone(), args.undo.clone())?;
+    let selection = match &args.turn {
+        Some(spec) => turn(root, options, spec)?,
+        None => {
+            let group = args.undo.clone().or_else(|| args.tool_call.clone());
+            control::selection(args.seq, after_unix_ns, args.session.clone(), group)?
+        }
+    };
     let rewind = Rewind { selection, globs: args.globs.clone(), force: args.force, dry_run: args.dry_run };
     let out = rewind_on_engine(root, options, &rewind)?;
     if args.json {
@@ -145,6 +152,22 @@ pub fn rewind(root: &Path, options: &Options, args: RewindArgs) -> Result<Exit> 
     Ok(Exit::Ok)
 }
 
+/// What `--turn [SESSION:]N` selects (`journal::query::turn`), asked of the daemon when mounted.
+fn turn(root: &Path, options: &Options, spec: &str) -> Result<Selection> {
+    let answer = if control::answers(root) {
+        control::call(root, Request::Turn { spec: spec.to_string() }, &[])?
+    } else {
+        control::turn_json(&Workspace::open(root, options)?, spec)?
+    };
+    let (Some(session), Some(after_seq)) = (answer["session"].as_str(), answer["after_seq"].as_u64()) else {
+        return Err(Error::from(Reason::NotFound).at(format!(
+            "turn {spec}: no tool call of that turn is journaled (rwfs log shows tool_call rows; \
+             they need `rwfs hooks --for claude --install`)"
+        )));
+    };
+    Ok(Selection::SessionAfter(session.to_string(), after_seq))
+}
+
 /// Plan or perform `rewind` on the workspace's engine (the daemon's when mounted), as JSON.
 pub fn rewind_on_engine(root: &Path, options: &Options, rewind: &Rewind) -> Result<serde_json::Value> {
     let actor = actor();
@@ -158,6 +181,7 @@ pub fn rewind_on_engine(root: &Path, options: &Options, rewind: &Rewind) -> Resu
                 Selection::AfterSeq(seq) => after_seq = Some(*seq),
                 Selection::AfterTime(t) => after_unix_ns = Some(unix_ns(*t)),
                 Selection::Session(s) => session = Some(s.clone()),
+                Selection::SessionAfter(s, seq) => (session, after_seq) = (Some(s.clone()), Some(*seq)),
                 Selection::Group(g) => group = Some(g.clone()),
             }
             let request = Request::Rewind {

@@ -1,16 +1,26 @@
 //! `rwfs hook` and `rwfs hooks`: how a refusal reaches an agent harness's model.
 //!
-//! `rwfs hook` is the entry point a harness runs after its tools (Claude Code's `PostToolUse`
-//! and `PostToolUseFailure`, Codex's `PostToolUse`). It reads the harness's hook JSON on stdin
-//! (`hook_event_name`, `tool_input` with `file_path`, or a shell `command` holding an
-//! `apply_patch` envelope; `cwd`), finds the workspace (`-w`, else the nearest directory above
-//! `cwd` or a named file whose state directory links the daemon's socket), asks the daemon for
-//! the refusals the hook's agent has not been told of (`Request::Untold`: the daemon matches the
-//! writer's lineage against the hook's harness, and the tool's paths), and prints the harness's
-//! output: `{"hookSpecificOutput": {"hookEventName": …, "additionalContext": …}}`, or `{}` when
-//! there is nothing to say. It never fails the harness's tool call: bad input, no workspace, no
-//! daemon (nothing was refused through a mount then), a daemon that does not answer within
-//! [`DAEMON_WAIT`] — each prints `{}` and exits 0.
+//! `rwfs hook` is the entry point a harness runs around its tools and prompts. It reads the
+//! harness's hook JSON on stdin (`hook_event_name`, `session_id`, `tool_name`, `tool_use_id`,
+//! `tool_input` with `file_path` or a shell `command` holding an `apply_patch` envelope,
+//! `prompt`, `cwd`), finds the workspace (`-w`, else the nearest directory above `cwd` or a
+//! named file whose state directory links the daemon's socket), and tells the daemon, by event:
+//!
+//! - `UserPromptSubmit` (Claude Code): a new prompt turn (`Request::ToolEvent` `prompt`; the
+//!   daemon keeps the prompt's digest and a label of its first words, see
+//!   `engine/tool_call.rs`); prints `{}`;
+//! - `PreToolUse` (Claude Code): the tool call starts (`start`, with `tool_use_id`): the rows
+//!   written while it runs, by the harness or anything it spawned, carry its id as their
+//!   `group`; prints `{}`;
+//! - `PostToolUse`, `PostToolUseFailure` (Claude Code; Codex's `PostToolUse`): the call ends
+//!   (`end`), then the daemon is asked for the refusals the hook's agent has not been told of
+//!   (`Request::Untold`: it matches the writer's lineage against the hook's harness, and the
+//!   tool's paths), and the harness's output is printed: `{"hookSpecificOutput":
+//!   {"hookEventName": …, "additionalContext": …}}`, or `{}` when there is nothing to say.
+//!
+//! It never fails the harness's tool call: bad input, no workspace, no daemon (nothing was
+//! refused through a mount then), a daemon that does not answer within [`DAEMON_WAIT`] — each
+//! prints `{}` and exits 0.
 //!
 //! `rwfs hooks --for AGENT` prints (or with `--install`, merges into the harness's file) the
 //! configuration that runs `rwfs hook`: Claude Code's `settings.json` `hooks`, Codex's
@@ -39,6 +49,20 @@ pub fn hook(workspace: Option<&Path>, args: &HookArgs) {
     let mut input = Vec::new();
     let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut input);
     let input: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
+    let event = input.get("hook_event_name").and_then(Value::as_str).unwrap_or("PostToolUse");
+    if let Some(request) = tool_event(event, &input) {
+        let told = workspace_of(workspace, &input)
+            .and_then(|root| control::call_within(&root, request, &[], Some(DAEMON_WAIT)));
+        if let Err(e) = told {
+            tracing::debug!(error = %e, event, "rwfs hook: the tool event was not recorded");
+        }
+        if matches!(event, "UserPromptSubmit" | "PreToolUse") {
+            if !args.text {
+                emit(format_args!("{{}}\n"));
+            }
+            return;
+        }
+    }
     let texts = match untold(workspace, &input) {
         Ok(texts) => texts,
         Err(e) => {
@@ -64,19 +88,43 @@ fn output(input: &Value, texts: &[String]) -> Value {
     json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": texts.join("\n\n")}})
 }
 
+/// What the daemon is told of `event` (see the module docs); `None` for an event that is not
+/// about a prompt or a tool call, or one without what it needs (a call without its id).
+fn tool_event(event: &str, input: &Value) -> Option<Request> {
+    let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
+    let (event, id) = match event {
+        "UserPromptSubmit" => ("prompt", None),
+        "PreToolUse" => ("start", Some(text("tool_use_id")?)),
+        "PostToolUse" | "PostToolUseFailure" => ("end", Some(text("tool_use_id")?)),
+        _ => return None,
+    };
+    Some(Request::ToolEvent {
+        event: event.to_string(),
+        id,
+        tool: text("tool_name"),
+        agent_session: text("session_id"),
+        prompt: text("prompt"),
+    })
+}
+
+/// The workspace a hook is about: `-w`, else the served one above the hook's `cwd`, a file its
+/// tool names, or the current directory.
+fn workspace_of(workspace: Option<&Path>, input: &Value) -> Result<PathBuf> {
+    if let Some(root) = workspace {
+        return Ok(root.to_path_buf());
+    }
+    let cwd = input.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+    let mut starts: Vec<PathBuf> = cwd.into_iter().collect();
+    starts.extend(named_paths(input).iter().map(PathBuf::from));
+    starts.extend(std::env::current_dir().ok());
+    starts.iter().find_map(|start| served_root(start)).ok_or_else(|| Reason::NotMounted.into())
+}
+
 /// The texts of the refusals this hook's agent has not been told of.
 fn untold(workspace: Option<&Path>, input: &Value) -> Result<Vec<String>> {
     let named = named_paths(input);
     let cwd = input.get("cwd").and_then(Value::as_str).map(PathBuf::from);
-    let root = match workspace {
-        Some(root) => root.to_path_buf(),
-        None => {
-            let mut starts: Vec<PathBuf> = cwd.iter().cloned().collect();
-            starts.extend(named.iter().map(PathBuf::from));
-            starts.extend(std::env::current_dir().ok());
-            starts.iter().find_map(|start| served_root(start)).ok_or(Reason::NotMounted)?
-        }
-    };
+    let root = workspace_of(workspace, input)?;
     let paths: Vec<String> = named
         .iter()
         .filter_map(|p| relative(&root, &cwd.as_deref().map_or_else(|| PathBuf::from(p), |c| c.join(p))))
@@ -170,7 +218,7 @@ pub fn hooks(root: &Path, args: &HooksArgs) -> Result<()> {
         (None, _) => codex_home().join("hooks.json"),
     };
     install(&file, &config)?;
-    errln!("rwfs: {} now runs `{command}` after its tools ({})", file.display(), args.agent.name());
+    errln!("rwfs: {} now runs `{command}` at its tool calls ({})", file.display(), args.agent.name());
     Ok(())
 }
 
@@ -185,11 +233,13 @@ fn hook_command() -> String {
     format!("{quoted} hook")
 }
 
-/// Claude Code's `settings.json` hooks: after its write tools and its shell tool, failed or not
-/// (`PostToolUse` on Bash catches a refusal whose command still exited 0).
+/// Claude Code's `settings.json` hooks: before and after its write tools and its shell tool,
+/// failed or not (`PostToolUse` on Bash catches a refusal whose command still exited 0), and at
+/// each prompt (its turn).
 fn claude_settings(command: &str) -> Value {
     let group = json!([{"matcher": CLAUDE_TOOLS, "hooks": [{"type": "command", "command": command, "timeout": 10}]}]);
-    json!({"hooks": {"PostToolUse": group, "PostToolUseFailure": group}})
+    let prompt = json!([{"hooks": [{"type": "command", "command": command, "timeout": 10}]}]);
+    json!({"hooks": {"UserPromptSubmit": prompt, "PreToolUse": group, "PostToolUse": group, "PostToolUseFailure": group}})
 }
 
 /// Codex's `hooks.json` (`$CODEX_HOME/hooks.json`): after its shell tool, the one its

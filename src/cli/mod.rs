@@ -588,7 +588,7 @@ pub struct LogArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("point").required(true).args(["to", "seq", "session", "undo"]))]
+#[command(group = clap::ArgGroup::new("point").required(true).args(["to", "seq", "session", "undo", "tool_call", "turn"]))]
 pub struct RewindArgs {
     /// What the workspace held at TIME (RFC 3339, "YYYY-MM-DD HH:MM:SS" UTC, or "20m" ago).
     #[arg(long, value_name = "TIME")]
@@ -602,6 +602,15 @@ pub struct RewindArgs {
     /// Take back the rewind GROUP (its id is printed by the rewind and in its rows).
     #[arg(long, value_name = "GROUP")]
     pub undo: Option<String>,
+    /// Undo exactly one tool call of an agent: the changes made while it ran, by the harness or
+    /// anything it spawned (its id, `toolu_…`, as `rwfs log` shows it; needs `rwfs hooks
+    /// --install`).
+    #[arg(long, value_name = "ID")]
+    pub tool_call: Option<String>,
+    /// Undo everything an agent session did since its prompt turn N began (SESSION:N names the
+    /// session; N alone, the newest session with a turn N).
+    #[arg(long, value_name = "[SESSION:]N")]
+    pub turn: Option<String>,
     /// Only paths matching these globs (`src/**`, `*.md`).
     #[arg(value_name = "GLOB")]
     pub globs: Vec<String>,

@@ -91,8 +91,23 @@ pub(super) fn print_row(row: &Row, json: bool) {
         short(row.sha256),
         row.bytes,
         Escaped(&row.path).to_string(),
-        who(row)
+        who_and_why(row)
     );
+}
+
+/// A row's process, then its group (a rewind's, or the agent's tool call it answers) and, on a
+/// `tool_call` row, what is known of the call.
+fn who_and_why(row: &Row) -> String {
+    let mut out = who(row);
+    if let Some(group) = &row.group {
+        out.push_str(&format!("  {}", Escaped(group)));
+    }
+    if row.op() == Op::ToolCall
+        && let Some(reason) = &row.reason
+    {
+        out.push_str(&format!("  {}", Escaped(reason)));
+    }
+    out
 }
 
 pub(super) fn history(ws: &Workspace, args: HistoryArgs) -> Result<Exit> {

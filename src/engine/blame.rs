@@ -65,6 +65,9 @@ pub struct Origin {
     pub uid: Option<u32>,
     /// The version the row wrote.
     pub sha256: Option<Sha256>,
+    /// The row's group: the agent's tool call the change answered (`toolu_…`), or a rewind's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 impl Origin {
@@ -77,6 +80,7 @@ impl Origin {
             comm: row.comm.clone(),
             uid: row.uid,
             sha256: row.sha256,
+            group: row.group.clone(),
         }
     }
 }

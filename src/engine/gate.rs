@@ -250,6 +250,11 @@ impl Gate {
         let _ = self.committed.set(committed);
     }
 
+    /// Does the scanner find anything in `text` (a finding of any weight)?
+    pub(crate) fn finds_anything(&self, text: &[u8]) -> bool {
+        !self.scanner.scan(text, None).findings.is_empty()
+    }
+
     /// Score and judge `content` unconditionally (the risk-score tool). As the new version of
     /// `path`, a blocking finding whose value the committed version of `path` already holds
     /// (same rule, same value digest) does not block: a file that held a credential before

@@ -51,6 +51,7 @@ mod settle;
 mod spares;
 mod state;
 mod told;
+mod tool_call;
 mod tree;
 mod verify;
 mod workspace;
@@ -88,6 +89,7 @@ pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use rewind::{Action, Rewind, Rewound, Step, describe as describe_selection};
 pub use settle::{LOCK_FILE, LockInfo};
 pub use state::{Opened, StateLock};
+pub use tool_call::{HookEvent, HookOutcome};
 pub use tree::{Entry, Owner, RenameHow};
 pub use verify::{Drift, Found, Report, verify};
 pub use workspace::{

@@ -124,6 +124,7 @@ pub fn describe(selection: &Selection) -> String {
         Selection::AfterSeq(seq) => format!("seq {seq}"),
         Selection::AfterTime(t) => format!("time {}", crate::time::stamp(*t)),
         Selection::Session(s) => format!("session {s}"),
+        Selection::SessionAfter(s, seq) => format!("session {s} after seq {seq}"),
         Selection::Group(g) => format!("group {g}"),
     }
 }

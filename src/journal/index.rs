@@ -511,6 +511,13 @@ impl<'a> Index<'a> {
             |table: TableDefinition<(&str, Ordinal), ()>, key: &str| self.keyed(table, key, false, usize::MAX);
         match selection {
             Selection::Session(s) => collect2(BY_SESSION, s),
+            Selection::SessionAfter(s, _) => {
+                let mut ords = collect2(BY_SESSION, s)?;
+                ords.sort_unstable();
+                ords.dedup();
+                let entries = self.entries(ords.iter().copied())?;
+                Ok(ords.into_iter().zip(entries).filter(|(_, e)| selection.matches(&e.row)).map(|(o, _)| o).collect())
+            }
             Selection::Group(g) => collect2(BY_GROUP, g),
             Selection::AfterSeq(seq) => {
                 let t = txn.open_table(BY_SEQ).map_err(other)?;

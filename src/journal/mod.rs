@@ -16,6 +16,7 @@ mod scan;
 mod seal;
 pub mod session;
 mod summary;
+pub mod tool_calls;
 mod writer;
 
 use std::sync::Arc;

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::Result;
+use crate::error::{Reason, Result};
 use crate::sha::Sha256;
 
 use super::index::Index;
@@ -135,6 +135,31 @@ pub fn row_at_seq(source: &dyn RowSource, seq: u64) -> Result<Option<Row>> {
         }
     })?;
     Ok(found)
+}
+
+/// What `rwfs rewind --turn [SESSION:]N` takes back: the rows of the agent session whose turn N
+/// began last (or of SESSION) from that turn's first tool call on — the call's `tool_call` row
+/// (`journal::tool_calls`) and everything after it in that session. `None` when no tool call
+/// of that turn was journaled. (A read of the whole journal: rows are not indexed by turn.)
+pub fn turn(source: &dyn RowSource, spec: &str) -> Result<Option<Selection>> {
+    let (session, n) = match spec.rsplit_once(':') {
+        Some((session, n)) => (Some(session), n),
+        None => (None, spec),
+    };
+    let n: u64 = n.trim().parse().map_err(|_| Reason::InvalidArgument { what: "--turn: N or SESSION:N" })?;
+    // Each session's first tool call of turn n, by journal order.
+    let mut first: Vec<(String, u64)> = Vec::new();
+    source.each_row(&mut |row| {
+        if row.op() == Op::ToolCall
+            && row.reason.as_deref().and_then(super::tool_calls::turn_of) == Some(n)
+            && let (Some(s), Some(seq)) = (row.session.clone(), row.seq)
+            && session.is_none_or(|want| want == s)
+            && !first.iter().any(|(known, _)| *known == s)
+        {
+            first.push((s, seq));
+        }
+    })?;
+    Ok(first.pop().map(|(s, seq)| Selection::SessionAfter(s, seq.saturating_sub(1))))
 }
 
 /// The newest rows a [`Filter`] picks, at most `n` (all when 0), in journal order; with what

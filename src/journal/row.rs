@@ -51,6 +51,13 @@ pub enum Op {
     /// `approve` or `deny`, `sha256` the parked version, `reason` `approval=<id> by=<user>`.
     /// An approval's install is a `restore` row of its own, before this one.
     Approval,
+    /// An agent harness started a tool call (`journal::tool_calls`; written by `rwfs hook`):
+    /// `mode` `start`, `group` the call's id (the rows written while it runs carry the same
+    /// `group`), `caller` the harness, `sha256` the digest of the prompt of the turn when known,
+    /// `reason` `tool=NAME turn=N agent_session=ID label=FIRST WORDS` (each part only when
+    /// known; the label last, never holding what the scanner finds).
+    #[serde(rename = "tool_call")]
+    ToolCall,
     /// An op from a newer rwfs.
     #[serde(other)]
     Other,
@@ -73,6 +80,7 @@ impl Op {
             Op::Tamper => "tamper",
             Op::Rewind => "rewind",
             Op::Approval => "approval",
+            Op::ToolCall => "tool_call",
             Op::Other => "other",
         }
     }
@@ -82,7 +90,7 @@ impl Op {
     /// found); false for `block` (its `sha256` names the refused draft), `gc`, `tamper`, `rewind`
     /// (a plan's digest), `approval` (the parked version's digest) and unknown ops.
     pub fn states_content(self) -> bool {
-        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Rewind | Op::Approval | Op::Other)
+        !matches!(self, Op::Block | Op::Gc | Op::Tamper | Op::Rewind | Op::Approval | Op::ToolCall | Op::Other)
     }
 }
 
@@ -114,8 +122,9 @@ pub struct Row {
     /// `rename`: the old path. `recover` of an orphan draft: the file it was being written as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
-    /// The group of rows one command made together (a rewind and the changes it made share
-    /// one id, so `rwfs rewind --undo GROUP` can take them back as one).
+    /// The group of rows one command made together, so `rwfs rewind --undo GROUP` can take them
+    /// back as one: a rewind and the changes it made, or an agent's tool call (its id, e.g.
+    /// `toolu_…`) and the changes made while it ran (`journal::tool_calls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     #[serde(default)]
@@ -311,6 +320,30 @@ mod version {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_op_is_stored_under_its_name() {
+        for op in [
+            Op::Create,
+            Op::Write,
+            Op::Append,
+            Op::Replace,
+            Op::Delete,
+            Op::Rename,
+            Op::Restore,
+            Op::Block,
+            Op::Recover,
+            Op::Abort,
+            Op::Gc,
+            Op::Tamper,
+            Op::Rewind,
+            Op::Approval,
+            Op::ToolCall,
+        ] {
+            assert_eq!(serde_json::to_value(op).unwrap(), op.as_str(), "{op:?}");
+            assert_eq!(serde_json::from_value::<Op>(op.as_str().into()).unwrap(), op);
+        }
+    }
 
     fn row() -> Row {
         Row {

@@ -82,16 +82,21 @@ pub enum Selection {
     AfterTime(std::time::SystemTime),
     /// The rows of one session.
     Session(String),
-    /// The rows of one group (a rewind).
+    /// The rows of one session after this `seq` (an agent's turn and everything after it).
+    SessionAfter(String, u64),
+    /// The rows of one group (a rewind, an agent's tool call).
     Group(String),
 }
 
 impl Selection {
-    pub(super) fn matches(&self, row: &Row) -> bool {
+    pub fn matches(&self, row: &Row) -> bool {
         match self {
             Selection::AfterSeq(seq) => row.seq.is_some_and(|s| s > *seq),
             Selection::AfterTime(t) => crate::time::parse(&row.ts).is_some_and(|ts| ts > *t),
             Selection::Session(name) => row.session.as_deref() == Some(name.as_str()),
+            Selection::SessionAfter(name, seq) => {
+                row.session.as_deref() == Some(name.as_str()) && row.seq.is_some_and(|s| s > *seq)
+            }
             Selection::Group(group) => row.group.as_deref() == Some(group.as_str()),
         }
     }

@@ -62,8 +62,13 @@ pub struct Actor {
     /// keys retry budgets; when `None` for a change by a process through the mount or the CLI,
     /// [`Journal::submit`] looks it up.
     pub session_label: Option<String>,
-    /// The group of rows one command makes together (a rewind), journaled in `group`.
+    /// The group of rows one command makes together (a rewind), journaled in `group`. Only a
+    /// rewind sets it (the protect rules let a rewind's own changes through).
     pub group: Option<String>,
+    /// The agent's tool call the change answers (`journal::tool_calls`), journaled in `group`
+    /// when `group` is `None`; when `None` for a change by a process, [`Journal::submit`] looks
+    /// it up. Never exempts a change from anything.
+    pub tool_call: Option<String>,
 }
 
 impl Actor {
@@ -79,6 +84,7 @@ impl Actor {
             tool: None,
             session_label: None,
             group: None,
+            tool_call: None,
         }
     }
 
@@ -141,6 +147,7 @@ fn writer_gone() -> Error {
 pub struct Journal {
     queue: Arc<Queue<Request>>,
     sessions: Sessions,
+    tool_calls: super::tool_calls::ToolCalls,
     worker: Mutex<Option<JoinHandle<()>>>,
     durable_seq: Arc<AtomicU64>,
 }
@@ -174,12 +181,23 @@ impl Journal {
             .name("rwfs-journal".into())
             .spawn(move || writer.run(&rx))
             .step("start journal writer")?;
-        Ok(Journal { queue, sessions: Sessions::default(), worker: Mutex::new(Some(worker)), durable_seq })
+        Ok(Journal {
+            queue,
+            sessions: Sessions::default(),
+            tool_calls: Default::default(),
+            worker: Mutex::new(Some(worker)),
+            durable_seq,
+        })
     }
 
     /// How this journal names sessions (the policy sets its agent hosts).
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    /// The agents' open tool calls, which name the `group` of the rows written while they run.
+    pub fn tool_calls(&self) -> &super::tool_calls::ToolCalls {
+        &self.tool_calls
     }
 
     /// Queue a row; it is durable when the returned [`Pending`] says so.
@@ -194,14 +212,17 @@ impl Journal {
     }
 
     /// A change by a process through the mount or the CLI without a session name gets one here
-    /// (`journal::session`).
+    /// (`journal::session`), and one without a group the agent's tool call it answers, if any
+    /// (`journal::tool_calls`).
     fn request(&self, mut change: Change, durable: bool) -> Pending {
         let actor = &mut change.actor;
-        if actor.session_label.is_none()
-            && matches!(actor.via, Via::Fuse | Via::Cli)
-            && let Some(pid) = actor.pid
-        {
-            actor.session_label = self.sessions.of_pid(pid);
+        if let Some(pid) = actor.pid {
+            if actor.session_label.is_none() && matches!(actor.via, Via::Fuse | Via::Cli) {
+                actor.session_label = self.sessions.of_pid(pid);
+            }
+            if actor.tool_call.is_none() && matches!(actor.via, Via::Fuse | Via::Cli | Via::Mcp) {
+                actor.tool_call = self.tool_calls.of_pid(pid);
+            }
         }
         let (reply, pending) = crate::wake::reply();
         // If the writer is gone the request (and `reply`) is dropped and `wait` reports it.
@@ -470,7 +491,7 @@ fn to_row(change: &Change, seq: u64, journal_id: &str, ts: &str, chain: Sha256) 
         chain: Some(chain),
         comm: actor.comm.clone(),
         from: change.from.clone(),
-        group: actor.group.clone(),
+        group: actor.group.clone().or_else(|| actor.tool_call.clone()),
         journal_id: journal_id.to_string(),
         mac: None,
         mode: if change.mode.is_empty() { change.op.as_str().to_string() } else { change.mode.clone() },

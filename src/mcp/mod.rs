@@ -135,6 +135,13 @@ impl Server {
             .and_then(|parts| parts.extensions.get::<ConnectionSession>())
             .map_or(self.session, |c| c.0);
         let label = self.agent.clone().unwrap_or_else(|| format!("mcp-{}-{connection}", std::process::id()));
+        // The rows of this request: the agent's open tool call that runs it (the harness's
+        // hook reported it), else this request of this connection.
+        let tool_call = self
+            .peer
+            .pid
+            .and_then(|pid| self.tools.engine().tool_call_of_pid(pid))
+            .unwrap_or_else(|| format!("mcp-{}-{connection}-{}", std::process::id(), ctx.id));
         Actor {
             via: Via::Mcp,
             caller,
@@ -144,6 +151,7 @@ impl Server {
             tool: Some(tool),
             session_label: Some(label),
             group: None,
+            tool_call: Some(tool_call),
         }
     }
 }

@@ -67,6 +67,10 @@ pub struct RewindArgs {
     /// Or: take back an earlier rewind (its `group`).
     #[serde(default)]
     pub undo_group: Option<String>,
+    /// Or: undo exactly one tool call of an agent (its id, `toolu_…`: the `group` of the rows
+    /// written while it ran).
+    #[serde(default)]
+    pub tool_call: Option<String>,
     /// Only paths matching these globs (`src/**`).
     #[serde(default)]
     pub paths: Vec<String>,
@@ -136,16 +140,20 @@ impl Tools {
     }
 
     pub fn rewind(&self, call: &Call, args: RewindArgs) -> Outcome {
-        let selection = match (&args.session, &args.to_time, args.to_seq, &args.undo_group) {
-            (Some(s), None, None, None) => Selection::Session(self.session_name(call, s)),
-            (None, Some(t), None, None) => Selection::AfterTime(self.time_arg(call, "to_time", t)?),
-            (None, None, Some(seq), None) => Selection::AfterSeq(seq),
-            (None, None, None, Some(g)) => Selection::Group(g.clone()),
+        let group = match (&args.undo_group, &args.tool_call) {
+            (Some(_), Some(_)) => None,
+            (group, call) => Some(group.as_ref().or(call.as_ref())),
+        };
+        let selection = match (&args.session, &args.to_time, args.to_seq, group) {
+            (Some(s), None, None, Some(None)) => Selection::Session(self.session_name(call, s)),
+            (None, Some(t), None, Some(None)) => Selection::AfterTime(self.time_arg(call, "to_time", t)?),
+            (None, None, Some(seq), Some(None)) => Selection::AfterSeq(seq),
+            (None, None, None, Some(Some(g))) => Selection::Group(g.clone()),
             _ => {
                 return Err(self.bad_argument(
                     call,
                     "session",
-                    "give exactly one of session, to_time, to_seq and undo_group",
+                    "give exactly one of session, to_time, to_seq, undo_group and tool_call",
                     json!({}),
                 ));
             }

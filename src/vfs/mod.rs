@@ -291,6 +291,7 @@ impl Vfs {
             tool: None,
             session_label: None,
             group: None,
+            tool_call: None,
         }
     }
 

@@ -157,11 +157,13 @@ fn rwfs_hooks_prints_and_installs_each_harness_configuration() {
     let out = rwfs().args(["hooks", "--for", "claude", "-w"]).arg(ws.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let settings: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for event in ["PostToolUse", "PostToolUseFailure"] {
+    for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
         let group = &settings["hooks"][event][0];
         assert_eq!(group["matcher"], "Write|Edit|MultiEdit|NotebookEdit|Bash", "{settings}");
         assert!(group["hooks"][0]["command"].as_str().unwrap().ends_with("rwfs hook"), "{settings}");
     }
+    let prompt = &settings["hooks"]["UserPromptSubmit"][0];
+    assert!(prompt["hooks"][0]["command"].as_str().unwrap().ends_with("rwfs hook"), "{settings}");
     let out = rwfs().args(["hooks", "--for", "claude", "--install", "-w"]).arg(ws.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let installed: Value = serde_json::from_slice(&std::fs::read(ws.abs(".claude/settings.json")).unwrap()).unwrap();
