@@ -205,7 +205,29 @@ fn claude_code_is_told_file_rule_and_line_of_every_refused_write() {
         assert_eq!(m.backing(refused), None, "{refused}");
     }
 
+    // Its hooks (PreToolUse, UserPromptSubmit) name each save's tool call: the Write's and the
+    // Edit's rows carry the two tool_use ids the model sent, and a tool_call row each names
+    // the tool, turn 1 and the prompt's first words.
     let requests = model.agent_requests();
+    let sent: String = requests.iter().map(Value::to_string).collect();
+    let saves: Vec<&str> = shown
+        .iter()
+        .filter(|r| r["path"] == "hello.py" && r["op"] != "block")
+        .map(|r| r["group"].as_str().unwrap_or_default())
+        .collect();
+    assert!(saves[0].starts_with("toolu_") && saves[1].starts_with("toolu_") && saves[0] != saves[1], "{saves:?}");
+    assert!(saves.iter().all(|id| sent.contains(id)), "the ids the model's tool_use blocks carry: {saves:?}");
+    let calls: Vec<&Value> = shown.iter().filter(|r| r["op"] == "tool_call").collect();
+    for (id, tool) in saves.iter().zip(["Write", "Edit"]) {
+        let call =
+            calls.iter().find(|c| c["group"] == *id).unwrap_or_else(|| panic!("no tool_call row of {id}: {calls:?}"));
+        let reason = call["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with(&format!("tool={tool} turn=1 ")) && reason.ends_with("label=Make the changes."),
+            "{reason}"
+        );
+    }
+
     assert!(requests.len() >= 8, "a request after each call: {}", requests.len());
     explains(&anthropic_after(&requests[3]), "config.py", 2);
     explains(&anthropic_after(&requests[4]), "hello.py", 2);
