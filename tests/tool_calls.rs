@@ -130,6 +130,13 @@ fn rows_name_the_tool_call_they_answered_and_blame_credits_each_line() {
     let text =
         String::from_utf8_lossy(&rwfs().arg("-w").arg(m.ws.path()).arg("log").output().unwrap().stdout).into_owned();
     assert!(text.contains("toolu_2") && text.contains("label=now add b and c"), "{text}");
+    let out = rwfs().arg("-w").arg(m.ws.path()).args(["sessions", "--json"]).output().unwrap();
+    let agent: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|s| s["name"] == "agent-1")
+        .unwrap();
+    assert_eq!(agent["tool_calls"], 4, "{agent}");
 }
 
 #[test]

@@ -66,16 +66,26 @@ pub fn sessions(ws: &Workspace, as_json: bool) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let w = super::text::TIME_WIDTH;
-    outln!("{:<28}  {:<w$}  {:<w$}  {:>6}  {:>6}  {:>7}  ROOT", "SESSION", "START", "END", "ROWS", "FILES", "BLOCKED");
+    outln!(
+        "{:<28}  {:<w$}  {:<w$}  {:>6}  {:>6}  {:>7}  {:>5}  ROOT",
+        "SESSION",
+        "START",
+        "END",
+        "ROWS",
+        "FILES",
+        "BLOCKED",
+        "CALLS"
+    );
     for s in &sessions {
         outln!(
-            "{:<28}  {:<w$}  {:<w$}  {:>6}  {:>6}  {:>7}  {}",
+            "{:<28}  {:<w$}  {:<w$}  {:>6}  {:>6}  {:>7}  {:>5}  {}",
             Escaped(if s.name.is_empty() { "-" } else { &s.name }).to_string(),
             s.start,
             s.end,
             s.rows,
             s.files_changed,
             s.blocked,
+            s.tool_calls,
             Escaped(&s.root)
         );
     }

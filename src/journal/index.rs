@@ -57,7 +57,7 @@ pub type IndexDb = Database;
 /// The index file inside `.resilient_write/index/`.
 pub const INDEX_FILE: &str = "journal.redb";
 /// Bumped whenever what the tables hold changes: an index of another version is rebuilt.
-const VERSION: u64 = 3;
+const VERSION: u64 = 4;
 /// Problems remembered (the first ones; `rwfs verify` lists them all).
 const MAX_PROBLEMS: usize = 100;
 

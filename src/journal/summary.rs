@@ -25,6 +25,9 @@ pub struct SessionSummary {
     pub files_changed: u64,
     /// Writes refused by policy.
     pub blocked: u64,
+    /// Agent tool calls its harness's hooks reported (`tool_call` rows).
+    #[serde(default)]
+    pub tool_calls: u64,
 }
 
 /// The summary of a session whose first row is `row`, before counting it.
@@ -46,6 +49,7 @@ pub(crate) fn new_session(row: &Row) -> SessionSummary {
         rows: 0,
         files_changed: 0,
         blocked: 0,
+        tool_calls: 0,
     }
 }
 
@@ -59,6 +63,10 @@ pub(crate) fn count_row<'r>(summary: &mut SessionSummary, row: &'r Row) -> Optio
     match row.op() {
         Op::Block => {
             summary.blocked += 1;
+            None
+        }
+        Op::ToolCall => {
+            summary.tool_calls += 1;
             None
         }
         op if op.states_content()
