@@ -267,8 +267,13 @@ struct XattrAt {
 }
 
 /// Run `call` on the /proc path of `name`'s inode (or, for a symlink, on its name under its
-/// directory's /proc path, not followed), closing the descriptor afterwards.
+/// directory's /proc path, not followed), closing the descriptor afterwards. `.` is the
+/// directory itself: its own descriptor's /proc path, with nothing to open (a directory is never
+/// a symlink).
 fn with_entry<T>(dir: &Dir, name: &str, call: impl FnOnce(&XattrAt) -> io::Result<T>) -> io::Result<T> {
+    if name == "." {
+        return call(&XattrAt { path: sys::c_name(sys::proc_fd_path(dir.as_fd()).as_os_str())?, link: false });
+    }
     let fd = open_entry(dir, name)?;
     let at = if entry_kind(&fd)? == FileKind::Symlink {
         let mut path = sys::proc_fd_path(dir.as_fd()).into_os_string();

@@ -34,6 +34,7 @@
 //! the draft is the very file that is installed.
 
 use std::ffi::OsStr;
+use std::sync::{Arc, PoisonError};
 
 use crate::durable::{
     Attrs, Dir, File, FileKind, SPARSE_DIGEST_MIN, Scope, Source, Staged, WorkspacePath, content_digest,
@@ -324,16 +325,27 @@ impl Engine {
 }
 
 impl Core {
-    pub(crate) fn drafts_dir(&self) -> Result<Dir> {
+    /// `drafts/`, opened once and kept: per draft a stat of the kept handle instead of a stat,
+    /// an open and a close. A handle whose directory was removed behind rwfs (no link left) is
+    /// replaced by a fresh one, so a draft never lands where recovery cannot find it.
+    pub(crate) fn drafts_dir(&self) -> Result<Arc<Dir>> {
+        let mut kept = self.drafts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(dir) = kept.as_ref()
+            && self.disk().stat(dir, ".").ok().flatten().is_some_and(|s| s.nlink > 0)
+        {
+            return Ok(dir.clone());
+        }
         let state = self.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound))?;
-        open_or_create(self.disk(), state, DRAFTS_DIR)
+        let dir = Arc::new(open_or_create(self.disk(), state, DRAFTS_DIR)?);
+        *kept = Some(dir.clone());
+        Ok(dir)
     }
 
     /// A new, empty file in `drafts/` carrying `note` (the path it is a draft for) from the
     /// moment it has a name: made anonymous (`O_TMPFILE`), noted, then linked, so a crash never
     /// leaves a draft recovery cannot name. (Where the filesystem has no `O_TMPFILE` the note
     /// follows the name, as best it can.) Returns the directory, the file and its name.
-    fn new_draft_file(&self, note: Option<&str>) -> Result<(Dir, File, String)> {
+    fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
         let dir = self.drafts_dir()?;
         let temp = disk.create_temp(&dir, 0o600).map_err(|e| Error::io("create draft", e))?;

@@ -137,6 +137,8 @@ pub(crate) struct Core {
     classes: Classes,
     /// Displaced versions whose move into `objects/` failed, with their commits' tokens.
     pub(crate) unsettled: Mutex<Vec<(Displaced, Sha256, Token)>>,
+    /// `drafts/`, kept open (see [`Core::drafts_dir`]).
+    drafts: Mutex<Option<Arc<crate::durable::Dir>>>,
     /// The watermark last written to the lock file.
     recorded: AtomicU64,
     /// Temp files made ahead of small commits (see `spares.rs`).
@@ -223,6 +225,7 @@ impl Engine {
             gate,
             classes,
             unsettled: Mutex::default(),
+            drafts: Mutex::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
             spares,
             reserve,
