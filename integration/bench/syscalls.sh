@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Backing syscalls per created file: `strace -c -f` of the daemon while N files of 4 KiB are
+# created, written and closed through the mount (after 50 files to warm it up), counted per file
+# by kind. FUSE device traffic (`read` of requests, `writev` of replies) and `futex` hand-offs
+# between the daemon's threads are printed apart: they are not calls on the backing filesystem.
+# Counts, not times: they do not depend on the machine's load.
+#
+#   integration/bench/syscalls.sh [--rwfs BIN] [--durability close|batch] [--files N] [--peer PATH]
+#
+#   --rwfs BIN          the rwfs binary (default: target/release/rwfs, built if missing)
+#   --durability MODE   close (default) or batch
+#   --files N           files created while counting (default 1000)
+#   --peer PATH         also count libfuse's reference passthrough_hp on the same workload
+#                       (built outside the repository: integration/bench/mount.sh --help says how)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rwfs=target/release/rwfs mode=close files=1000 peer=${RWFS_BENCH_PEER:-}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rwfs) rwfs=$2; shift 2 ;;
+        --durability) mode=$2; shift 2 ;;
+        --files) files=$2; shift 2 ;;
+        --peer) peer=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "syscalls.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+command -v strace > /dev/null || { echo "syscalls.sh: needs strace (apt-get install strace)" >&2; exit 2; }
+[ -x "$rwfs" ] || cargo build --release --locked --bin rwfs
+
+# count NAME PID MNT: create the files in MNT/d while strace counts PID's calls; print the table.
+count() {
+    local name=$1 pid=$2 mnt=$3 out
+    out=$(mktemp)
+    mkdir -p "$mnt/d"
+    python3 -c "
+for i in range(50):
+    open('$mnt/d/warm%d' % i, 'wb').write(b'x' * 4096)"
+    strace -f -c -p "$pid" -o "$out" & local tracer=$!
+    sleep 1
+    python3 -c "
+import os
+for i in range($files):
+    with open('$mnt/d/f%d' % i, 'wb') as f:
+        f.write(os.urandom(4096))"
+    sleep 1
+    kill -INT $tracer; wait $tracer 2> /dev/null || true
+    awk -v name="$name" -v files="$files" '
+        $1 ~ /^[0-9.]+$/ && $NF != "total" { n[$NF] = $4 }
+        END {
+            for (k in n) if (k != "read" && k != "writev" && k != "futex" && k != "restart_syscall" && k != "sched_yield") {
+                total += n[k]; line = line sprintf(" %s %.2f", k, n[k] / files)
+            }
+            printf "%-24s backing syscalls per file %5.1f   (futex %.1f; FUSE device read %.1f, writev %.1f)\n", name, total / files, n["futex"] / files, n["read"] / files, n["writev"] / files
+            printf "%-24s %s\n", "", line
+        }' "$out"
+    rm -f "$out"
+}
+
+work=$(mktemp -d /tmp/rwfs-syscalls.XXXX)
+trap 'fusermount3 -u "$work/mnt" 2> /dev/null || true; fusermount3 -u "$work/pmnt" 2> /dev/null || true; rm -rf "$work"' EXIT
+mkdir -p "$work/ws" "$work/mnt"
+"$rwfs" mount "$work/ws" "$work/mnt" --daemon --durability "$mode" > /dev/null 2>&1
+count "rwfs ($mode)" "$(pgrep -f "mount $work/ws" | head -1)" "$work/mnt"
+"$rwfs" unmount "$work/mnt" > /dev/null 2>&1
+if [ -n "$peer" ]; then
+    mkdir -p "$work/src" "$work/pmnt"
+    "$peer" --foreground "$work/src" "$work/pmnt" < /dev/null > /dev/null & ppid=$!
+    for _ in $(seq 100); do mountpoint -q "$work/pmnt" && break; sleep 0.1; done
+    count "passthrough_hp" "$ppid" "$work/pmnt"
+    fusermount3 -u "$work/pmnt"; wait $ppid 2> /dev/null || true
+fi
