@@ -25,6 +25,8 @@ pub const POLICY: &str = "policy.yaml";
 pub const OBJECTS: &str = "objects";
 /// Live drafts of files open for writing through the mount.
 pub const DRAFTS: &str = "drafts";
+/// Extended attribute on a draft naming the file it is for (recovery reads it after a crash).
+pub const DRAFT_TARGET_XATTR: &str = "user.rwfs.target";
 /// The envelope of each blocked write, and `latest.json`.
 pub const REJECTIONS: &str = "rejections";
 /// Chunk sessions: `<session>/part-NNN.txt` and `manifest.json`.

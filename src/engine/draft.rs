@@ -53,8 +53,7 @@ use super::{Committed, Core, Engine};
 
 /// The drafts' directory inside the state directory.
 pub const DRAFTS_DIR: &str = crate::durable::layout::DRAFTS;
-/// Extended attribute naming the file a draft is for (for recovery's row).
-pub(crate) const TARGET_XATTR: &str = "user.rwfs.target";
+use crate::durable::layout::DRAFT_TARGET_XATTR as TARGET_XATTR;
 /// Bytes before a write that the early check sees with it (a token split across two writes).
 const EARLY_CONTEXT: usize = 1024;
 /// Read size when a draft is hashed or judged.

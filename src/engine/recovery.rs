@@ -243,7 +243,7 @@ impl Core {
             name.to_string(),
             write.sha,
             len,
-            Some(super::draft::TARGET_XATTR),
+            Some(crate::durable::layout::DRAFT_TARGET_XATTR),
         );
         let (displaced, _) = self.put_in_place(&target, &staged)?;
         disk.sync_dir(&target.parent).step("fsync directory")?;

@@ -216,7 +216,7 @@ impl Engine {
 
     pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
         // The draft's recovery note is rwfs's, not the file's.
-        if attr == super::draft::TARGET_XATTR && self.core.in_drafts(entry) {
+        if attr == crate::durable::layout::DRAFT_TARGET_XATTR && self.core.in_drafts(entry) {
             return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
         }
         if let Entry::Draft(draft) = entry {
@@ -234,7 +234,7 @@ impl Engine {
             self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")?;
         if self.core.in_drafts(entry) {
             // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062, 097).
-            names.retain(|name| name != super::draft::TARGET_XATTR);
+            names.retain(|name| name != crate::durable::layout::DRAFT_TARGET_XATTR);
         }
         Ok(names)
     }
