@@ -50,10 +50,12 @@ pub fn hook(workspace: Option<&Path>, args: &HookArgs) {
     let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut input);
     let input: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
     let event = input.get("hook_event_name").and_then(Value::as_str).unwrap_or("PostToolUse");
+    // Found once: the tool event and the refusals are asked of the same daemon.
+    let root = workspace_of(workspace, &input);
     if let Some(request) = tool_event(event, &input) {
-        let told = workspace_of(workspace, &input)
-            .and_then(|root| control::call_within(&root, request, &[], Some(DAEMON_WAIT)));
-        if let Err(e) = told {
+        if let Ok(root) = &root
+            && let Err(e) = control::call_within(root, request, &[], Some(DAEMON_WAIT))
+        {
             tracing::debug!(error = %e, event, "rwfs hook: the tool event was not recorded");
         }
         if matches!(event, "UserPromptSubmit" | "PreToolUse") {
@@ -63,7 +65,7 @@ pub fn hook(workspace: Option<&Path>, args: &HookArgs) {
             return;
         }
     }
-    let texts = match untold(workspace, &input) {
+    let texts = match root.and_then(|root| untold(&root, &input)) {
         Ok(texts) => texts,
         Err(e) => {
             tracing::debug!(error = %e, "rwfs hook: nothing to report");
@@ -121,15 +123,14 @@ fn workspace_of(workspace: Option<&Path>, input: &Value) -> Result<PathBuf> {
 }
 
 /// The texts of the refusals this hook's agent has not been told of.
-fn untold(workspace: Option<&Path>, input: &Value) -> Result<Vec<String>> {
+fn untold(root: &Path, input: &Value) -> Result<Vec<String>> {
     let named = named_paths(input);
     let cwd = input.get("cwd").and_then(Value::as_str).map(PathBuf::from);
-    let root = workspace_of(workspace, input)?;
     let paths: Vec<String> = named
         .iter()
-        .filter_map(|p| relative(&root, &cwd.as_deref().map_or_else(|| PathBuf::from(p), |c| c.join(p))))
+        .filter_map(|p| relative(root, &cwd.as_deref().map_or_else(|| PathBuf::from(p), |c| c.join(p))))
         .collect();
-    let answer = control::call_within(&root, Request::Untold { paths }, &[], Some(DAEMON_WAIT))?;
+    let answer = control::call_within(root, Request::Untold { paths }, &[], Some(DAEMON_WAIT))?;
     Ok(answer["notices"]
         .as_array()
         .into_iter()

@@ -133,7 +133,7 @@ impl Engine {
     /// Plan a rewind and, unless it is a dry run, perform it as one journaled group (see the
     /// module docs). The mount is told about every path that changed.
     pub fn rewind(&self, rewind: &Rewind, actor: &Actor) -> Result<Rewound> {
-        let (steps, mut merged_bytes) = self.core.plan_rewind(rewind)?;
+        let (steps, merged) = self.core.plan_rewind(rewind)?;
         let selection = describe(&rewind.selection);
         let todo: Vec<&Step> = steps.iter().filter(|s| s.skipped.is_none()).collect();
         if rewind.dry_run || todo.is_empty() {
@@ -141,10 +141,13 @@ impl Engine {
         }
         let group = new_group();
         let actor = Actor { group: Some(group.clone()), ..actor.clone() };
-        let steps_todo: Vec<Step> = todo.into_iter().cloned().collect();
-        let merged = steps_todo.iter().filter_map(|s| s.to.filter(|_| s.action == Action::Merge)).collect::<Vec<_>>();
-        let merged = merged.into_iter().filter_map(|sha| merged_bytes.remove(&sha).map(|b| (sha, b))).collect();
-        let plan = PlanFile { group: group.clone(), selection: selection.clone(), steps: steps_todo, merged };
+        // Every merged content belongs to a step to do: a merge that conflicted kept none.
+        let plan = PlanFile {
+            group: group.clone(),
+            selection: selection.clone(),
+            steps: todo.into_iter().cloned().collect(),
+            merged,
+        };
         self.core.begin_rewind(&plan, &actor)?;
         let (applied, failed) = self.core.apply_steps(&plan, &actor, &|path| self.publish_path(path, &actor));
         self.core.end_rewind(&plan, &actor, &format!("done applied={applied} failed={}", failed.len()))?;
