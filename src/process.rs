@@ -16,8 +16,36 @@ use std::path::PathBuf;
 
 /// `/proc/<pid>/comm`, without the newline.
 pub fn comm(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = read_line(&format!("/proc/{pid}/comm"))?;
     Some(comm.trim_end_matches('\n').to_string())
+}
+
+/// A one-line `/proc` file whole, in one `read` where it fits (every writer's commit reads
+/// one: `std::fs::read_to_string` would add a `statx` and four growing reads). Reads on until
+/// the line's newline or the end; `None` when it cannot be opened or is not UTF-8.
+fn read_line(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                if buf[len - 1] == b'\n' {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).ok()
 }
 
 /// What `/proc/<pid>/stat` says of a process.
@@ -33,7 +61,7 @@ pub struct Stat {
 
 /// Process `pid`'s [`Stat`].
 pub fn stat(pid: u32) -> Option<Stat> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    parse_stat(&read_line(&format!("/proc/{pid}/stat"))?)
 }
 
 /// A `stat` line: the name is between the first `(` and the last `)` (it may hold either);

@@ -67,6 +67,7 @@ pub trait Disk: Meta + Send + Sync {
     fn mkdir(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()>;
     /// A new private file in `dir`: an anonymous `O_TMPFILE` inode where the filesystem
     /// supports it, else a new file under an unpredictable [`temp_name`](super::temp_name) (`O_EXCL`).
+    /// Its reads are quiet from the start (as [`Disk::quiet_reads`]).
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp>;
     /// Open `name` for reading and writing, creating it when `create` (never following a symlink).
     fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File>;
@@ -136,6 +137,8 @@ pub trait Meta {
     /// `flags`: 0, `XATTR_CREATE` or `XATTR_REPLACE`.
     fn set_xattr(&self, dir: &Dir, name: &str, attr: &OsStr, value: &[u8], flags: i32) -> io::Result<()>;
     fn remove_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()>;
+    /// Remove an extended attribute of an open file (one call: no path to resolve).
+    fn remove_file_xattr(&self, file: &File, attr: &OsStr) -> io::Result<()>;
 
     // ---- Metadata reads.
 

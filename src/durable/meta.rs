@@ -127,6 +127,13 @@ impl Meta for OsDisk {
         })
     }
 
+    fn remove_file_xattr(&self, file: &File, attr: &OsStr) -> io::Result<()> {
+        let attr = sys::c_name(attr)?;
+        // SAFETY: valid descriptor and C string.
+        let rc = unsafe { libc::fremovexattr(file.as_fd().as_raw_fd(), attr.as_ptr()) };
+        if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    }
+
     fn get_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<Vec<u8>> {
         let attr = sys::c_name(attr)?;
         let got = with_entry(dir, name, |at| {

@@ -75,11 +75,9 @@ impl Disk for OsDisk {
 
     fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY;
-        // The base itself (the parent of every top-level name): its own path, no need to ask
-        // the kernel for it.
+        // The base itself (the parent of every top-level name): already open.
         if rel.is_empty() {
-            let fd = sys::open_beneath_no_symlinks(base.as_fd(), rel, flags)?;
-            return Ok(Dir::new(fd, base.rel().to_string()));
+            return base.try_clone();
         }
         // A plain path (no `.`, `..` or empty components) that resolves without following any
         // symlink is its own canonical form: no need to ask the kernel for the path.
@@ -185,18 +183,15 @@ impl Disk for OsDisk {
         if let Some(fd) = sys::open_tmpfile(dir.as_fd(), perm)? {
             return Ok(Temp { file: file_from(fd)?, name: None });
         }
+        let mut flags = sys::TEMP_FLAGS | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW;
         loop {
             let name = temp_name();
-            match nix::fcntl::openat(
-                dir,
-                name.as_str(),
-                OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                Mode::from_bits_truncate(perm),
-            ) {
+            match nix::fcntl::openat(dir, name.as_str(), flags, Mode::from_bits_truncate(perm)) {
                 Ok(fd) => {
                     return Ok(Temp { file: file_from(fd)?, name: Some(name) });
                 }
                 Err(Errno::EEXIST) => continue,
+                Err(Errno::EPERM) if flags.contains(OFlag::O_NOATIME) => flags.remove(OFlag::O_NOATIME),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -234,10 +229,11 @@ impl Disk for OsDisk {
         if attrs.perm.is_none() && attrs.owner.is_none() && attrs.xattrs.is_empty() {
             return Ok(skipped);
         }
-        let st = self.file_stat(file)?;
+        // Only the mode and the owner are compared with what the file has.
+        let st = if attrs.perm.is_some() || attrs.owner.is_some() { Some(self.file_stat(file)?) } else { None };
         // Owner first: chown clears setuid/setgid bits, which the chmod then restores.
         let mut chowned = false;
-        if let Some((uid, gid)) = attrs.owner
+        if let (Some((uid, gid)), Some(st)) = (attrs.owner, &st)
             && (st.uid, st.gid) != (uid, gid)
         {
             let owner = Some(nix::unistd::Uid::from_raw(uid));
@@ -247,7 +243,7 @@ impl Disk for OsDisk {
                 Err(e) => skipped.push(format!("owner {uid}:{gid} ({e})")),
             }
         }
-        if let Some(perm) = attrs.perm
+        if let (Some(perm), Some(st)) = (attrs.perm, &st)
             && (chowned || perm != st.perm)
         {
             nix::sys::stat::fchmod(file, Mode::from_bits_truncate(perm))?;

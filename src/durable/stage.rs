@@ -69,7 +69,7 @@ pub enum Install {
 pub struct Staged {
     temp: Temp,
     /// Where `temp` is named when that is not the target's directory (an adopted draft).
-    home: Option<Dir>,
+    home: Option<std::sync::Arc<Dir>>,
     sha256: Sha256,
     len: u64,
     /// Attributes that could not be carried over (reported, not fatal).
@@ -232,7 +232,7 @@ impl Staged {
     /// right before the install.
     pub fn adopt(
         file: File,
-        home: Dir,
+        home: std::sync::Arc<Dir>,
         name: String,
         sha256: Sha256,
         len: u64,
@@ -310,9 +310,9 @@ impl Staged {
         current: Option<&File>,
     ) -> Result<Option<Displaced>> {
         let file = &self.temp.file;
-        let home = self.home.as_ref().unwrap_or(dir);
-        if let (Some(attr), Some(tmp)) = (self.drop_xattr, &self.temp.name) {
-            let _ = disk.remove_xattr(home, tmp, std::ffi::OsStr::new(attr));
+        let home = self.home.as_deref().unwrap_or(dir);
+        if let Some(attr) = self.drop_xattr {
+            let _ = disk.remove_file_xattr(file, std::ffi::OsStr::new(attr));
         }
         if how == Install::Create {
             match &self.temp.name {

@@ -55,14 +55,18 @@ fn openat2(root: BorrowedFd<'_>, rel: &str, flags: OFlag, resolve: ResolveFlag) 
 
 const OPENAT2_RETRIES: usize = 64;
 
-/// An anonymous file in `dir`, or `None` where the filesystem has no `O_TMPFILE`.
+/// How a temp file rwfs makes is opened: read and written by rwfs only, it becomes a version
+/// whose access time is the writer's business, so rwfs's own reads (hashing at commit) never
+/// touch it: `O_NOATIME` from the start, rather than an `fcntl` pair after. (`O_NOATIME` needs
+/// the file's owner or `CAP_FOWNER`, which rwfs is for a file it just made; `EPERM` is retried
+/// without it.)
+pub const TEMP_FLAGS: OFlag = OFlag::O_RDWR.union(OFlag::O_CLOEXEC).union(OFlag::O_NOATIME);
+
+/// An anonymous file in `dir`, or `None` where the filesystem has no `O_TMPFILE`. Opened
+/// `O_NOATIME` (see [`TEMP_FLAGS`]).
 pub fn open_tmpfile(dir: BorrowedFd<'_>, perm: u32) -> io::Result<Option<OwnedFd>> {
-    match nix::fcntl::openat(
-        dir,
-        ".",
-        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(perm),
-    ) {
+    let open = |flags| nix::fcntl::openat(dir, ".", OFlag::O_TMPFILE | flags, Mode::from_bits_truncate(perm));
+    match open(TEMP_FLAGS).or_else(|e| if e == Errno::EPERM { open(TEMP_FLAGS - OFlag::O_NOATIME) } else { Err(e) }) {
         Ok(fd) => Ok(Some(fd)),
         // EOPNOTSUPP: the filesystem lacks it; EISDIR/EINVAL: the kernel lacks it.
         Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => Ok(None),

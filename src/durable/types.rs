@@ -119,15 +119,20 @@ pub enum Rename {
 }
 
 /// An open directory beneath the workspace root.
+///
+/// Its descriptor is shared by its copies ([`Dir::try_clone`] costs no system call): nothing
+/// rwfs does with a directory depends on the descriptor's own state (a listing opens `.`
+/// afresh), so one open serves every holder, and the root's descriptor serves every top-level
+/// name without being opened again.
 pub struct Dir {
-    fd: OwnedFd,
+    fd: std::sync::Arc<OwnedFd>,
     rel: String,
 }
 
 impl Dir {
     /// Wrap a descriptor; `rel` is the canonical path relative to the root (`""` for the root).
     pub fn new(fd: OwnedFd, rel: String) -> Dir {
-        Dir { fd, rel }
+        Dir { fd: std::sync::Arc::new(fd), rel }
     }
 
     pub fn rel(&self) -> &str {
@@ -140,7 +145,7 @@ impl Dir {
     }
 
     pub fn try_clone(&self) -> io::Result<Dir> {
-        Ok(Dir { fd: self.fd.try_clone()?, rel: self.rel.clone() })
+        Ok(Dir { fd: self.fd.clone(), rel: self.rel.clone() })
     }
 
     /// A path naming this very directory through its descriptor (`/proc/self/fd/N`): it
@@ -221,17 +226,19 @@ pub fn is_temp_name(name: &str) -> bool {
         && name[TEMP_PREFIX.len()..TEMP_PREFIX.len() + 16].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// A fresh unpredictable temporary name.
+/// A fresh unpredictable temporary name: a counter under a keyed hash whose keys are drawn
+/// from the OS's randomness once per process (std's `RandomState`, SipHash), so a name costs
+/// no system call and still cannot be guessed from outside. Every caller creates with
+/// `O_EXCL`/`RENAME_NOREPLACE` semantics and draws again on `EEXIST` (a forked child shares
+/// the keys and the count).
 pub fn temp_name() -> String {
-    let mut bytes = [0u8; 8];
-    // getrandom only fails where the OS has no entropy source at all; fall back to the clock
-    // mixed with the address of a local, which is still unique within this process.
-    if getrandom::fill(&mut bytes).is_err() {
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        let local = &bytes as *const _ as u64;
-        bytes = (nanos ^ local.rotate_left(32)).to_le_bytes();
-    }
+    use std::hash::BuildHasher;
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static KEYS: OnceLock<std::hash::RandomState> = OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let bytes = KEYS.get_or_init(std::hash::RandomState::new).hash_one(n).to_le_bytes();
     format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", hex::encode(bytes))
 }
 

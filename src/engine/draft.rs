@@ -347,10 +347,10 @@ impl Core {
     fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
         let dir = self.drafts_dir()?;
-        let temp = disk.create_temp(&dir, 0o600).map_err(|e| Error::io("create draft", e))?;
         // A draft becomes the installed version: rwfs reading it at commit must not change the
-        // access time a writer set (`touch -t`) or the one it will have.
-        disk.quiet_reads(&temp.file);
+        // access time a writer set (`touch -t`) or the one it will have. `create_temp`'s files
+        // are quiet from the start.
+        let temp = disk.create_temp(&dir, 0o600).map_err(|e| Error::io("create draft", e))?;
         // Noted while still empty and 0600 (a read-only mode carried over later would refuse
         // the xattr to anyone but root).
         if let Some(path) = note {
@@ -744,13 +744,7 @@ impl Core {
             };
         }
         let Draft { file, name, len, tail, .. } = draft;
-        let home = match dir.try_clone() {
-            Ok(home) => home,
-            Err(e) => {
-                return Err(fail(Error::io("dup drafts directory", e), Draft::failed(file, name, len, tail)));
-            }
-        };
-        let staged = Staged::adopt(file, home, name.clone(), sha, len, Some(TARGET_XATTR));
+        let staged = Staged::adopt(file, dir.clone(), name.clone(), sha, len, Some(TARGET_XATTR));
         if let Some(batch) = &self.batch {
             return match self.stage_for_batch(batch, target, staged, prev, op, mode, actor) {
                 Ok(done) => Ok(done),

@@ -236,7 +236,7 @@ impl Core {
         let target = crate::durable::resolve::resolve(disk, &self.ws.root, &write.path, Scope::Workspace, true)?;
         let file = disk.open_read(dir, name).step("open draft")?;
         let len = disk.file_stat(&file).step("stat draft")?.size;
-        let home = dir.try_clone().step("dup drafts directory")?;
+        let home = std::sync::Arc::new(dir.try_clone().step("dup drafts directory")?);
         let staged = crate::durable::Staged::adopt(
             file,
             home,

@@ -234,6 +234,9 @@ pub struct Vfs {
     /// The announcements in progress ([`Kernel::announce`]), by path: this process's requests
     /// for them are answered from what the engine already did, and change nothing.
     heralds: Mutex<HashMap<String, Announce>>,
+    /// This process's id, read once: [`Vfs::heralded`] compares every lookup's caller with it,
+    /// and `getpid()` is a system call each time (glibc does not cache it).
+    own_pid: u32,
 }
 
 impl Vfs {
@@ -252,6 +255,7 @@ impl Vfs {
             stderr_notice: options.stderr_notice,
             last_commit: Mutex::default(),
             heralds: Mutex::default(),
+            own_pid: std::process::id(),
         });
         let weak = Arc::downgrade(&vfs);
         vfs.engine.subscribe(Box::new(move |changed| match weak.upgrade() {
@@ -443,7 +447,7 @@ impl Vfs {
 
     /// The announcement this process is making of `path`, when `caller` is this process.
     pub(crate) fn heralded(&self, path: &str, caller: &Caller) -> Option<Announce> {
-        if caller.pid != std::process::id() {
+        if caller.pid != self.own_pid {
             return None;
         }
         self.heralds.lock().unwrap_or_else(PoisonError::into_inner).get(path).copied()

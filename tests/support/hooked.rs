@@ -288,6 +288,9 @@ impl<I: Intercept> Meta for Hooked<I> {
     fn remove_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()> {
         self.around(Call::SetMeta { dir, name }, || OsDisk.remove_xattr(dir, name, attr))
     }
+    fn remove_file_xattr(&self, file: &File, attr: &OsStr) -> io::Result<()> {
+        self.around(Call::SetAttrs { file }, || OsDisk.remove_file_xattr(file, attr))
+    }
     fn get_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<Vec<u8>> {
         OsDisk.get_xattr(dir, name, attr)
     }
