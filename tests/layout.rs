@@ -3,6 +3,9 @@
 //! - arrows only point down: `durable` imports no other rwfs module (but `error` and `sha`),
 //!   `journal` and `store` import only `durable` below them, `engine` imports nothing of the
 //!   front ends (`cli`, `app`, `fuse`, `mcp`);
+//! - the read side (`history`) never imports `engine`: writes use reads, never the reverse; and
+//!   the page and the MCP tools (`app`, `tools`) name what they read from `history`, not from
+//!   `engine`;
 //! - `engine`, `score`, `journal`, `store`, `durable`, `tools` (the MCP tools' logic) and `vfs`
 //!   (the mount's filesystem) never use `fuser`, `rmcp`, `tokio`, `clap`; `mcp` is glue over
 //!   `tools`, `fuse` over `vfs` (it imports nothing else but the types it converts);
@@ -27,6 +30,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("score", &["error", "sha", "score"]),
     ("policy", &["error", "sha", "score", "policy"]),
     ("envelope", &["error", "sha", "envelope"]),
+    ("history", &["error", "sha", "durable", "journal", "store", "score", "policy", "envelope", "history", "time"]),
     (
         "engine",
         &[
@@ -37,6 +41,7 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
             "store",
             "score",
             "engine",
+            "history",
             "policy",
             "envelope",
             "wake",
@@ -49,26 +54,60 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     (
         "vfs",
         &[
-            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "vfs", "notice",
-            "process",
+            "error", "sha", "durable", "journal", "store", "score", "engine", "history", "policy", "envelope", "vfs",
+            "notice", "process",
         ],
     ),
     // The adapter: the filesystem, and the types it converts (stats, errors, the engine it starts).
-    ("fuse", &["error", "sha", "durable", "journal", "engine", "vfs", "fuse", "wake", "process"]),
+    ("fuse", &["error", "sha", "durable", "journal", "engine", "history", "vfs", "fuse", "wake", "process"]),
     (
         "tools",
-        &["error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "time"],
+        &[
+            "error", "sha", "durable", "journal", "store", "score", "engine", "history", "policy", "envelope", "tools",
+            "time",
+        ],
     ),
     (
         "mcp",
         &[
-            "error", "sha", "durable", "journal", "store", "score", "engine", "policy", "envelope", "tools", "mcp",
-            "time", "http", "process",
+            "error", "sha", "durable", "journal", "store", "score", "engine", "history", "policy", "envelope", "tools",
+            "mcp", "time", "http", "process",
         ],
     ),
 ];
 
-const CORE: &[&str] = &["engine", "score", "journal", "store", "durable", "tools", "vfs"];
+const CORE: &[&str] = &["engine", "history", "score", "journal", "store", "durable", "tools", "vfs"];
+/// Front ends that only read through what they name here: the read side's types come from
+/// `history`, so `app` and `tools` reach `engine` for writes alone.
+const READERS: &[&str] = &["app", "tools"];
+/// What the read side exports; `engine::` followed by one of these in a reader is a violation.
+const READ_SIDE: &[&str] = &[
+    "Workspace",
+    "Options",
+    "History",
+    "Status",
+    "Availability",
+    "Version",
+    "RestoreTo",
+    "verify",
+    "Report",
+    "Found",
+    "Drift",
+    "Blame",
+    "BlameLine",
+    "Origin",
+    "FileDiff",
+    "FileStat",
+    "Rev",
+    "Limit",
+    "SHOWN_MAX",
+    "compare",
+    "LATEST",
+    "REJECTIONS_DIR",
+    "ApprovalState",
+    "Approval",
+    "is_unsafe_root",
+];
 const FRONT_END_CRATES: &[&str] = &["fuser", "rmcp", "tokio", "clap"];
 const IMPURE: &[&str] =
     &["std::fs", "std::net", "std::process", "std::env", "SystemTime", "Instant::now", "std::thread"];
@@ -103,6 +142,12 @@ fn the_checker_catches_violations() {
         ("vfs", "use crate::fuse::Mount;", true),
         ("score", r#"Lang::Rust => format!("std::env::var(\"{var}\")"),"#, false),
         ("score", r#"let x = "a"; std::env::var("X")"#, true),
+        ("history", "use crate::engine::Engine;", true),
+        ("history", "use crate::journal::query::Selection;", false),
+        ("app", "use crate::engine::{Rev, Rewind};", true),
+        ("app", "fn f(ws: &crate::engine::Workspace) {}", true),
+        ("tools", "use crate::engine::{Committed, Expect};", false),
+        ("tools", "use crate::history::Workspace;", false),
     ];
     for (module, line, bad) in cases {
         assert_eq!(!check_source(module, "x.rs", line).is_empty(), bad, "{module}: {line}");
@@ -170,6 +215,13 @@ fn check_source(module: &str, file: &str, text: &str) -> Vec<String> {
                 }
             }
         }
+        if READERS.contains(&module) {
+            for name in names_after(code, "engine::") {
+                if READ_SIDE.contains(&name.as_str()) {
+                    flag(format!("{module} reads through crate::history, not engine::{name}"));
+                }
+            }
+        }
         if module == "score" {
             for impure in IMPURE {
                 if code.contains(impure) {
@@ -227,10 +279,15 @@ fn uses_path(code: &str, name: &str) -> bool {
 
 /// Names of crate modules used as `crate::name` or `super::super::name`-free `crate::{a, b}`.
 fn internal_uses(code: &str) -> Vec<String> {
+    names_after(code, "crate::")
+}
+
+/// The names that follow each `prefix` in `code`: `prefix name` or `prefix{a, b}`.
+fn names_after(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = code;
-    while let Some(i) = rest.find("crate::") {
-        let after = &rest[i + "crate::".len()..];
+    while let Some(i) = rest.find(prefix) {
+        let after = &rest[i + prefix.len()..];
         if let Some(group) = after.strip_prefix('{') {
             let end = group.find('}').unwrap_or(group.len());
             for item in group[..end].split(',') {
