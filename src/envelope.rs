@@ -14,6 +14,10 @@
 //! [`ErrorKind`]; `reason_hint`, `suggested_action` and `retriable` follow from it here, in one place;
 //! `context.reason` is the [`Reason`](crate::Reason)'s stable code. Front ends serialise it:
 //! the mount writes it to `.resilient_write/rejections/`, MCP returns it as a tool result.
+//!
+//! A refusal's envelope is named here too ([`rejection_id`], from its row) and so is what of it
+//! a person looking at the history may see ([`shown_envelope`]): the engine that writes it and
+//! the read side that shows it both ask this one place.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -121,6 +125,40 @@ impl Envelope {
         // Plain data: serialisation cannot fail.
         serde_json::to_string_pretty(self).expect("envelope serializes")
     }
+}
+
+/// The id of the envelope of the refusal journaled at `ts` with `seq`: its file is
+/// `rejections/<id>.json`. Letters, digits and `_` only (`rj_20261124T100211123456Z_17`).
+pub fn rejection_id(ts: &str, seq: u64) -> String {
+    format!("rj_{}_{}", ts.replace([':', '-', '.'], ""), seq)
+}
+
+/// What of a refusal's envelope may be shown to a person looking at the history (the page of
+/// `rwfs ui`): the rules, where they matched and what to do — never the matched text, its
+/// snippet or its hash.
+pub fn shown_envelope(envelope: &serde_json::Value) -> serde_json::Value {
+    // The refusal's fields are the envelope's `context` (schema v1); at the top level only in
+    // a bare context.
+    let envelope = if envelope["context"].is_object() { &envelope["context"] } else { envelope };
+    let findings: Vec<serde_json::Value> = envelope["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            json!({
+                "rule": f["rule"], "family": f["family"], "line": f["line"], "column": f["column"],
+                "severity": f["severity"], "action": f["action"],
+            })
+        })
+        .collect();
+    json!({
+        "rejection_id": envelope["rejection_id"],
+        "path": envelope["path"],
+        "message": envelope["message"],
+        "blocking_rules": envelope["blocking_rules"],
+        "findings": findings,
+        "suggested_actions": envelope["suggested_actions"],
+    })
 }
 
 #[cfg(test)]

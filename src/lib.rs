@@ -7,6 +7,7 @@
 //!                                │     vfs/ (the mount's fs)   │     tools/ (the paper's tools)
 //!                                └──────────────┬──────────────┘
 //!                                            engine/          drafts → decide → commit
+//!                                            history/         the read side (page, tools read it)
 //!                                 ┌─────────┬───┴──────┬───────────┐
 //!                              score/    journal/    store/        │
 //!                                 (pure)    └────┬─────┴───────────┘
@@ -21,8 +22,11 @@
 //!   queries ([`journal::query`]) every caller asks through, so an index can replace their scans.
 //! - [`store`]: `objects/`, content-addressed versions that left the tree.
 //! - [`engine`]: the owner of a workspace: open (lock, recovery), the commit protocol
-//!   (`engine/commit.rs`), delete, history, restore, rewind, diff, retention, verify; which class a path is in
+//!   (`engine/commit.rs`), delete, restore, rewind, retention; which class a path is in
 //!   ([`engine::PathClass`]); change events ([`engine::Changed`]).
+//! - [`history`]: the read side, under the engine and never importing it: a workspace opened
+//!   for reading ([`history::Workspace`]), a file's history, status, diff, blame, verify,
+//!   approvals — what the CLI's read commands, the page and the MCP history tools ask.
 //! - [`vfs`]: the mount's filesystem without a kernel — nodes, handles, each file's draft state
 //!   machine, the commit points; [`fuse`] serves it through fuser.
 //! - [`tools`]: the Resilient Write tools without a transport; [`mcp`] serves them through rmcp.
@@ -39,7 +43,8 @@
 //! Boundaries (checked by `tests/layout.rs`): arrows only point down; `engine`, `journal`,
 //! `store`, `durable`, `tools` and `vfs` never import `fuser`, `rmcp`, `tokio` or `clap`; `fuse`
 //! imports only `vfs` and the types it converts; `fuse` and `mcp` never import each other;
-//! `score` does no I/O.
+//! `score` does no I/O; `history` never imports `engine`, and `app` and `tools` read through
+//! `history`.
 //!
 //! The contract, the invariants and the mount's rules are in `docs/architecture.md`.
 
@@ -50,6 +55,7 @@ pub mod engine;
 pub mod envelope;
 pub mod error;
 pub mod fuse;
+pub mod history;
 pub mod http;
 pub mod journal;
 pub mod mcp;

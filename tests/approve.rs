@@ -204,7 +204,7 @@ fn an_mcp_write_is_told_to_wait_for_the_user_and_rw_approval_status_follows_the_
     assert!(status["next"].as_str().unwrap().contains("ask the user"));
     assert_eq!(mcp.ws.read("docs/a.md").unwrap(), b"# A\n");
     let decided = mcp.engine.approve(&id, false, &actor()).unwrap();
-    assert_eq!(decided.approval.state, rwfs::engine::ApprovalState::Approved);
+    assert_eq!(decided.approval.state, rwfs::history::ApprovalState::Approved);
     assert_eq!(mcp.ws.read("docs/a.md").unwrap(), b"# M\n");
     assert_eq!(mcp.call("rw_approval_status", json!({"id": id})).ok()["state"], "approved");
 

@@ -16,7 +16,8 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use rwfs::durable::{Dir, Disk, File, FileId, OsDisk, Temp, is_temp_name, temp_name};
-use rwfs::engine::{Availability, Engine, Options, Report, RestoreTo, Restored, Workspace, WriteMode, verify};
+use rwfs::engine::{Engine, Restored, WriteMode};
+use rwfs::history::{Availability, Options, Report, RestoreTo, Workspace, verify};
 use rwfs::journal::Problem;
 
 use crate::support::hooked::{Hooked, Intercept};
@@ -384,7 +385,7 @@ fn a_corrupt_lock_file_makes_recovery_check_every_row_and_the_engine_works() {
         assert!(engine.recovery().corrected.is_empty());
         write(&engine, "a", b"a3", WriteMode::Overwrite).unwrap();
         engine.close().unwrap();
-        let info: rwfs::engine::LockInfo =
+        let info: rwfs::history::LockInfo =
             serde_json::from_slice(&std::fs::read(ws.abs(".resilient_write/lock")).unwrap()).unwrap();
         assert_eq!(info.settled_seq, 4);
         assert!(report(&ws).is_clean());

@@ -3,7 +3,8 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, SystemTime};
 
-use rwfs::engine::{Availability, Expect, RestoreTo, Restored, WriteMode, verify};
+use rwfs::engine::{Expect, Restored, WriteMode};
+use rwfs::history::{Availability, RestoreTo, verify};
 use rwfs::journal::{Op, Via};
 
 use crate::support::{Ws, actor, assert_reason, sha, write, write_expect};

@@ -96,5 +96,5 @@ fn sixteen_threads_times_a_hundred_appends_lose_nothing() {
     let seqs: BTreeSet<u64> = rows.iter().map(|r| r.seq.unwrap()).collect();
     assert_eq!(seqs.len(), rows.len(), "seq is unique");
     engine.close().unwrap();
-    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().is_clean());
+    assert!(rwfs::history::verify(&ws.workspace()).unwrap().is_clean());
 }

@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rwfs::durable::{Disk, Meta};
-use rwfs::engine::{Engine, Options, RestoreTo, Rewind, WriteMode, WriteRequest, verify};
+use rwfs::engine::{Engine, Rewind, WriteMode, WriteRequest};
+use rwfs::history::{Options, RestoreTo, verify};
 use rwfs::journal::Problem;
 use rwfs::journal::query::Selection;
 use rwfs::sha::Sha256;
@@ -111,7 +112,7 @@ impl Run {
         let done = engine.rewind(&rewind, &actor()).unwrap();
         assert_eq!(done.applied, expect.len(), "{done:?}");
         let group = done.group.unwrap();
-        let rows = rwfs::engine::Workspace::open(engine.workspace().path(), &Options::default()).unwrap();
+        let rows = rwfs::history::Workspace::open(engine.workspace().path(), &Options::default()).unwrap();
         let mut seqs = HashMap::new();
         rows.read_journal(|e| {
             if e.row.group.as_deref() == Some(group.as_str()) {
@@ -132,7 +133,7 @@ static FINISHED_BY_RECOVERY: std::sync::atomic::AtomicUsize = std::sync::atomic:
 /// step's path holds the step's `to`; without a `begin` row no step was taken (the paths hold
 /// what they held, which `check` already verified).
 fn rewind_groups_are_whole(root: &Path) -> Result<(), String> {
-    let ws = rwfs::engine::Workspace::open(root, &Options::default()).unwrap();
+    let ws = rwfs::history::Workspace::open(root, &Options::default()).unwrap();
     let mut open: BTreeMap<String, String> = BTreeMap::new();
     let mut ended: Vec<(String, String)> = Vec::new();
     ws.read_journal(|e| {
@@ -315,13 +316,13 @@ fn check(
     }
 
     // Journal ⇔ files.
-    let report = verify(&rwfs::engine::Workspace::open(root, &Options::default()).unwrap()).unwrap();
+    let report = verify(&rwfs::history::Workspace::open(root, &Options::default()).unwrap()).unwrap();
     if !report.drift.is_empty() {
         return Err(format!("after recovery the tree differs from the journal: {:?}", report.drift));
     }
     // Every change has a row: a path the journal never mentions still holds its initial bytes.
     let mut journaled = std::collections::HashSet::new();
-    rwfs::engine::Workspace::open(root, &Options::default())
+    rwfs::history::Workspace::open(root, &Options::default())
         .unwrap()
         .read_journal(|entry| {
             journaled.insert(entry.row.path);
@@ -785,7 +786,7 @@ fn check_no_loss(root: &Path, before: &[Event], ops: &[Acked]) -> Result<(), Str
             }
         }
     }
-    let report = verify(&rwfs::engine::Workspace::open(root, &Options::default()).unwrap()).unwrap();
+    let report = verify(&rwfs::history::Workspace::open(root, &Options::default()).unwrap()).unwrap();
     if !report.drift.is_empty() {
         return Err(format!("after recovery the tree differs from the journal: {:?}", report.drift));
     }
@@ -1021,7 +1022,7 @@ fn check_prefix(
     if k < durable {
         return Err(format!("only the first {k} changes survived, but {durable} were durable"));
     }
-    let report = verify(&rwfs::engine::Workspace::open(root, &Options::default()).unwrap()).unwrap();
+    let report = verify(&rwfs::history::Workspace::open(root, &Options::default()).unwrap()).unwrap();
     if !report.drift.is_empty() {
         return Err(format!("after recovery the tree differs from the journal: {:?}", report.drift));
     }

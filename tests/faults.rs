@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use nix::libc;
-use rwfs::engine::{Engine, WriteMode, verify};
+use rwfs::engine::{Engine, WriteMode};
+use rwfs::history::verify;
 
 use crate::support::hooked::Hooked;
 use crate::support::recorder::{Image, Recorder};

@@ -1,7 +1,8 @@
 //! The gate: content the policy blocks never reaches the tree, is quarantined, journaled and
 //! explained, and identical retries spend the retry budget.
 
-use rwfs::engine::{Engine, Options, WriteMode};
+use rwfs::engine::{Engine, WriteMode};
+use rwfs::history::Options;
 use rwfs::journal::Op;
 use rwfs::{ErrorKind, Reason};
 use serde_json::Value;
@@ -115,7 +116,7 @@ fn appends_and_restores_pass_the_gate_too() {
     assert_eq!(ws.read("log.txt").unwrap(), b"start\n");
     let Reason::Blocked(rejection) = err.reason() else { unreachable!() };
     let err =
-        engine.restore("log.txt", &rwfs::engine::RestoreTo::Sha(rejection.sha256.to_hex()), &actor()).unwrap_err();
+        engine.restore("log.txt", &rwfs::history::RestoreTo::Sha(rejection.sha256.to_hex()), &actor()).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Blocked | ErrorKind::StalePrecondition), "{err:?}");
     assert_eq!(ws.read("log.txt").unwrap(), b"start\n", "a quarantined draft cannot be restored into the tree");
 }

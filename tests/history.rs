@@ -111,7 +111,7 @@ fn rewinding_everything_after_a_seq_restores_the_tree_byte_for_byte_and_undo_tak
     assert!(undone.failed.is_empty());
     assert_eq!(files(&ws), changed, "undoing the rewind restores byte for byte");
     engine.close().unwrap();
-    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().is_clean());
+    assert!(rwfs::history::verify(&ws.workspace()).unwrap().is_clean());
 }
 
 #[test]
@@ -214,7 +214,7 @@ fn rewinding_a_session_merges_around_a_later_edit_by_someone_else_and_undo_takes
     assert_eq!(ws.read("notes.md").unwrap(), theirs, "undo restores byte for byte");
     assert_eq!(ws.read("other.md").unwrap(), b"agent only\n");
     engine.close().unwrap();
-    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().is_clean());
+    assert!(rwfs::history::verify(&ws.workspace()).unwrap().is_clean());
 }
 
 #[test]
@@ -472,7 +472,7 @@ fn versions_over_the_cap_are_compared_by_rwfs_diff_and_not_by_mcp_whose_answer_s
     write_as(&engine, "big.txt", &big_text("seven"), &in_session("agent"));
     write_as(&engine, "small.txt", b"a\nb\n", &in_session("agent"));
     engine.close().unwrap();
-    assert!(big_text("x").len() as u64 > rwfs::engine::SHOWN_MAX);
+    assert!(big_text("x").len() as u64 > rwfs::history::SHOWN_MAX);
 
     let out = rwfs().arg("-w").arg(ws.path()).args(["diff", "big.txt"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use rwfs::engine::{Engine, Options, RestoreTo, WriteMode};
+use rwfs::engine::{Engine, WriteMode};
+use rwfs::history::{Options, RestoreTo};
 use rwfs::sha::Sha256;
 
 use crate::support::hooked::{Call, Created, Hooked, Intercept};
@@ -776,7 +777,10 @@ fn a_symlink_swapped_onto_a_name_being_deleted_is_not_kept_as_its_version() {
     // The journal says the delete did not happen.
     drop(engine);
     let mut ops = Vec::new();
-    rwfs::engine::Workspace::open(&fx.ws, &Options::default()).unwrap().read_journal(|e| ops.push(e.row.op())).unwrap();
+    rwfs::history::Workspace::open(&fx.ws, &Options::default())
+        .unwrap()
+        .read_journal(|e| ops.push(e.row.op()))
+        .unwrap();
     assert_eq!(ops[ops.len() - 2..], [rwfs::journal::Op::Delete, rwfs::journal::Op::Abort]);
 }
 

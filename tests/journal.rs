@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use rwfs::engine::{WriteMode, verify};
+use rwfs::engine::WriteMode;
+use rwfs::history::verify;
 use rwfs::journal::Problem;
 
 use crate::support::recorder::{Event, Image, Recorder};

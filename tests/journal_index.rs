@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use rwfs::engine::Workspace;
+use rwfs::history::Workspace;
 use rwfs::journal::query::{self, Filter, RowSource, Selection};
 use rwfs::journal::{Entry, Op, Row, Scan, Via};
 use rwfs::sha::Sha256;

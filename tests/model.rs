@@ -3,7 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rwfs::engine::{Expect, RestoreTo, Restored, WriteMode};
+use rwfs::engine::{Expect, Restored, WriteMode};
+use rwfs::history::RestoreTo;
 
 use crate::support::{Rng, Ws, actor, sha, tree, write_expect};
 
@@ -106,7 +107,7 @@ fn run(seed: u64, steps: usize) {
         assert_eq!(ws.rows().len(), model.rows, "{context}: one row per change");
     }
     engine.close().unwrap();
-    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().is_clean());
+    assert!(rwfs::history::verify(&ws.workspace()).unwrap().is_clean());
 }
 
 impl Model {

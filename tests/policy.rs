@@ -183,7 +183,7 @@ fn durability_and_batch_window_are_checked() {
 /// findings are allowed; a broken file is a typed error naming it.
 #[test]
 fn a_teams_gitleaks_and_detect_secrets_files_apply_at_the_gate() {
-    use rwfs::engine::{Options, Workspace};
+    use rwfs::history::{Options, Workspace};
     use rwfs::score::interop::sha1_hex;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -57,7 +57,7 @@ fn refusal(ws: &Ws, path: &str, operation: &str, rule: &str) -> Value {
         .unwrap_or_else(|| panic!("no block row for {path}"));
     assert_eq!(row.mode, operation, "{row:?}");
     assert!(row.reason.as_deref().unwrap_or("").contains(&format!("rule={rule}")), "{row:?}");
-    let id = rwfs::engine::rejection_id(&row.ts, row.seq.unwrap());
+    let id = rwfs::envelope::rejection_id(&row.ts, row.seq.unwrap());
     let text = ws.read(&format!(".resilient_write/rejections/{id}.json")).expect("the envelope file");
     let envelope: Value = serde_json::from_slice(&text).unwrap();
     assert_eq!(envelope["ok"], false);

@@ -6,7 +6,8 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::IntoRawFd;
 
 use rwfs::durable::{FileId, OsDisk, content_digest};
-use rwfs::engine::{Engine, Options};
+use rwfs::engine::Engine;
+use rwfs::history::Options;
 use rwfs::journal::Op;
 
 use crate::support::Ws;
@@ -127,6 +128,9 @@ fn recovery_of_a_huge_sparse_orphan_is_bounded_and_big_orphans_wait_for_the_moun
     let hex = huge_row.prev_sha256.unwrap().to_hex();
     let object = ws.abs(&format!(".resilient_write/objects/{}/{hex}", &hex[..2]));
     assert!(std::fs::metadata(&object).unwrap().blocks() * 512 < 1 << 20, "kept as it was: sparse");
-    assert!(rwfs::engine::verify(&ws.workspace()).unwrap().bad_objects.is_empty(), "verify checks it by the same rule");
+    assert!(
+        rwfs::history::verify(&ws.workspace()).unwrap().bad_objects.is_empty(),
+        "verify checks it by the same rule"
+    );
     eprintln!("recovery of an 8 TiB sparse orphan read {read} bytes before the engine was ready");
 }

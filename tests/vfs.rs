@@ -13,7 +13,8 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 
 use nix::libc;
-use rwfs::engine::{Engine, Options as EngineOptions, RestoreTo, WriteMode};
+use rwfs::engine::{Engine, WriteMode};
+use rwfs::history::{Options as EngineOptions, RestoreTo};
 use rwfs::journal::{Actor, Op, Via};
 use rwfs::policy::Durability;
 use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
@@ -907,7 +908,7 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
         let row = fx.ws.rows().into_iter().rfind(|r| r.op() == Op::Recover).expect("a recover row");
         assert_eq!(row.from.as_deref(), Some(path));
         assert_eq!(row.reason.as_deref(), Some("failed_close_draft_kept_in_objects"));
-        let report = rwfs::engine::verify(&fx.ws.workspace()).unwrap();
+        let report = rwfs::history::verify(&fx.ws.workspace()).unwrap();
         assert!(report.drift.is_empty(), "{path}: the journal says the tree holds what it holds: {report:?}");
         // Space again: the next save commits as usual.
         fx.put(path, b"saved\n", &p).unwrap();
@@ -1041,7 +1042,7 @@ fn a_write_that_failed_halfway_is_the_errno_of_close_and_never_reaches_the_tree(
             assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{path} ({durability:?}): {e}");
             fx.engine.make_all_durable();
             assert_eq!(fx.backing(path).as_deref(), before, "{path} ({durability:?}): the tree keeps its version");
-            let report = rwfs::engine::verify(&fx.ws.workspace()).unwrap();
+            let report = rwfs::history::verify(&fx.ws.workspace()).unwrap();
             assert!(report.drift.is_empty(), "{path} ({durability:?}): every row says what the tree holds: {report:?}");
             let new: Vec<_> = fx.ws.rows().into_iter().skip(rows).collect();
             assert!(new.iter().all(|r| r.op() == Op::Recover), "{path}: no version row: {new:?}");
@@ -1062,7 +1063,7 @@ fn a_write_that_failed_halfway_is_the_errno_of_close_and_never_reaches_the_tree(
             fx.close(fh, &p).unwrap();
             fx.engine.make_all_durable();
             assert_eq!(fx.backing(path).unwrap(), chunk);
-            assert!(rwfs::engine::verify(&fx.ws.workspace()).unwrap().is_clean());
+            assert!(rwfs::history::verify(&fx.ws.workspace()).unwrap().is_clean());
         }
     }
 }

@@ -5,7 +5,7 @@
 //!   the pair   two versions of a 20,000-line file, every tenth line changed (the pair the
 //!              hand-written Myers diff took 2.5 GB and 9.6 s for); targets ≤ 100 ms and
 //!              ≤ 50 MB peak RSS
-//!   engine     rwfs::engine::lines on the pair in this process: the diff and its unified
+//!   engine     rwfs::history::lines on the pair in this process: the diff and its unified
 //!              text, then the --stat count alone
 //!   rwfs diff  `rwfs diff big.txt` (the unified diff) and `rwfs diff --since T` (the --stat
 //!              summary) in a new process each; wall time and the process's peak RSS
@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 mod stats;
 
 use clap::Parser;
-use rwfs::engine::lines::{self, LineDiff};
-use rwfs::engine::{Engine, Options, WriteMode, WriteRequest};
+use rwfs::engine::{Engine, WriteMode, WriteRequest};
+use rwfs::history::Options;
+use rwfs::history::lines::{self, LineDiff};
 use rwfs::journal::{Actor, Via};
 use stats::median;
 

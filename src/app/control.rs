@@ -23,10 +23,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::durable::STATE_DIR;
-use crate::engine::{
-    Engine, Expect, HookEvent, HookOutcome, RestoreTo, Restored, Rewind, Rewound, WriteMode, WriteRequest,
-};
+use crate::engine::{Engine, Expect, HookEvent, HookOutcome, Restored, Rewind, Rewound, WriteMode, WriteRequest};
 use crate::error::{Error, IoContext, Reason, Result};
+use crate::history::RestoreTo;
 use crate::journal::query::Selection;
 use crate::journal::{Actor, Via};
 use crate::sha::Sha256;
@@ -149,7 +148,7 @@ pub trait Daemon: Send + Sync {
 /// How the owner of a workspace answers [`Request::Read`]: the command line's own code, run on
 /// the owner's view of the workspace. The front end (`cli`) registers it, so that this module
 /// need not import it.
-pub type ReadAnswer = fn(&crate::engine::Workspace, &[String]) -> Result<Value>;
+pub type ReadAnswer = fn(&crate::history::Workspace, &[String]) -> Result<Value>;
 
 static READ_ANSWER: std::sync::OnceLock<ReadAnswer> = std::sync::OnceLock::new();
 
@@ -159,8 +158,8 @@ pub fn answer_reads_with(answer: ReadAnswer) {
 }
 
 /// What `rwfs verify` answers, in this process or through the daemon.
-pub fn verify_json(report: &crate::engine::Report) -> Value {
-    use crate::engine::Found;
+pub fn verify_json(report: &crate::history::Report) -> Value {
+    use crate::history::Found;
     let found = |f: &Found| match f {
         Found::Absent => "absent".to_string(),
         Found::Sha(sha) => sha.short(12),
@@ -412,7 +411,7 @@ fn execute(request: Request, body: &mut impl Read, actor: &Actor, daemon: &dyn D
             })
         }
         // The report is the answer, whatever it found: `ok` says the request was served.
-        Request::Verify => Ok(json!({"ok": true, "report": verify_json(&crate::engine::verify(engine.workspace())?)})),
+        Request::Verify => Ok(json!({"ok": true, "report": verify_json(&crate::history::verify(engine.workspace())?)})),
         Request::Read { argv } => match READ_ANSWER.get() {
             Some(answer) => answer(engine.workspace(), &argv),
             None => Err(Reason::InvalidArgument { what: "read request: this process does not answer it" }.into()),
@@ -464,7 +463,7 @@ fn follow(stream: UnixStream, offset: u64, daemon: &dyn Daemon) -> Result<()> {
 
 /// `{ok, session, after_seq}` of `--turn SPEC` (both `null` when no tool call of that turn is
 /// journaled).
-pub fn turn_json(ws: &crate::engine::Workspace, spec: &str) -> Result<Value> {
+pub fn turn_json(ws: &crate::history::Workspace, spec: &str) -> Result<Value> {
     Ok(match crate::journal::query::turn(ws, spec)? {
         Some(Selection::SessionAfter(session, seq)) => json!({"ok": true, "session": session, "after_seq": seq}),
         _ => json!({"ok": true, "session": null, "after_seq": null}),

@@ -26,9 +26,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::control::{self, Daemon};
-use crate::engine::{Engine, Options};
+use crate::engine::Engine;
 use crate::error::{Error, IoContext, Result};
 use crate::fuse::{Mount, MountOptions};
+use crate::history::Options;
 use crate::mcp;
 use crate::tools::Tools;
 
@@ -406,7 +407,7 @@ fn detach_stdio(workspace: &Path) -> Result<()> {
 fn default_log(workspace: &Path) -> Option<PathBuf> {
     use crate::durable::layout::{DAEMON_LOG, DAEMON_LOG_OLD, DAEMON_LOG_ROTATE};
     let canonical = std::fs::canonicalize(workspace).ok()?;
-    if crate::engine::is_unsafe_root(&canonical) {
+    if crate::history::is_unsafe_root(&canonical) {
         return None;
     }
     let state = canonical.join(crate::durable::STATE_DIR);

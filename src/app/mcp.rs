@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 
 use super::control::{self, Daemon};
 use crate::durable::STATE_DIR;
-use crate::engine::{Engine, Options};
+use crate::engine::Engine;
 use crate::error::Result;
+use crate::history::Options;
 use crate::mcp::{self, Peer};
 use crate::tools::Tools;
 

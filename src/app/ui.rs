@@ -9,14 +9,14 @@
 //!                          text/event-stream lines (the journal's follow feed)
 //!   GET  /api/history      ?path=P: the file's versions (Workspace::history)
 //!   GET  /api/diff         ?path=P&from=REV&to=REV: a unified diff (Workspace::diff); versions
-//!                          over engine::SHOWN_MAX (4 MiB) are not compared, and `note` says so
+//!                          over history::SHOWN_MAX (4 MiB) are not compared, and `note` says so
 //!   GET  /api/blame        ?path=P: the current version's lines, each with the row that
 //!                          introduced it (Workspace::blame); at most MAX_BLAME_LINES lines,
 //!                          `total_lines` and `note` say when there are more
 //!   GET  /api/blocked      ?seq=N: the shown part of a refusal's envelope (rule, line,
 //!                          suggested action; never the matched text)
 //!   POST /api/rewind       {"session"|"to_time"|"seq", "confirm"}: the plan, or the rewind
-//!   GET  /api/approvals    the versions waiting for a person's approval (engine/approve.rs),
+//!   GET  /api/approvals    the versions waiting for a person's approval (history/approvals.rs),
 //!                          each with its diff against its file's current version
 //!   POST /api/approvals    {"id", "decision": "approve"|"deny"}: the decision, journaled as the
 //!                          page's process (caller `rwfs-ui`); approve without `--force`
@@ -47,8 +47,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Rev, Rewind, Workspace};
+use crate::engine::Rewind;
 use crate::error::{Error, IoContext, Result};
+use crate::history::{Rev, Workspace};
 use crate::journal::Row;
 use crate::journal::query::{self, Filter, Selection};
 
@@ -223,7 +224,7 @@ async fn diff(State(ui): Page, Params(q): Params<DiffQuery>) -> Response {
         let path = q.path.ok_or_else(|| invalid("path parameter"))?;
         let rev = |r: Option<String>| r.map(|s| Rev::parse(&s, parse_time)).transpose();
         let (from, to) = (rev(q.from)?, rev(q.to)?);
-        Ok(json!(ui.ws.diff(&path, from.as_ref(), to.as_ref(), Some(crate::engine::SHOWN_MAX))?))
+        Ok(json!(ui.ws.diff(&path, from.as_ref(), to.as_ref(), Some(crate::history::SHOWN_MAX))?))
     })
     .await
 }
@@ -294,8 +295,8 @@ async fn answer_posted<T: serde::de::DeserializeOwned + Send + 'static>(
 async fn approvals(State(ui): Page) -> Response {
     answer(move || {
         let mut shown = Vec::new();
-        for a in ui.ws.approvals()?.into_iter().filter(|a| a.state == crate::engine::ApprovalState::Pending) {
-            let diff = ui.ws.approval_diff(&a.id, Some(crate::engine::SHOWN_MAX))?;
+        for a in ui.ws.approvals()?.into_iter().filter(|a| a.state == crate::history::ApprovalState::Pending) {
+            let diff = ui.ws.approval_diff(&a.id, Some(crate::history::SHOWN_MAX))?;
             let mut item = json!(a);
             item["diff"] = json!(diff);
             shown.push(item);

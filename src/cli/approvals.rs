@@ -1,5 +1,5 @@
 //! `rwfs approvals`, `rwfs approve ID`, `rwfs deny ID`: a person's decision on the new versions
-//! the policy parks for approval (`engine/approve.rs`). The list is a read-only command (the
+//! the policy parks for approval (`history/approvals.rs`). The list is a read-only command (the
 //! owner answers it when the workspace is mounted, `readonly.rs`); a decision goes to the
 //! daemon's engine when one owns the workspace, else to one opened here (`run::with_engine`).
 //! What is decided and how is the engine's; this module only asks and prints.
@@ -12,8 +12,8 @@ use super::reach::{actor, short, with_engine};
 use super::{ApprovalsArgs, ApproveArgs, DenyArgs, Exit};
 use super::{Escaped, errln, outln};
 use crate::app::control::{Request, decided_json};
-use crate::engine::{ApprovalState, Options, Workspace};
 use crate::error::Result;
+use crate::history::{ApprovalState, Options, Workspace};
 
 /// `rwfs approvals`.
 pub fn list(ws: &Workspace, args: &ApprovalsArgs) -> Result<Exit> {

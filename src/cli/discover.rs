@@ -13,7 +13,7 @@ use crate::durable::STATE_DIR;
 
 /// The workspace root for a command run in `cwd`, and whether it was found above `cwd`.
 pub fn workspace_root(cwd: &Path) -> (PathBuf, bool) {
-    let usable = |dir: &Path| !crate::engine::is_unsafe_root(dir);
+    let usable = |dir: &Path| !crate::history::is_unsafe_root(dir);
     let found = cwd
         .ancestors()
         .find(|dir| dir.join(STATE_DIR).is_dir() && usable(dir))

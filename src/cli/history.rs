@@ -10,8 +10,9 @@ use serde_json::json;
 use super::reach::{actor, existing, parse_time, short, with_engine};
 use super::{BlameArgs, DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
 use crate::app::control::{self, Request, rewound_json, unix_ns};
-use crate::engine::{Options, Rev, Rewind, Workspace};
+use crate::engine::Rewind;
 use crate::error::{Error, IoContext, Reason, Result};
+use crate::history::{Options, Rev, Workspace};
 use crate::journal::query::{self, Selection};
 
 /// `rwfs blame PATH`: `SEQ  TIME  SESSION  PROCESS  N| line`, one row per line.

@@ -9,8 +9,8 @@ use super::errln;
 use super::{Exit, MountArgs, UnmountArgs};
 use crate::app::control::{self, Request};
 use crate::app::daemon::{self, MountRequest};
-use crate::engine::Options;
 use crate::error::{Error, Reason, Result};
+use crate::history::Options;
 
 /// The filesystem type rwfs mounts show in `/proc/self/mountinfo`.
 const FS_TYPE: &str = "fuse.rwfs";
@@ -125,7 +125,7 @@ const DEPARTING_WAIT: Duration = Duration::from_secs(10);
 /// of this workspace is live any more (`refuse_if_mounted` ran first), so it is going away; an
 /// MCP session or a CLI command owning the workspace is not, and the engine reports it at once.
 fn wait_for_departing_daemon(workspace: &Path) {
-    let lock = workspace.join(crate::durable::STATE_DIR).join(crate::engine::LOCK_FILE);
+    let lock = workspace.join(crate::durable::STATE_DIR).join(crate::history::LOCK_FILE);
     let Ok(file) = std::fs::File::open(&lock) else {
         return;
     };
@@ -142,7 +142,7 @@ fn wait_for_departing_daemon(workspace: &Path) {
         }
         let holder = std::fs::read_to_string(&lock)
             .ok()
-            .and_then(|text| serde_json::from_str::<crate::engine::LockInfo>(text.trim()).ok())
+            .and_then(|text| serde_json::from_str::<crate::history::LockInfo>(text.trim()).ok())
             .map(|info| info.pid);
         let Some(pid) = holder.filter(|&pid| is_mount_daemon(pid)) else {
             return;
@@ -286,7 +286,7 @@ fn lazy_unmount(mountpoint: &Path) -> Result<Exit> {
 
 /// Does a process hold the lock of the workspace at `workspace` (an engine owns it)?
 fn is_locked(workspace: &Path) -> bool {
-    let lock = workspace.join(crate::durable::STATE_DIR).join(crate::engine::LOCK_FILE);
+    let lock = workspace.join(crate::durable::STATE_DIR).join(crate::history::LOCK_FILE);
     let Ok(file) = std::fs::File::open(&lock) else {
         return false;
     };

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use crate::app::control::{self, Request};
-use crate::engine::{Engine, Options, Workspace};
+use crate::engine::Engine;
 use crate::error::{Reason, Result};
+use crate::history::{Options, Workspace};
 use crate::journal::{Actor, Via};
 use crate::sha::Sha256;
 

@@ -12,8 +12,8 @@ use super::reach::{parse_time, short};
 use super::text::{self, TIME_WIDTH};
 use super::{Escaped, Exit, HistoryArgs, LogArgs};
 use super::{errln, outln};
-use crate::engine::{RestoreTo, Workspace};
 use crate::error::{Reason, Result};
+use crate::history::{RestoreTo, Workspace};
 use crate::journal::query;
 use crate::journal::{Op, Row};
 

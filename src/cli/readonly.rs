@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use super::{Cli, Command, Exit};
 use crate::app::control::{self, Request};
-use crate::engine::Workspace;
 use crate::error::{Reason, Result};
+use crate::history::Workspace;
 
 /// Is `command` one [`run`] answers?
 pub fn is_read_only(command: &Command) -> bool {

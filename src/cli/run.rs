@@ -12,8 +12,9 @@ use super::read::{log_tail, print_row};
 use super::{Cli, Command, Escaped, Exit, GcArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
 use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
-use crate::engine::{Expect, Options, RestoreTo, Restored, Workspace, WriteMode, WriteRequest, verify};
+use crate::engine::{Expect, Restored, WriteMode, WriteRequest};
 use crate::error::{IoContext, Reason, Result};
+use crate::history::{Options, RestoreTo, Workspace, verify};
 use crate::journal::Row;
 
 /// Run `cli`; errors are returned for `main` to print (on stderr). With `--json` a failure's

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::{Escaped, Exit, ScanArgs};
 use super::{errln, outln};
-use crate::engine::{Options, Workspace};
 use crate::error::{IoContext, Reason, Result};
+use crate::history::{Options, Workspace};
 use crate::policy::{Action, Decision, Policy};
 use crate::score::{Report, Scanner};
 

@@ -130,7 +130,7 @@ fn mount_daemon(root: &Path, allow_unsafe_root: bool, how: &super::MountOptionAr
     let mut cmd = Command::new(exe);
     cmd.arg("mount").arg("--daemon").arg(root).args(how.to_args());
     // Under `rwfs run` a refused writer is told why on its stderr, unless the policy says.
-    let policy_says = crate::engine::Workspace::open(root, &Default::default())
+    let policy_says = crate::history::Workspace::open(root, &Default::default())
         .and_then(|ws| {
             ws.policy(std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).as_deref().map(Path::new))
         })

@@ -5,7 +5,9 @@
 //! daemon), and `durable` is the one module all of them may import, so the names live here and
 //! the others' constants (`JOURNAL_FILE`, `OBJECTS_DIR`, `LOCK_FILE`…) are these. This module
 //! only describes: the decision that uses the visibility column is the engine's
-//! (`Engine::class`), and nothing here reads or writes the directory.
+//! (`Engine::class`), and nothing here reads or writes the directory. What a query may show of a
+//! path ([`shown`]) is this table's column read for a whole path, so the read side (`history`)
+//! answers for a path as the mount does without asking the engine.
 //!
 //! A name the table does not list is hidden from the mount: a file added without an entry
 //! fails closed.
@@ -29,6 +31,8 @@ pub const DRAFTS: &str = "drafts";
 pub const DRAFT_TARGET_XATTR: &str = "user.rwfs.target";
 /// The envelope of each blocked write, and `latest.json`.
 pub const REJECTIONS: &str = "rejections";
+/// The copy of the newest envelope inside [`REJECTIONS`].
+pub const LATEST_REJECTION: &str = "latest.json";
 /// Chunk sessions: `<session>/part-NNN.txt` and `manifest.json`.
 pub const CHUNKS: &str = "chunks";
 /// Out-of-band blobs (`<sha256>.bin`, 0600) and their `index.jsonl`.
@@ -124,6 +128,49 @@ pub const STATE_LAYOUT: &[StateEntry] = &[
 /// The entry named `name` (a top-level name of the state directory).
 pub fn state_entry(name: &str) -> Option<&'static StateEntry> {
     STATE_LAYOUT.iter().find(|e| e.name == name)
+}
+
+/// What the mount shows of the workspace path `path` when it is inside the state directory
+/// (`None` outside it): the directory itself is read-only, an entry has its table row's
+/// visibility, and a name the table does not list is hidden.
+pub fn state_visibility(path: &str) -> Option<Visibility> {
+    let path = lexical(path);
+    let mut parts = path.split('/').filter(|c| !c.is_empty());
+    if parts.next() != Some(STATE_DIR) {
+        return None;
+    }
+    Some(match parts.next() {
+        None => Visibility::ReadOnly,
+        Some(name) => state_entry(name).map_or(Visibility::Hidden, |e| e.visibility),
+    })
+}
+
+/// May a query show `path` (its rows, its digest, whether it exists)? Not when the mount
+/// hides it.
+pub fn shown(path: &str) -> bool {
+    state_visibility(path) != Some(Visibility::Hidden)
+}
+
+/// `path` without empty, `.` and `..` components (`..` above the root is dropped): the paths
+/// the mount holds are already in that form, and are returned as they are.
+pub fn lexical(path: &str) -> std::borrow::Cow<'_, str> {
+    let clean = !path.starts_with('/')
+        && !path.ends_with('/')
+        && path.split('/').all(|c| !c.is_empty() && c != "." && c != "..");
+    if clean || path.is_empty() {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let mut out: Vec<&str> = Vec::new();
+    for component in path.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            name => out.push(name),
+        }
+    }
+    std::borrow::Cow::Owned(out.join("/"))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! (docs/architecture.md, Invariants).
 //!
 //! The classes come from the policy's `pass_through` globs and the extra globs of
-//! [`Options::pass_through`](super::Options::pass_through) (the mount's `--pass-through`), put
+//! [`Options::pass_through`](crate::history::Options::pass_through) (the mount's `--pass-through`), put
 //! into one glob set when the engine opens, and from the state directory's table
 //! ([`crate::durable::layout`]). The state directory comes first: no glob makes a path inside
 //! it writable.
@@ -13,12 +13,9 @@
 //! through the mount are refused inside the state directory whatever the class, by resolution
 //! ([`Scope::Workspace`](crate::durable::Scope)).
 
-use std::borrow::Cow;
-
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::durable::STATE_DIR;
-use crate::durable::layout::{Visibility, state_entry};
+use crate::durable::layout::{Visibility, lexical, state_visibility};
 use crate::error::{Reason, Result};
 use crate::policy::Policy;
 
@@ -74,7 +71,7 @@ impl Classes {
 
     pub(crate) fn class(&self, path: &str) -> PathClass {
         let path = lexical(path);
-        if let Some(class) = state_class_of(&path) {
+        if let Some(class) = state_class(&path) {
             return class;
         }
         if self.pass_through.is_match(path.as_ref()) { PathClass::PassThrough } else { PathClass::Gated }
@@ -82,54 +79,14 @@ impl Classes {
 }
 
 /// The class of a path inside the state directory (`None` outside it): the part of
-/// [`Engine::class`] that needs no policy, which the queries that work without an engine
-/// (history, diff, show) ask too, so that they answer for a path as the mount does.
-pub fn state_class(path: &str) -> Option<PathClass> {
-    state_class_of(&lexical(path))
-}
-
-fn state_class_of(path: &str) -> Option<PathClass> {
-    let mut parts = path.split('/').filter(|c| !c.is_empty());
-    if parts.next() != Some(STATE_DIR) {
-        return None;
-    }
-    Some(match parts.next() {
-        // The directory itself.
-        None => PathClass::StateReadOnly,
-        Some(name) => match state_entry(name).map(|e| e.visibility) {
-            Some(Visibility::ReadOnly) => PathClass::StateReadOnly,
-            // Unknown names too: what the table does not describe is not shown.
-            Some(Visibility::Hidden) | None => PathClass::StateHidden,
-        },
+/// [`Engine::class`] that needs no policy, read from the layout table
+/// ([`state_visibility`]), which the read side (`history`) asks too, so that it answers for a
+/// path as the mount does.
+fn state_class(path: &str) -> Option<PathClass> {
+    Some(match state_visibility(path)? {
+        Visibility::ReadOnly => PathClass::StateReadOnly,
+        Visibility::Hidden => PathClass::StateHidden,
     })
-}
-
-/// May a query show `path` (its rows, its digest, whether it exists)? Not when the mount
-/// hides it.
-pub fn shown(path: &str) -> bool {
-    state_class(path).is_none_or(PathClass::readable)
-}
-
-/// `path` without empty, `.` and `..` components (`..` above the root is dropped): the paths
-/// the mount holds are already in that form, and are returned as they are.
-fn lexical(path: &str) -> Cow<'_, str> {
-    let clean = !path.starts_with('/')
-        && !path.ends_with('/')
-        && path.split('/').all(|c| !c.is_empty() && c != "." && c != "..");
-    if clean || path.is_empty() {
-        return Cow::Borrowed(path);
-    }
-    let mut out: Vec<&str> = Vec::new();
-    for component in path.split('/') {
-        match component {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            name => out.push(name),
-        }
-    }
-    Cow::Owned(out.join("/"))
 }
 
 impl Engine {
@@ -142,7 +99,8 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Options;
+    use crate::durable::STATE_DIR;
+    use crate::history::Options;
 
     #[test]
     fn every_path_has_one_class() {

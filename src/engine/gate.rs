@@ -28,8 +28,9 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::json;
 
+use crate::durable::layout::{LATEST_REJECTION, REJECTIONS};
 use crate::durable::{Dir, Install, STATE_DIR, Source, WorkspacePath, stage};
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, rejection_id};
 use crate::error::{Error, ErrorKind, IoContext, Reason, Rejection, Result};
 use crate::journal::{Actor, Change, Op, Via};
 use crate::policy::{Action, Decision, Policy};
@@ -51,10 +52,6 @@ pub(crate) fn next_window(end: usize) -> usize {
 }
 /// Content with a NUL byte in its first this many bytes is binary and not scanned (as git does).
 const BINARY_PROBE: usize = 8000;
-/// The state directory's rejection envelopes.
-pub const REJECTIONS_DIR: &str = crate::durable::layout::REJECTIONS;
-/// The copy of the newest envelope.
-pub const LATEST: &str = "latest.json";
 
 /// The workspace policy, its scanner and the retry budgets of refused content.
 pub(crate) struct Gate {
@@ -70,8 +67,8 @@ pub(crate) struct Gate {
     committed: std::sync::OnceLock<ReadCommitted>,
     /// Which agent was told of which refusal of a write through the mount (`told.rs`).
     pub(crate) told: super::told::Told,
-    /// A writer's command line, from the front end ([`super::Options::command_line`]).
-    command_line: Option<super::CommandLine>,
+    /// A writer's command line, from the front end ([`crate::history::Options::command_line`]).
+    command_line: Option<crate::history::CommandLine>,
 }
 
 /// Reads the committed version of a workspace path.
@@ -163,7 +160,7 @@ impl Gate {
     }
 
     /// The gate, asking `command_line` for a writer's command line when a name needs it.
-    pub(crate) fn with_command_line(self, command_line: Option<super::CommandLine>) -> Gate {
+    pub(crate) fn with_command_line(self, command_line: Option<crate::history::CommandLine>) -> Gate {
         Gate { command_line, ..self }
     }
 
@@ -581,8 +578,8 @@ impl Core {
     pub(super) fn write_rejection(&self, id: &str, text: &[u8]) -> Result<()> {
         let disk = self.disk();
         let state = self.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
-        let dir = open_or_create(disk, state, REJECTIONS_DIR)?;
-        for name in [format!("{id}.json"), LATEST.to_string()] {
+        let dir = open_or_create(disk, state, REJECTIONS)?;
+        for name in [format!("{id}.json"), LATEST_REJECTION.to_string()] {
             let staged = stage(disk, &dir, Source::Bytes(text), &Default::default())?;
             staged.sync(disk)?;
             staged.install(disk, &dir, &name, Install::Replace, None)?;
@@ -599,40 +596,6 @@ pub(crate) fn holds_credential(judgement: &Judgement) -> bool {
         .iter()
         .zip(&judgement.decision.findings)
         .any(|(f, action)| f.kind == Kind::Leak && *action != Action::Allow)
-}
-
-/// The id of the envelope of the refusal journaled at `ts` with `seq`: its file is
-/// `rejections/<id>.json`. Letters, digits and `_` only (`rj_20261124T100211123456Z_17`).
-pub fn rejection_id(ts: &str, seq: u64) -> String {
-    format!("rj_{}_{}", ts.replace([':', '-', '.'], ""), seq)
-}
-
-/// What of a refusal's envelope may be shown to a person looking at the history (the page of
-/// `rwfs ui`): the rules, where they matched and what to do — never the matched text, its
-/// snippet or its hash.
-pub fn shown_envelope(envelope: &serde_json::Value) -> serde_json::Value {
-    // The refusal's fields are the envelope's `context` (schema v1); at the top level only in
-    // a bare context.
-    let envelope = if envelope["context"].is_object() { &envelope["context"] } else { envelope };
-    let findings: Vec<serde_json::Value> = envelope["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|f| {
-            json!({
-                "rule": f["rule"], "family": f["family"], "line": f["line"], "column": f["column"],
-                "severity": f["severity"], "action": f["action"],
-            })
-        })
-        .collect();
-    json!({
-        "rejection_id": envelope["rejection_id"],
-        "path": envelope["path"],
-        "message": envelope["message"],
-        "blocking_rules": envelope["blocking_rules"],
-        "findings": findings,
-        "suggested_actions": envelope["suggested_actions"],
-    })
 }
 
 #[cfg(test)]

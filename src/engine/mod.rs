@@ -27,16 +27,13 @@
 mod admit;
 mod approve;
 mod batch;
-mod blame;
 mod class;
 mod commit;
-mod diff;
 mod draft;
 mod encrypt;
 mod events;
 mod gate;
 mod inherit;
-pub mod lines;
 mod locks;
 mod merge;
 mod order;
@@ -53,32 +50,29 @@ mod state;
 mod told;
 mod tool_call;
 mod tree;
-mod verify;
-mod workspace;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
 use crate::durable::resolve::lookup;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::journal::{self, Actor, Journal, Op};
+use crate::history::{LOCK_FILE, Options, RestoreTo, Workspace, open_root, pick_version};
+use crate::journal::{self, Actor, Journal};
 use crate::policy::Durability;
 use crate::sha::Sha256;
 use crate::store::{Objects, open_or_create};
 
 pub use admit::{MAX_BYTES as MOVE_MAX_BYTES, MAX_FILES as MOVE_MAX_FILES, MAX_WALK as MOVE_MAX_WALK};
-pub use approve::{Approval, ApprovalState, Decided, approvals};
-pub use blame::{Blame, BlameLine, Origin};
+pub use approve::Decided;
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
-pub use diff::{FileDiff, FileStat, Limit, Rev, SHOWN_MAX, compare};
 pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use encrypt::Encrypted;
 pub use events::{Changed, Subscriber};
@@ -87,26 +81,20 @@ pub use read_guard::{MAX_REDACTED_BYTES, READ_REAL_ENV, ReadView};
 pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
 pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use rewind::{Action, Rewind, Rewound, Step, describe as describe_selection};
-pub use settle::{LOCK_FILE, LockInfo};
-pub use state::{Opened, StateLock};
+pub use state::StateLock;
 pub use tool_call::{HookEvent, HookOutcome};
 pub use tree::{Entry, Owner, RenameHow};
-pub use verify::{Drift, Found, Report, verify};
-pub use workspace::{
-    Availability, CommandLine, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root,
-};
 
 use batch::Batch;
 use class::Classes;
 use events::Subscribers;
 use gate::Gate;
-pub use gate::{Judgement, LATEST, REJECTIONS_DIR, SCAN_MAX, rejection_id, scannable};
+pub use gate::{Judgement, SCAN_MAX, scannable};
 use locks::{DigestCache, PathLocks};
 use recovery::Claims;
 use reserve::Reserve;
 use settle::{OwnerLock, Previous, Token, Tracker};
 use spares::Spares;
-use workspace::open_root;
 
 /// How often the settle thread advances the watermark.
 const SETTLE_INTERVAL: Duration = Duration::from_secs(2);
@@ -151,15 +139,6 @@ pub(crate) struct Core {
     pub(crate) batch: Option<Batch>,
     /// Deletes and truncations per session, for the bulk damage limit (`protect.rs`).
     bulk: protect::Bulk,
-}
-
-/// Which version [`Engine::restore`] brings back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RestoreTo {
-    /// A digest or an unambiguous prefix of one (at least 4 hex digits).
-    Sha(String),
-    /// The content the path had at this time.
-    At(SystemTime),
 }
 
 /// The outcome of a restore.
@@ -439,54 +418,4 @@ fn start_settler(core: Arc<Core>) -> Result<(Sender<()>, JoinHandle<()>)> {
         })
         .step("start settle thread")?;
     Ok((stop, thread))
-}
-
-/// The digest a restore, `show` or `diff` means. A digest prefix names any version the path
-/// held or replaced, and also a refused draft (a `block` row's `sha256`, kept in objects/): the
-/// writer gets its refused bytes back with `rwfs show PATH@SHA`, and a restore of one goes
-/// through the gate again like any other restore.
-pub(crate) fn pick_version(history: &History, to: &RestoreTo) -> Result<Sha256> {
-    if history.versions.is_empty() {
-        return Err(Reason::VersionNotFound.into());
-    }
-    match to {
-        RestoreTo::Sha(prefix) => {
-            let prefix = prefix.to_ascii_lowercase();
-            if prefix.len() < 4 || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(Reason::InvalidArgument { what: "version (4 to 64 hex digits)" }.into());
-            }
-            let known: BTreeSet<Sha256> = history
-                .versions
-                .iter()
-                .flat_map(|v| {
-                    let refused = (v.op() == Op::Block).then_some(v.entry.row.sha256).flatten();
-                    [v.state, v.entry.row.prev_sha256, refused]
-                })
-                .flatten()
-                .filter(|sha| sha.to_hex().starts_with(&prefix))
-                .collect();
-            let mut known = known.into_iter();
-            match (known.next(), known.next()) {
-                (Some(sha), None) => Ok(sha),
-                (None, _) => Err(Reason::VersionNotFound.into()),
-                (Some(_), Some(_)) => Err(Reason::AmbiguousVersion.into()),
-            }
-        }
-        RestoreTo::At(when) => {
-            let mut state = history.versions.first().and_then(|v| v.entry.row.prev_sha256);
-            for version in &history.versions {
-                let row = &version.entry.row;
-                let Some(ts) = crate::time::parse(&row.ts) else {
-                    continue;
-                };
-                if ts > *when {
-                    break;
-                }
-                if row.op().states_content() {
-                    state = version.state;
-                }
-            }
-            state.ok_or_else(|| Reason::AbsentAtTime.into())
-        }
-    }
 }

@@ -29,15 +29,15 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, rejection_id};
 use crate::error::{Error, ErrorKind, Protection, Reason, Result};
+use crate::history::approvals::APPROVAL_REQUIRED;
 use crate::journal::{Actor, Change, Op, Via};
 use crate::policy::{BulkDamage, Guard, Operation};
 use crate::sha::Sha256;
 
 use super::Core;
-use super::approve::APPROVAL_REQUIRED;
-use super::gate::{Quarantine, rejection_id, tool_of};
+use super::gate::{Quarantine, tool_of};
 
 /// What a refused operation would have brought to the tree, kept in `objects/`.
 pub(crate) struct Kept<'a> {

@@ -31,7 +31,7 @@ use crate::journal::{Actor, Change, Ledger, Op, Row, Via};
 use crate::sha::Sha256;
 
 use super::Core;
-use super::verify::{Found, found_at};
+use crate::history::{Found, found_at};
 
 /// What recovery learned from the journal while it was read at open.
 #[derive(Default)]

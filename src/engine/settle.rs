@@ -21,13 +21,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
-
 use crate::durable::{Dir, Disk, File};
-use crate::error::{Error, IoContext, Reason, Result};
+use crate::error::{IoContext, Reason, Result};
+use crate::history::owner::{LOCK_FILE, LockInfo, read_info};
 
 /// The lock file inside the state directory.
-pub const LOCK_FILE: &str = crate::durable::layout::LOCK;
 const LOCK_ATTEMPTS: u32 = 25;
 const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
@@ -70,13 +68,6 @@ impl Tracker {
     pub fn open_commits(&self) -> usize {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).floors.len()
     }
-}
-
-/// What the lock file says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockInfo {
-    pub pid: u32,
-    pub settled_seq: u64,
 }
 
 /// The previous owner's record, as found when taking the lock.
@@ -135,31 +126,4 @@ impl OwnerLock {
         }
         Ok(())
     }
-}
-
-/// Who owns the workspace of `state` right now, without taking it.
-pub fn current_owner(disk: &dyn Disk, state: &Dir) -> Result<Option<LockInfo>> {
-    let file = match disk.open_read(state, LOCK_FILE) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("open lock file", e)),
-    };
-    // A shared lock succeeds only when no engine holds the exclusive one; closing `file`
-    // releases it again at once.
-    if disk.try_lock(&file, false).step("probe workspace lock")? {
-        return Ok(None);
-    }
-    // Held, but the record is unreadable: pid 0 stands for "unknown".
-    Ok(read_info(disk, &file).ok().flatten().or(Some(LockInfo { pid: 0, settled_seq: 0 })))
-}
-
-/// `Ok(None)` for an empty file, `Err` for unreadable content.
-fn read_info(disk: &dyn Disk, file: &File) -> std::result::Result<Option<LockInfo>, ()> {
-    let mut buf = [0u8; 256];
-    let n = disk.read_at(file, &mut buf, 0).map_err(|_| ())?;
-    let text = std::str::from_utf8(&buf[..n]).map_err(|_| ())?.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    serde_json::from_str(text).map(Some).map_err(|_| ())
 }

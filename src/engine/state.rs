@@ -18,24 +18,18 @@
 use std::sync::MutexGuard;
 
 use crate::durable::resolve::{open_parent, resolve};
-use crate::durable::{FileKind, STATE_DIR, Scope, Stat, WorkspacePath};
+use crate::durable::{FileKind, STATE_DIR, Scope};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::sha::Sha256;
 
-use super::{Committed, Engine, Workspace};
+use crate::history::read::{Opened, read_all};
+
+use super::{Committed, Engine};
 
 /// Holds the engine's lock of one state name.
 pub struct StateLock<'a> {
     _guard: MutexGuard<'a, ()>,
-}
-
-/// A workspace file opened for reading.
-#[derive(Debug)]
-pub struct Opened {
-    pub path: WorkspacePath,
-    pub file: std::fs::File,
-    pub stat: Stat,
 }
 
 /// Give the state directory its `.gitignore` (`*`) when it has none: created with the
@@ -220,78 +214,4 @@ impl Engine {
     pub fn policy(&self) -> &crate::policy::Policy {
         self.core.gate.policy()
     }
-}
-
-impl Workspace {
-    /// The workspace file `input` opened for reading (`.resilient_write/` refused).
-    pub fn open_file(&self, input: &str) -> Result<Opened> {
-        self.open_in(input, Scope::Workspace)
-    }
-
-    /// The content of the workspace file `input`.
-    pub fn read_file(&self, input: &str) -> Result<(WorkspacePath, Vec<u8>, Sha256)> {
-        let opened = self.open_file(input)?;
-        let path = opened.path.clone();
-        let bytes = read_all(opened)?;
-        let sha = Sha256::of(&bytes);
-        Ok((path, bytes, sha))
-    }
-
-    pub(crate) fn open_in(&self, input: &str, scope: Scope) -> Result<Opened> {
-        let disk = &*self.disk;
-        let target = resolve(disk, &self.root, input, scope, false)?;
-        let at = target.path.to_string();
-        let Some(stat) = target.stat else {
-            return Err(Error::from(Reason::NotFound).at(at));
-        };
-        let file = disk.open_read(&target.parent, &target.name).map_err(|e| Error::io("open file", e).at(&at))?;
-        Ok(Opened { path: target.path, file: std::fs::File::from(file.into_fd()), stat })
-    }
-}
-
-impl Workspace {
-    /// The bytes of kept version `sha` as stored in `objects/` (opened with the workspace's key
-    /// when sealed); `None` when it is not stored.
-    pub fn object(&self, sha: &Sha256) -> Result<Option<Vec<u8>>> {
-        let Some(objects) = self.objects()? else { return Ok(None) };
-        match objects.open_object(sha)? {
-            Some(file) => Ok(Some(crate::store::read_all(&*self.disk, &file)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// The bytes of one version of `input` (a digest prefix or a time, as for a restore),
-    /// without restoring it: from `objects/`, or the file itself when it is the current one.
-    /// The bytes are checked against the digest.
-    pub fn version_bytes(&self, input: &str, to: &super::RestoreTo) -> Result<(Sha256, Vec<u8>)> {
-        let history = self.history(input)?;
-        let at = history.path.to_string();
-        let sha = super::pick_version(&history, to).map_err(|e| e.at(&at))?;
-        let stored = match self.objects()? {
-            Some(objects) => objects.open_object(&sha)?,
-            None => None,
-        };
-        let bytes = match stored {
-            Some(file) => read_all(Opened {
-                path: history.path.clone(),
-                stat: self.disk.file_stat(&file).step("stat version")?,
-                file: std::fs::File::from(file.into_fd()),
-            })?,
-            None if history.current == Some(sha) => read_all(self.open_in(&at, Scope::Workspace)?)?,
-            None => return Err(Error::from(Reason::ObjectMissing { sha }).at(at)),
-        };
-        if Sha256::of(&bytes) != sha {
-            // The current file changed between the digest and the read.
-            return Err(Error::from(Reason::ObjectMissing { sha }).at(at));
-        }
-        Ok((sha, bytes))
-    }
-}
-
-fn read_all(opened: Opened) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::with_capacity(opened.stat.size as usize);
-    let at = opened.path.to_string();
-    (&opened.file).read_to_end(&mut bytes).map_err(|e| Error::io("read file", e).at(at))?;
-    Ok(bytes)
 }

@@ -42,8 +42,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::engine::{Expect, Opened, WriteMode, WriteRequest};
+use crate::engine::{Expect, WriteMode, WriteRequest};
 use crate::error::{ErrorKind, Reason, Result};
+use crate::history::Opened;
 use crate::journal::Op;
 use crate::sha::{Hasher, Sha256};
 

@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::engine::{RestoreTo, Rev, Rewind, SHOWN_MAX};
+use crate::engine::Rewind;
+use crate::history::{RestoreTo, Rev, SHOWN_MAX};
 use crate::journal::query::Selection;
 
 use super::{Call, Failure, Outcome, Tools, ok};

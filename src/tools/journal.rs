@@ -31,9 +31,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::durable::layout::{LATEST_REJECTION as LATEST, REJECTIONS as REJECTIONS_DIR};
 use crate::durable::{FileKind, STATE_DIR};
-use crate::engine::{ApprovalState, Availability, LATEST, REJECTIONS_DIR, RestoreTo, Restored};
+use crate::engine::Restored;
 use crate::error::ErrorKind;
+use crate::history::{ApprovalState, Availability, RestoreTo};
 use crate::journal::{Op, Row};
 
 use super::{Call, Failure, Outcome, Tools, ok, parse_time};

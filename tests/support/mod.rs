@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rwfs::durable::Disk;
-use rwfs::engine::{Committed, Engine, Expect, Options, Workspace, WriteMode, WriteRequest};
+use rwfs::engine::{Committed, Engine, Expect, WriteMode, WriteRequest};
+use rwfs::history::{Options, Workspace};
 use rwfs::journal::{Actor, Row, Via};
 use rwfs::sha::Sha256;
 
@@ -172,7 +173,7 @@ pub fn refusals(ws: &Ws, path: &str) -> Vec<(u64, String)> {
         .iter()
         .filter(|r| r.path == path && r.op() == rwfs::journal::Op::Block)
         .map(|r| {
-            let id = rwfs::engine::rejection_id(&r.ts, r.seq.unwrap());
+            let id = rwfs::envelope::rejection_id(&r.ts, r.seq.unwrap());
             let text = ws.read(&format!(".resilient_write/rejections/{id}.json")).unwrap();
             let envelope: serde_json::Value = serde_json::from_slice(&text).unwrap();
             (envelope["retry_budget"].as_u64().unwrap(), envelope["context"]["reason"].as_str().unwrap().to_string())

@@ -169,7 +169,7 @@ impl Workspace {
         let touched = query::touched(self, selection)?;
         let mut stats = Vec::new();
         for t in &touched {
-            if t.before == t.after || !super::class::shown(&t.path) {
+            if t.before == t.after || !crate::durable::layout::shown(&t.path) {
                 continue;
             }
             let read = |sha| self.version(&t.path, sha, limit).unwrap_or(Content::Bytes(Vec::new()));

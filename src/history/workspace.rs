@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::durable::layout::REJECTIONS;
 use crate::durable::{Dir, Disk, File, FileKind, OsDisk, STATE_DIR, Scope, WorkspacePath, hash_file};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::{self, Entry, Op, Row, Scan};
@@ -16,7 +17,7 @@ use crate::policy::Policy;
 use crate::sha::Sha256;
 use crate::store::{OBJECTS_DIR, Objects};
 
-use super::settle::{self, LockInfo};
+use super::owner::{self, LockInfo};
 
 /// The policy file's name inside the state directory.
 pub const POLICY_FILE: &str = crate::durable::layout::POLICY;
@@ -33,7 +34,7 @@ pub struct Options {
     /// The policy file (`RW_POLICY_FILE`); else `.resilient_write/policy.yaml`, else defaults.
     pub policy_file: Option<PathBuf>,
     /// Globs of paths written in place besides the policy's `pass_through` (the mount's
-    /// `--pass-through`; see [`Engine::class`](super::Engine::class)).
+    /// `--pass-through`; see `Engine::class`).
     pub pass_through: Vec<String>,
     /// The mount's durability mode; the policy's `durability` when `None`. Only the mount's
     /// closes are ever acknowledged before they are durable: every other write stays `close`.
@@ -179,7 +180,7 @@ impl Workspace {
     pub(crate) fn history_of(&self, path: WorkspacePath) -> Result<History> {
         // A file the mount hides (keys, objects, drafts, the token) has no rows and no content
         // here either: the answer of a path that never existed, as through the mount.
-        if !super::class::shown(path.as_str()) {
+        if !crate::durable::layout::shown(path.as_str()) {
             return Ok(History { path, current: None, versions: Vec::new() });
         }
         let rows = crate::journal::query::path_rows(self, path.as_str())?;
@@ -229,7 +230,7 @@ impl Workspace {
             last = Some(entry.row);
         })?;
         let owner = match &self.state {
-            Some(state) => settle::current_owner(&*self.disk, state)?,
+            Some(state) => owner::current_owner(&*self.disk, state)?,
             None => None,
         };
         let (objects, object_bytes, available) = match self.objects()? {
@@ -304,24 +305,24 @@ impl Workspace {
     }
 
     /// The shown part of the envelope of the refusal `row` journaled (see
-    /// [`shown_envelope`](super::gate::shown_envelope)); `None` for another row or when the
+    /// [`shown_envelope`](crate::envelope::shown_envelope)); `None` for another row or when the
     /// envelope is gone.
     pub fn blocked_envelope(&self, row: &Row) -> Result<Option<serde_json::Value>> {
         let (Some(state), Some(seq), Op::Block) = (&self.state, row.seq, row.op()) else { return Ok(None) };
-        let dir = match self.disk.stat(state, super::REJECTIONS_DIR).step("stat rejections")? {
+        let dir = match self.disk.stat(state, REJECTIONS).step("stat rejections")? {
             Some(stat) if stat.kind == FileKind::Dir => {
-                self.disk.open_dir(state, super::REJECTIONS_DIR).step("open rejections")?
+                self.disk.open_dir(state, REJECTIONS).step("open rejections")?
             }
             _ => return Ok(None),
         };
-        let name = format!("{}.json", super::gate::rejection_id(&row.ts, seq));
+        let name = format!("{}.json", crate::envelope::rejection_id(&row.ts, seq));
         if self.disk.stat(&dir, &name).step("stat envelope")?.is_none() {
             return Ok(None);
         }
         let text = self.read_small(&dir, &name)?;
         let envelope: serde_json::Value = serde_json::from_str(&text)
             .map_err(|_| Reason::InvalidArgument { what: "rejection envelope (not JSON)" })?;
-        Ok(Some(super::gate::shown_envelope(&envelope)))
+        Ok(Some(crate::envelope::shown_envelope(&envelope)))
     }
 
     /// A small text file (at most 1 MiB), through the disk.

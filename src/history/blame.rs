@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Workspace;
+use super::diff::{Content, text};
 use super::lines::LineDiff;
 use crate::error::Result;
 use crate::journal::Row;
@@ -190,8 +191,8 @@ impl Workspace {
 
     /// Version `sha` of `path` as text (`""` when absent; `None` when binary).
     fn blame_text(&self, path: &str, sha: Option<Sha256>) -> Result<Option<String>> {
-        let super::diff::Content::Bytes(bytes) = self.version(path, sha, None)? else { return Ok(None) };
-        Ok(super::diff::text(&bytes).map(str::to_string))
+        let Content::Bytes(bytes) = self.version(path, sha, None)? else { return Ok(None) };
+        Ok(text(&bytes).map(str::to_string))
     }
 
     fn cache_file(&self, path: &str) -> Option<std::path::PathBuf> {
