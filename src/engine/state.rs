@@ -1,5 +1,6 @@
-//! The engine's own files under `.resilient_write/` (chunk sessions, the scratchpad, checkpoints,
-//! handoff archives), and plain reads of workspace files, for the tool layers.
+//! Writing the engine's own files under `.resilient_write/` (chunk sessions, the scratchpad,
+//! checkpoints, handoff archives) for the tool layers. Reading them back, and plain reads of
+//! workspace files, is the read side's (`history/read.rs`: `Workspace::state_read`, …).
 //!
 //! Names given here are relative to the state directory (`chunks/s1/part-001.txt`) and are
 //! built by the tool layers from validated parts; they are still resolved beneath the root, so
@@ -17,13 +18,13 @@
 
 use std::sync::MutexGuard;
 
+use crate::durable::Scope;
 use crate::durable::resolve::{open_parent, resolve};
-use crate::durable::{FileKind, STATE_DIR, Scope};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::sha::Sha256;
 
-use crate::history::read::{Opened, read_all};
+use crate::history::read::state_path;
 
 use super::{Committed, Engine};
 
@@ -57,10 +58,6 @@ pub(crate) fn ensure_gitignore(disk: &dyn crate::durable::Disk, state: &crate::d
         }
         Err(e) => Err(Error::io("install state .gitignore", e)),
     }
-}
-
-fn state_path(rel: &str) -> String {
-    format!("{STATE_DIR}/{rel}")
 }
 
 impl Engine {
@@ -147,39 +144,6 @@ impl Engine {
         }
         drop(lock);
         Ok(())
-    }
-
-    /// The content of the state file `rel`; `None` when it does not exist.
-    pub fn state_read(&self, rel: &str) -> Result<Option<Vec<u8>>> {
-        match self.core.ws.open_in(&state_path(rel), Scope::State) {
-            Ok(opened) => read_all(opened).map(Some),
-            Err(e) if *e.reason() == Reason::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The state file `rel` opened for reading.
-    pub fn state_open(&self, rel: &str) -> Result<Opened> {
-        self.core.ws.open_in(&state_path(rel), Scope::State)
-    }
-
-    /// Names and kinds in the state directory `rel`, sorted; empty when it does not exist.
-    pub fn state_list(&self, rel: &str) -> Result<Vec<(String, FileKind)>> {
-        let path = state_path(rel);
-        let disk = self.core.disk();
-        let dir = match open_parent(disk, &self.core.ws.root, &path, Scope::State, false) {
-            Ok(dir) => dir,
-            Err(e) if *e.reason() == Reason::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let mut names: Vec<(String, FileKind)> = disk
-            .list(&dir)
-            .step("list directory")?
-            .into_iter()
-            .filter_map(|(name, kind)| name.into_string().ok().map(|n| (n, kind)))
-            .collect();
-        names.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(names)
     }
 
     /// Hold the engine's lock of the state name `rel` (read-modify-write sequences). These

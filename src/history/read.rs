@@ -1,5 +1,7 @@
-//! Reading files and kept versions: a workspace file opened for reading ([`Opened`]), the bytes
-//! of a kept object, and which version a name means ([`RestoreTo`]: a digest prefix or a time,
+//! Reading files and kept versions: a workspace file opened for reading ([`Opened`]), the
+//! engine's own files under `.resilient_write/` (`state_read`, `state_list`: what the tools
+//! read back of chunk sessions, checkpoints, the scratchpad, rejections), the bytes of a kept
+//! object, and which version a name means ([`RestoreTo`]: a digest prefix or a time,
 //! chosen by [`pick_version`]) — what `rwfs show`, `diff`, `restore` and the tools read.
 //!
 //! Nothing here writes: a restore (`Engine::restore`) asks [`pick_version`] which version to
@@ -8,8 +10,8 @@
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use crate::durable::resolve::resolve;
-use crate::durable::{Scope, Stat, WorkspacePath};
+use crate::durable::resolve::{open_parent, resolve};
+use crate::durable::{FileKind, STATE_DIR, Scope, Stat, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Op;
 use crate::sha::Sha256;
@@ -99,7 +101,49 @@ impl Workspace {
     }
 }
 
-pub(crate) fn read_all(opened: Opened) -> Result<Vec<u8>> {
+impl Workspace {
+    /// The content of the state file `rel` (a name inside `.resilient_write/`, built by the tool
+    /// layers from validated parts and still resolved beneath the root); `None` when it does not
+    /// exist.
+    pub fn state_read(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        match self.open_in(&state_path(rel), Scope::State) {
+            Ok(opened) => read_all(opened).map(Some),
+            Err(e) if *e.reason() == Reason::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The state file `rel` opened for reading.
+    pub fn state_open(&self, rel: &str) -> Result<Opened> {
+        self.open_in(&state_path(rel), Scope::State)
+    }
+
+    /// Names and kinds in the state directory `rel`, sorted; empty when it does not exist.
+    pub fn state_list(&self, rel: &str) -> Result<Vec<(String, FileKind)>> {
+        let path = state_path(rel);
+        let dir = match open_parent(&*self.disk, &self.root, &path, Scope::State, false) {
+            Ok(dir) => dir,
+            Err(e) if *e.reason() == Reason::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names: Vec<(String, FileKind)> = self
+            .disk
+            .list(&dir)
+            .step("list directory")?
+            .into_iter()
+            .filter_map(|(name, kind)| name.into_string().ok().map(|n| (n, kind)))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(names)
+    }
+}
+
+/// The workspace path of the state file `rel`.
+pub(crate) fn state_path(rel: &str) -> String {
+    format!("{STATE_DIR}/{rel}")
+}
+
+fn read_all(opened: Opened) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::with_capacity(opened.stat.size as usize);
     let at = opened.path.to_string();

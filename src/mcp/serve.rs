@@ -210,7 +210,7 @@ pub fn serve_connection(tools: Arc<Tools>, stream: UnixStream, first: Vec<u8>, p
 /// fsync, rename, a row carrying its digest), created 0600, and hidden from the mount.
 pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
     let valid = |bytes: Vec<u8>| Some(String::from_utf8_lossy(&bytes).trim().to_string()).filter(|t| t.len() >= 32);
-    let existing = engine.state_read(TOKEN_FILE)?;
+    let existing = engine.workspace().state_read(TOKEN_FILE)?;
     let create = existing.is_none();
     if let Some(token) = existing.and_then(valid) {
         return Ok((token, false));
@@ -220,6 +220,7 @@ pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
         Ok(_) => Ok((token, true)),
         // Created meanwhile: that one is the token.
         Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => engine
+            .workspace()
             .state_read(TOKEN_FILE)?
             .and_then(valid)
             .map(|token| (token, false))

@@ -229,7 +229,7 @@ impl Tools {
         let rel = rel_of(&args.name);
         let now = now_utc();
         for _ in 0..SAVE_TRIES {
-            let existing = self.engine().state_read(&rel).map_err(|e| self.fail(call, e, None))?;
+            let existing = self.engine().workspace().state_read(&rel).map_err(|e| self.fail(call, e, None))?;
             let created_at = existing
                 .as_deref()
                 .and_then(|bytes| parse_document(bytes).ok())
@@ -264,7 +264,7 @@ impl Tools {
     pub fn checkpoint_read(&self, call: &Call, args: CheckpointReadArgs) -> Outcome {
         self.check_name(call, &args.name)?;
         let rel = rel_of(&args.name);
-        let Some(bytes) = self.engine().state_read(&rel).map_err(|e| self.fail(call, e, None))? else {
+        let Some(bytes) = self.engine().workspace().state_read(&rel).map_err(|e| self.fail(call, e, None))? else {
             return Err(self.reject(
                 call,
                 ErrorKind::StalePrecondition,
@@ -297,7 +297,9 @@ impl Tools {
         let names = self.checkpoint_names().map_err(|e| self.fail(call, e, None))?;
         let mut checkpoints = Vec::with_capacity(names.len());
         for name in names {
-            let Some(bytes) = self.engine().state_read(&rel_of(&name)).map_err(|e| self.fail(call, e, None))? else {
+            let Some(bytes) =
+                self.engine().workspace().state_read(&rel_of(&name)).map_err(|e| self.fail(call, e, None))?
+            else {
                 continue;
             };
             let mut entry = json!({
@@ -326,7 +328,7 @@ impl Tools {
         let (mut removed, mut corrupt, mut kept) = (Vec::new(), Vec::new(), 0u64);
         for name in names {
             let rel = rel_of(&name);
-            let Some(bytes) = self.engine().state_read(&rel).map_err(|e| self.fail(call, e, None))? else {
+            let Some(bytes) = self.engine().workspace().state_read(&rel).map_err(|e| self.fail(call, e, None))? else {
                 continue;
             };
             let sha = Sha256::of(&bytes);
@@ -357,7 +359,7 @@ impl Tools {
     pub(super) fn checkpoint_refs(&self) -> Result<Vec<Value>> {
         let mut refs = Vec::new();
         for name in self.checkpoint_names()? {
-            if let Some(bytes) = self.engine().state_read(&rel_of(&name))? {
+            if let Some(bytes) = self.engine().workspace().state_read(&rel_of(&name))? {
                 refs.push(
                     json!({"name": name, "sha256": Sha256::of(&bytes), "bytes": bytes.len(), "path": path_of(&name)}),
                 );
@@ -368,7 +370,7 @@ impl Tools {
 
     /// Names of the `*.json` files in the checkpoint directory, sorted.
     fn checkpoint_names(&self) -> Result<Vec<String>> {
-        let files = self.engine().state_list(CHECKPOINT_DIR)?;
+        let files = self.engine().workspace().state_list(CHECKPOINT_DIR)?;
         Ok(files
             .into_iter()
             .filter(|(_, kind)| *kind == FileKind::File)

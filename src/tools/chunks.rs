@@ -298,13 +298,19 @@ impl Chunks<'_> {
     }
 
     fn session_exists(&self, session: &Session<'_>) -> Result<bool, Failure> {
-        let sessions = self.tools.engine().state_list(CHUNKS).map_err(|e| self.tools.fail(self.call, e, None))?;
+        let sessions =
+            self.tools.engine().workspace().state_list(CHUNKS).map_err(|e| self.tools.fail(self.call, e, None))?;
         Ok(sessions.iter().any(|(name, kind)| name == session.0 && *kind == FileKind::Dir))
     }
 
     /// The session's parts, `(index, state name)` in index order.
     fn parts(&self, session: &Session<'_>) -> Result<Vec<(i64, String)>, Failure> {
-        let names = self.tools.engine().state_list(&session.dir()).map_err(|e| self.tools.fail(self.call, e, None))?;
+        let names = self
+            .tools
+            .engine()
+            .workspace()
+            .state_list(&session.dir())
+            .map_err(|e| self.tools.fail(self.call, e, None))?;
         // Sorted by name, and three-digit names sort by index.
         Ok(names
             .into_iter()
@@ -316,7 +322,9 @@ impl Chunks<'_> {
     /// The manifest as a map; `None` when there is none.
     fn manifest(&self, session: &Session<'_>) -> Result<Option<Map<String, Value>>, Failure> {
         let rel = session.manifest();
-        let Some(bytes) = self.tools.engine().state_read(&rel).map_err(|e| self.tools.fail(self.call, e, None))? else {
+        let Some(bytes) =
+            self.tools.engine().workspace().state_read(&rel).map_err(|e| self.tools.fail(self.call, e, None))?
+        else {
             return Ok(None);
         };
         let corrupt = |reason: &str, message: String| {
@@ -402,10 +410,15 @@ impl Chunks<'_> {
         let mut content = Vec::new();
         let mut hashes = Vec::with_capacity(parts.len());
         for (k, (_, rel)) in parts.iter().enumerate() {
-            let bytes =
-                self.tools.engine().state_read(rel).map_err(|e| self.tools.fail(self.call, e, None))?.ok_or_else(
-                    || stale("non_contiguous_chunks", "a chunk vanished while composing", json!({"have": have})),
-                )?;
+            let bytes = self
+                .tools
+                .engine()
+                .workspace()
+                .state_read(rel)
+                .map_err(|e| self.tools.fail(self.call, e, None))?
+                .ok_or_else(|| {
+                    stale("non_contiguous_chunks", "a chunk vanished while composing", json!({"have": have}))
+                })?;
             if k > 0 {
                 content.extend_from_slice(separator.as_bytes());
             }
@@ -441,7 +454,7 @@ impl Chunks<'_> {
     fn wipe(&self, dir: &str) -> Result<u64, Failure> {
         let fail = |e| self.tools.fail(self.call, e, None);
         let mut removed = 0;
-        for (name, kind) in self.tools.engine().state_list(dir).map_err(fail)? {
+        for (name, kind) in self.tools.engine().workspace().state_list(dir).map_err(fail)? {
             let rel = format!("{dir}/{name}");
             if kind == FileKind::Dir {
                 removed += self.wipe(&rel)?;

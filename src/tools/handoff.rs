@@ -395,7 +395,7 @@ impl Tools {
     /// or under `.resilient_write/` (a checkpoint); `None` when absent.
     fn current(&self, path: &str) -> Result<Option<(Sha256, u64)>> {
         let opened = match path.strip_prefix(STATE_PREFIX) {
-            Some(rel) => self.engine().state_open(rel),
+            Some(rel) => self.engine().workspace().state_open(rel),
             None => self.engine().workspace().open_file(path),
         };
         match opened {

@@ -238,7 +238,7 @@ impl Tools {
         if let Some(id) = args.id.as_deref() {
             return self.rejection(call, id);
         }
-        let names = self.engine().state_list(REJECTIONS_DIR).map_err(|e| self.fail(call, e, None))?;
+        let names = self.engine().workspace().state_list(REJECTIONS_DIR).map_err(|e| self.fail(call, e, None))?;
         let mut ids: Vec<String> = names
             .into_iter()
             .filter(|(name, kind)| *kind == FileKind::File && name != LATEST)
@@ -250,6 +250,7 @@ impl Tools {
         for id in ids.into_iter().take(args.limit as usize) {
             let bytes = self
                 .engine()
+                .workspace()
                 .state_read(&format!("{REJECTIONS_DIR}/{id}.json"))
                 .map_err(|e| self.fail(call, e, None))?;
             let envelope = bytes.and_then(|b| serde_json::from_slice::<Value>(&b).ok());
@@ -303,8 +304,11 @@ impl Tools {
             ));
         }
         let file = if id == "latest" { LATEST.to_string() } else { format!("{id}.json") };
-        let bytes =
-            self.engine().state_read(&format!("{REJECTIONS_DIR}/{file}")).map_err(|e| self.fail(call, e, None))?;
+        let bytes = self
+            .engine()
+            .workspace()
+            .state_read(&format!("{REJECTIONS_DIR}/{file}"))
+            .map_err(|e| self.fail(call, e, None))?;
         let Some(bytes) = bytes else {
             return Err(self.reject(
                 call,

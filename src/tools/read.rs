@@ -543,7 +543,9 @@ impl Tools {
     /// creator wins and its key is read back).
     fn cursor_key(&self, call: &Call) -> Result<Vec<u8>, Failure> {
         let engine = self.engine();
-        let read = |engine: &crate::engine::Engine| engine.state_read(CURSOR_KEY).map_err(|e| self.fail(call, e, None));
+        let read = |engine: &crate::engine::Engine| {
+            engine.workspace().state_read(CURSOR_KEY).map_err(|e| self.fail(call, e, None))
+        };
         let key = match read(engine)? {
             Some(key) => key,
             None => {

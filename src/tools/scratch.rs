@@ -189,7 +189,7 @@ impl Tools {
         };
         let sha = entry.get("sha256").and_then(Value::as_str).unwrap_or_default().to_string();
         let rel = blob(&sha);
-        let bin_exists = match self.engine().state_open(&rel) {
+        let bin_exists = match self.engine().workspace().state_open(&rel) {
             Ok(_) => true,
             Err(e) if *e.reason() == Reason::NotFound => false,
             Err(e) => return Err(self.fail(call, e, None)),
@@ -218,7 +218,7 @@ impl Tools {
             return Err(unsupported_encoding(self, call, &args.encoding));
         }
         let rel = blob(&args.sha256);
-        let Some(payload) = self.engine().state_read(&rel).map_err(|e| self.fail(call, e, None))? else {
+        let Some(payload) = self.engine().workspace().state_read(&rel).map_err(|e| self.fail(call, e, None))? else {
             return Err(self.reject(
                 call,
                 ErrorKind::StalePrecondition,
@@ -296,7 +296,7 @@ fn unsupported_encoding(tools: &Tools, call: &Call, encoding: &str) -> Failure {
 /// Every index row that parses as a JSON object, oldest first. Lines that do not (a line
 /// torn by a crash) are skipped.
 fn index_rows(tools: &Tools, call: &Call, mut each: impl FnMut(Map<String, Value>)) -> Result<(), Failure> {
-    let opened = match tools.engine().state_open(INDEX) {
+    let opened = match tools.engine().workspace().state_open(INDEX) {
         Ok(opened) => opened,
         Err(e) if *e.reason() == Reason::NotFound => return Ok(()),
         Err(e) => return Err(tools.fail(call, e, None)),
@@ -336,15 +336,16 @@ fn gitignore_warnings(tools: &Tools) -> Vec<Value> {
         }
         Err(_) => false,
     };
-    let ignores_itself = tools.engine().state_read(crate::durable::layout::GITIGNORE).ok().flatten().is_some_and(|b| {
-        // The last pattern naming every entry decides, as in git.
-        let text = String::from_utf8_lossy(&b).into_owned();
-        text.lines()
-            .rev()
-            .map(str::trim)
-            .find_map(|l| EVERYTHING.iter().find(|(p, _)| *p == l))
-            .is_some_and(|(_, on)| *on)
-    });
+    let ignores_itself =
+        tools.engine().workspace().state_read(crate::durable::layout::GITIGNORE).ok().flatten().is_some_and(|b| {
+            // The last pattern naming every entry decides, as in git.
+            let text = String::from_utf8_lossy(&b).into_owned();
+            text.lines()
+                .rev()
+                .map(str::trim)
+                .find_map(|l| EVERYTHING.iter().find(|(p, _)| *p == l))
+                .is_some_and(|(_, on)| *on)
+        });
     if listed || ignores_itself {
         return Vec::new();
     }
