@@ -11,9 +11,12 @@
 //!   `tools`, `fuse` over `vfs` (it imports nothing else but the types it converts);
 //! - `fuse` and `mcp` never use each other;
 //! - `score` is pure: no filesystem, network, process, environment or clock;
+//! - the files of `journal`, `cli` and `history` import each other in no circle (a file's
+//!   `super::file` or `super::Item`, the item found through the module's `mod.rs`);
 //! - no Rust file of the repository (`src/`, `tests/`, `integration/`, `examples/`) lacks its
 //!   opening `//!` paragraph.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules of rwfs and the crate-internal modules each may use.
@@ -116,6 +119,130 @@ const IMPURE: &[&str] =
 fn module_boundaries_hold() {
     let violations = check_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     assert!(violations.is_empty(), "forbidden imports:\n{}", violations.join("\n"));
+}
+
+/// Modules whose files import each other in no circle. `engine` is not here yet: its write path
+/// (`batch`, `commit`, `draft`, `gate`, `protect`, `tree`) is one circle until the engine owns
+/// its drafts (issue 26 item 1).
+const ACYCLIC: &[&str] = &["journal", "cli", "history"];
+
+#[test]
+fn no_circle_among_a_modules_files() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let circles: Vec<String> = ACYCLIC
+        .iter()
+        .filter_map(|module| {
+            find_circle(&file_graph(&src.join(module), module)).map(|c| format!("{module}: {}", c.join(" -> ")))
+        })
+        .collect();
+    assert!(circles.is_empty(), "files that import each other in a circle:\n{}", circles.join("\n"));
+}
+
+#[test]
+fn the_circle_finder_finds_circles() {
+    let graph = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+            g.entry(b.to_string()).or_default();
+        }
+        g
+    };
+    assert_eq!(find_circle(&graph(&[("a", "b"), ("b", "c")])), None);
+    assert_eq!(find_circle(&graph(&[("a", "b"), ("b", "c"), ("c", "a")])).map(|c| c.len()), Some(4));
+    assert!(find_circle(&graph(&[("x", "y"), ("y", "z"), ("z", "y")])).is_some());
+    let items = owners(
+        "pub use a::{A, B as C};\npub(crate) use b::D;\nmod a;\npub use c::{\n    E,\n    F,\n};",
+        &["a", "b", "c"],
+    );
+    assert_eq!(items.get("C").map(String::as_str), Some("a"));
+    assert_eq!(items.get("D").map(String::as_str), Some("b"));
+    assert_eq!(items.get("F").map(String::as_str), Some("c"));
+    assert_eq!(items.get("B"), None);
+}
+
+/// The files of `module` (its directory's own `.rs` files but `mod.rs`) and the files each one
+/// imports: `super::file`, `crate::module::file`, or an item `mod.rs` re-exports from a file.
+fn file_graph(dir: &Path, module: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".rs").filter(|n| *n != "mod").map(str::to_string)
+        })
+        .collect();
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let items = owners(&std::fs::read_to_string(dir.join("mod.rs")).unwrap(), &names);
+    let within = format!("crate::{module}::");
+    let mut graph = BTreeMap::new();
+    for file in &files {
+        let text = std::fs::read_to_string(dir.join(format!("{file}.rs"))).unwrap();
+        // The file's own tests may reach anywhere.
+        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        let mut deps = BTreeSet::new();
+        for line in text.lines() {
+            let code = strip_strings(line.split("//").next().unwrap_or(""));
+            for name in names_after(&code, "super::").into_iter().chain(names_after(&code, &within)) {
+                let target = if names.contains(&name.as_str()) { Some(&name) } else { items.get(&name) };
+                if let Some(target) = target.filter(|t| *t != file) {
+                    deps.insert(target.clone());
+                }
+            }
+        }
+        graph.insert(file.clone(), deps);
+    }
+    graph
+}
+
+/// Which file each item a `mod.rs` imports from one of `files` comes from (by the name it is
+/// known by there).
+fn owners(mod_rs: &str, files: &[&str]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for statement in mod_rs.split(';') {
+        let Some(at) = statement.find("use ") else { continue };
+        let path = statement[at + 4..].trim();
+        let Some((file, rest)) = path.split_once("::") else { continue };
+        if !files.contains(&file) {
+            continue;
+        }
+        let rest = rest.trim().trim_start_matches('{').trim_end_matches('}');
+        for item in rest.split(',') {
+            let name = item.split(" as ").last().unwrap_or("").trim();
+            if !name.is_empty() && name != "self" {
+                out.insert(name.to_string(), file.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A circle of `graph` (its first node repeated at the end), if it has one.
+fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit<'g>(
+        node: &'g str,
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'g str>,
+        done: &mut BTreeSet<&'g str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| *n == node) {
+            let mut circle: Vec<String> = path[at..].iter().map(|n| n.to_string()).collect();
+            circle.push(node.to_string());
+            return Some(circle);
+        }
+        if !done.insert(node) {
+            return None;
+        }
+        path.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
 }
 
 #[test]
