@@ -13,8 +13,8 @@
 //! - [`Engine::gc`] applies retention;
 //! - [`Engine::class`]: which class a path is in (gated, written in place, readable or hidden
 //!   state), the one decision the mount and the namespace operations ask (`class.rs`);
-//! - read-only queries live on [`Workspace`] (usable without owning the workspace) and are
-//!   reachable through [`Engine::workspace`].
+//! - read-only queries live on the read side, [`crate::history`] (usable without owning the
+//!   workspace; it never imports the engine), and are reachable through [`Engine::workspace`].
 //!
 //! Invariants (each defended by tests): a path holds only complete versions that were durable
 //! before they became visible; an acknowledged change, its directory entry and its row are on

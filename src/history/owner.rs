@@ -3,7 +3,7 @@
 //! lock now ([`current_owner`]).
 //!
 //! Only the reading is here. Taking the lock and writing the record is the engine's
-//! (`engine/settle.rs`, which reads an old record with [`read_info`]).
+//! (`engine/settle.rs`, which reads an old record with `read_info`).
 
 use serde::{Deserialize, Serialize};
 

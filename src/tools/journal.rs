@@ -31,7 +31,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::durable::layout::{LATEST_REJECTION as LATEST, REJECTIONS as REJECTIONS_DIR};
+use crate::durable::layout::{LATEST_REJECTION, REJECTIONS};
 use crate::durable::{FileKind, STATE_DIR};
 use crate::engine::Restored;
 use crate::error::ErrorKind;
@@ -238,10 +238,10 @@ impl Tools {
         if let Some(id) = args.id.as_deref() {
             return self.rejection(call, id);
         }
-        let names = self.engine().workspace().state_list(REJECTIONS_DIR).map_err(|e| self.fail(call, e, None))?;
+        let names = self.engine().workspace().state_list(REJECTIONS).map_err(|e| self.fail(call, e, None))?;
         let mut ids: Vec<String> = names
             .into_iter()
-            .filter(|(name, kind)| *kind == FileKind::File && name != LATEST)
+            .filter(|(name, kind)| *kind == FileKind::File && name != LATEST_REJECTION)
             .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
             .collect();
         ids.sort_by_key(|id| std::cmp::Reverse(rejection_order(id)));
@@ -251,7 +251,7 @@ impl Tools {
             let bytes = self
                 .engine()
                 .workspace()
-                .state_read(&format!("{REJECTIONS_DIR}/{id}.json"))
+                .state_read(&format!("{REJECTIONS}/{id}.json"))
                 .map_err(|e| self.fail(call, e, None))?;
             let envelope = bytes.and_then(|b| serde_json::from_slice::<Value>(&b).ok());
             listed.push(match envelope {
@@ -303,11 +303,11 @@ impl Tools {
                 json!({"id": id}),
             ));
         }
-        let file = if id == "latest" { LATEST.to_string() } else { format!("{id}.json") };
+        let file = if id == "latest" { LATEST_REJECTION.to_string() } else { format!("{id}.json") };
         let bytes = self
             .engine()
             .workspace()
-            .state_read(&format!("{REJECTIONS_DIR}/{file}"))
+            .state_read(&format!("{REJECTIONS}/{file}"))
             .map_err(|e| self.fail(call, e, None))?;
         let Some(bytes) = bytes else {
             return Err(self.reject(
@@ -325,7 +325,7 @@ impl Tools {
                 ErrorKind::WriteCorruption,
                 "corrupt_rejection",
                 format!("the rejection file is not JSON: {e}"),
-                json!({"id": id, "path": format!("{STATE_DIR}/{REJECTIONS_DIR}/{file}")}),
+                json!({"id": id, "path": format!("{STATE_DIR}/{REJECTIONS}/{file}")}),
                 None,
             )
         })?;
