@@ -861,7 +861,7 @@ fn stage_close(engine: &Engine, rec: &Recorder, ops: &Mutex<Vec<Acked>>, path: &
     let mut draft = Some(engine.start_draft(path, base).unwrap());
     engine.write_draft(&mut draft, path, 0, bytes, &who).unwrap();
     let id = next_id(rec);
-    let (committed, _) = engine.commit_draft(draft.unwrap(), path, &who).unwrap();
+    let (committed, _) = engine.commit_draft(draft.unwrap(), path, &who, rwfs::engine::CommitAt::Close).unwrap();
     rec.mark(Event::Ack { id });
     ops.lock().unwrap().push(Acked::close(id, committed.seq, path, bytes));
     // Acknowledged means visible at once, through the engine's view of the path.

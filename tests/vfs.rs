@@ -949,6 +949,69 @@ fn batch_mode_an_fsync_installs_its_own_file_and_leaves_the_window_staged() {
     assert_eq!(fx.backing("other.txt").as_deref(), Some(&b"staged first\n"[..]));
 }
 
+/// Counts the filesystem syncs (`syncfs`) and the file syncs (`fsync`) the engine asks for.
+#[derive(Default)]
+struct CountSyncs {
+    fs: Arc<std::sync::atomic::AtomicUsize>,
+    files: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl crate::support::hooked::Intercept for CountSyncs {
+    fn before(&self, call: &crate::support::hooked::Call<'_>) -> std::io::Result<()> {
+        use crate::support::hooked::Call;
+        use std::sync::atomic::Ordering::SeqCst;
+        match call {
+            Call::SyncFs { .. } => self.fs.fetch_add(1, SeqCst),
+            Call::Sync { .. } => self.files.fetch_add(1, SeqCst),
+            _ => 0,
+        };
+        Ok(())
+    }
+}
+
+/// Write a new file and fsync it through a mount of `durability`; the filesystem and file
+/// syncs that fsync cost, and whether the file was in the tree when it returned.
+fn syncs_of_one_fsync(durability: Durability) -> (usize, usize, bool) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
+    std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 10000\n").unwrap();
+    let counts = CountSyncs::default();
+    let (fs_syncs, file_syncs) = (counts.fs.clone(), counts.files.clone());
+    let disk = Arc::new(crate::support::hooked::Hooked(counts));
+    let options = EngineOptions { durability: Some(durability), disk: Some(disk), ..EngineOptions::default() };
+    let fx = Fx::with(ws, options);
+    let p = process(340);
+    let fh = fx.open("save.txt.tmp", WRONLY, &p).unwrap();
+    fx.write(fh, 0, b"saved\n", &p).unwrap();
+    let before = (fs_syncs.load(SeqCst), file_syncs.load(SeqCst));
+    fx.vfs.flush(fh, true, &p).unwrap();
+    let cost = (fs_syncs.load(SeqCst) - before.0, file_syncs.load(SeqCst) - before.1);
+    let installed = fx.backing("save.txt.tmp").as_deref() == Some(&b"saved\n"[..]);
+    fx.close(fh, &p).unwrap();
+    // Nothing left staged: the close after the fsync had nothing new.
+    let before = fs_syncs.load(SeqCst);
+    fx.engine.make_all_durable();
+    assert_eq!(fs_syncs.load(SeqCst), before, "{durability:?}: nothing left to drain");
+    let rows: Vec<String> = fx.ws.rows().into_iter().filter(|r| r.op() == Op::Create).map(|r| r.path).collect();
+    assert_eq!(rows, ["save.txt.tmp"]);
+    (cost.0, cost.1, installed)
+}
+
+#[test]
+fn batch_mode_an_fsync_with_nothing_else_staged_costs_what_close_mode_does() {
+    // Issue 27 items 5 and 6: an editor's save (temp, fsync, rename) staged its fsync's
+    // version as a window of its own, two `syncfs` of the whole filesystem where close mode
+    // pays one `fsync` of the file and one of its directory: batch was slower than close. Now
+    // an fsync with nothing else staged commits at once, durably, under the barrier; with
+    // others staged it still settles only its own file (the test above).
+    let close = syncs_of_one_fsync(Durability::Close);
+    let batch = syncs_of_one_fsync(Durability::Batch);
+    assert_eq!(close.0, 0, "close mode syncs no filesystem");
+    assert!(close.2 && batch.2, "installed when the fsync returned: {close:?} {batch:?}");
+    assert_eq!(batch, close, "(filesystem syncs, file syncs, installed): batch as close");
+}
+
 /// Fails every `syncfs` (EIO), and the `fsync` of files whose bytes are `bad`: a batch window
 /// whose filesystem sync fails.
 struct FailSyncFs {

@@ -114,6 +114,16 @@ impl std::fmt::Debug for Draft {
     }
 }
 
+/// What asks for a draft's commit: in `batch` durability a close's is staged (acknowledged
+/// before it is durable), an fsync's is durable before it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitAt {
+    /// A close (or anything else that commits and may be acknowledged at once).
+    Close,
+    /// An `fsync`: durable on return, in every mode.
+    Fsync,
+}
+
 /// A failed commit of a draft: the error, and the draft when it is still there to retry.
 #[derive(Debug)]
 pub struct DraftError {
@@ -266,13 +276,19 @@ impl Engine {
     /// Make the draft the new version of `path`, durably, or refuse it. On success the returned
     /// file is the committed version (the draft's own descriptor).
     /// On a full disk, old versions make room and the commit is tried once more (`room.rs`).
-    pub fn commit_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
-        let first = match self.core.commit_draft(draft, path, actor) {
+    pub fn commit_draft(
+        &self,
+        draft: Draft,
+        path: &str,
+        actor: &Actor,
+        at: CommitAt,
+    ) -> Result<(Committed, File), Box<DraftError>> {
+        let first = match self.core.commit_draft(draft, path, actor, at) {
             Err(e)
                 if e.draft.is_some() && self.core.make_room(&e.error, e.draft.as_ref().map_or(0, |d| d.len), actor) =>
             {
                 let draft = e.draft.expect("checked above");
-                self.core.commit_draft(draft, path, actor)
+                self.core.commit_draft(draft, path, actor, at)
             }
             other => other,
         };
@@ -632,14 +648,20 @@ impl Core {
         Ok(buf)
     }
 
-    fn commit_draft(&self, mut draft: Draft, path: &str, actor: &Actor) -> Result<(Committed, File), Box<DraftError>> {
+    fn commit_draft(
+        &self,
+        mut draft: Draft,
+        path: &str,
+        actor: &Actor,
+        at: CommitAt,
+    ) -> Result<(Committed, File), Box<DraftError>> {
         let fail = |error: Error, draft: Draft| Box::new(DraftError { error, draft: Some(draft) });
         let disk = self.disk();
         let target = match resolve(disk, &self.ws.root, path, Scope::Workspace, false) {
             Ok(target) => target,
             Err(e) => return Err(fail(e, draft)),
         };
-        let (_turn, _guard) = self.lock_for_draft_commit(&target.path);
+        let (_turn, _guard, staging) = self.lock_for_draft_commit(&target.path, at);
         let current = match self.current(&target) {
             Ok(current) => current,
             Err(e) => return Err(fail(e, draft)),
@@ -745,7 +767,7 @@ impl Core {
         }
         let Draft { file, name, len, tail, .. } = draft;
         let staged = Staged::adopt(file, dir.clone(), name.clone(), sha, len, Some(TARGET_XATTR));
-        if let Some(batch) = &self.batch {
+        if let Some(batch) = self.batch.as_ref().filter(|_| staging) {
             return match self.stage_for_batch(batch, target, staged, prev, op, mode, actor) {
                 Ok(done) => Ok(done),
                 Err(failed) => {
@@ -766,21 +788,34 @@ impl Core {
     }
 
     /// The path's lock for a commit of its draft and, in `batch` durability, a turn to stage it
-    /// (taken first: `order.rs`). A version of the path still staged is installed first (the
-    /// new one replaces it in the tree, and only the committer writes a staged name), and the
-    /// batch has room for one more.
+    /// (taken first: `order.rs`), and whether to stage it. A version of the path still staged
+    /// is installed first (the new one replaces it in the tree, and only the committer writes a
+    /// staged name), and the batch has room for one more.
+    ///
+    /// An fsync's commit ([`CommitAt::Fsync`]) with nothing else staged is not staged: it
+    /// commits as in `close` mode, under the barrier's turn (held until it is durable: no close
+    /// is staged meanwhile, so the journal's order holds). Staged, it would cost a window of
+    /// its own, two `syncfs` of the whole filesystem, where `close` mode pays one `fsync` of
+    /// the file and one of its directory: batch must never be slower than close (issue 27
+    /// items 5 and 6; an editor's save is temp, `fsync`, rename). With other versions staged
+    /// it is staged and settled (`Core::make_durable`), which does not wait for their installs.
     fn lock_for_draft_commit(
         &self,
         path: &WorkspacePath,
-    ) -> (Option<super::order::Turn<'_>>, std::sync::MutexGuard<'_, ()>) {
+        at: CommitAt,
+    ) -> (Option<super::order::Turn<'_>>, std::sync::MutexGuard<'_, ()>, bool) {
         loop {
             self.settle_path(path.as_str());
-            let Some(batch) = &self.batch else { return (None, self.locks.lock(path)) };
+            let Some(batch) = &self.batch else { return (None, self.locks.lock(path), false) };
+            if at == CommitAt::Fsync && batch.is_empty() {
+                let turn = self.barrier();
+                return (turn, self.locks.lock(path), false);
+            }
             batch.wait_for_room();
             let turn = batch.stage_turn();
             let guard = self.locks.lock(path);
             if !batch.has_view(path.as_str()) {
-                return (Some(turn), guard);
+                return (Some(turn), guard, true);
             }
             // Another close of this path staged a version meanwhile: install it first.
         }

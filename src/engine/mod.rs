@@ -73,7 +73,7 @@ pub use admit::{MAX_BYTES as MOVE_MAX_BYTES, MAX_FILES as MOVE_MAX_FILES, MAX_WA
 pub use approve::Decided;
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
-pub use draft::{DRAFTS_DIR, Draft, DraftBase, DraftError};
+pub use draft::{CommitAt, DRAFTS_DIR, Draft, DraftBase, DraftError};
 pub use encrypt::Encrypted;
 pub use events::{Changed, Subscriber};
 pub use inherit::ACL_ACCESS;

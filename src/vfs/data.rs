@@ -19,7 +19,7 @@ use nix::libc;
 
 use super::file::{FileNode, FileState, Version};
 use super::{Attr, Caller, Handle, Vfs};
-use crate::engine::{DraftBase, DraftError, ReadView};
+use crate::engine::{CommitAt, DraftBase, DraftError, ReadView};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::journal::Actor;
 
@@ -519,7 +519,7 @@ impl Vfs {
             state.changed_by(self.actor(caller));
         }
         if by_path || state.handles == 0 {
-            self.commit(ino, &mut state, caller)?;
+            self.commit(ino, &mut state, caller, CommitAt::Close)?;
         }
         Ok(())
     }
@@ -570,7 +570,8 @@ impl Vfs {
         } else {
             state.commits_at_close_by((caller.pid != 0).then_some(caller.pid))
         };
-        if commit && let Err(e) = self.commit(ino, &mut state, caller) {
+        let at = if sync { CommitAt::Fsync } else { CommitAt::Close };
+        if commit && let Err(e) = self.commit(ino, &mut state, caller, at) {
             state.failure_reported();
             return Err(e);
         }
@@ -653,7 +654,7 @@ impl Vfs {
             drop_it = pending;
         }
         let keep = if !drop_it && (state.needs_commit() || (pending && state.draft().is_some())) {
-            match self.commit(ino, state, caller) {
+            match self.commit(ino, state, caller, CommitAt::Close) {
                 Ok(()) => false,
                 Err(e) => {
                     // close() has already returned: the journal (block row, quarantine) and the
@@ -689,7 +690,7 @@ impl Vfs {
     /// Drafting again when the commit failed for another reason. Afterwards reads open the
     /// committed file (read-only: a writable descriptor on it would make `execve` of the
     /// backing file fail with `ETXTBSY`).
-    pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: &Caller) -> Result<()> {
+    pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: &Caller, at: CommitAt) -> Result<()> {
         let Some((draft, authors)) = state.take_for_commit() else {
             return Ok(());
         };
@@ -701,7 +702,7 @@ impl Vfs {
             }
         };
         let actor = authors.writer.clone().unwrap_or_else(|| self.actor(caller));
-        match self.engine.commit_draft(draft, &path, &actor) {
+        match self.engine.commit_draft(draft, &path, &actor, at) {
             Ok((_, file)) => {
                 drop(file);
                 state.backing = None;
@@ -767,7 +768,7 @@ impl Vfs {
                 continue;
             }
             state.author_unless_known(Actor::engine());
-            if let Err(e) = self.commit(ino, &mut state, &daemon) {
+            if let Err(e) = self.commit(ino, &mut state, &daemon, CommitAt::Close) {
                 tracing::warn!(ino, error = %e, "draft not committed at shutdown");
             }
             settled += 1;

@@ -429,7 +429,7 @@ impl Vfs {
         if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
-        self.commit(ino, &mut state, caller)
+        self.commit(ino, &mut state, caller, crate::engine::CommitAt::Close)
     }
 
     pub fn rename(
