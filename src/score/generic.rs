@@ -190,8 +190,7 @@ fn value_of(hay: &[u8], ks: usize, ke: usize, bare: bool) -> Option<Range<usize>
         let len = hay[start..].iter().take(512).position(|&b| b == b'<' || b == b'\n')?;
         return (hay.get(start + len) == Some(&b'<') && len > 0).then_some(start..start + len);
     }
-    let line_start = memchr::memrchr(b'\n', &hay[..ks]).map_or(0, |i| i + 1);
-    if hay[line_start..ks].trim_ascii_start().starts_with(b"#define") && matches!(hay.get(ke), Some(b' ' | b'\t')) {
+    if defined_on_its_line(hay, ks) && matches!(hay.get(ke), Some(b' ' | b'\t')) {
         let i = skip_blanks(hay, ke);
         return if hay.get(i) == Some(&b'"') { literal(hay, i, false) } else { None };
     }
@@ -222,6 +221,23 @@ fn value_of(hay: &[u8], ks: usize, ke: usize, bare: bool) -> Option<Range<usize>
         return literal(hay, j, false);
     }
     literal(hay, i, bare)
+}
+
+/// How far back from a key its line's `#define` is looked for. Bounded so that a keyword hit
+/// costs the same on a line of any length: 10 MB without a newline must not be searched back
+/// to its start once per hit.
+const DEFINE_REACH: usize = 256;
+
+/// Does the line of the key starting at `ks` begin (after blanks) with `#define`, within
+/// [`DEFINE_REACH`] bytes before the key?
+fn defined_on_its_line(hay: &[u8], ks: usize) -> bool {
+    let from = ks.saturating_sub(DEFINE_REACH);
+    let line_start = match memchr::memrchr(b'\n', &hay[from..ks]) {
+        Some(i) => from + i + 1,
+        None if from == 0 => 0,
+        None => return false,
+    };
+    hay[line_start..ks].trim_ascii_start().starts_with(b"#define")
 }
 
 /// Where the value starts after a type and its `=` (`&'static str = `, `String = `,

@@ -401,7 +401,7 @@ impl Scanner {
             self.on_runs(hay, &runs, |t| matches!(t, Trigger::Iban), out);
         }
         if !self.config.disabled_families.contains("binary_hint") {
-            out.blobs = scan::base64_runs(hay, BASE64_BLOB_MIN);
+            out.blobs = scan::base64_runs(hay, classes, BASE64_BLOB_MIN);
             out.dense = dense_non_printable(hay, classes);
         }
     }
@@ -863,7 +863,8 @@ fn email_ok(email: &str) -> bool {
     const FILE_TLDS: &[&str] =
         &["png", "jpg", "jpeg", "gif", "svg", "webp", "js", "ts", "css", "map", "json", "html", "md", "py", "rs", "go"];
     const ROBOTS: &[&str] = &["noreply", "no-reply", "donotreply", "git", "notifications", "users.noreply"];
-    !(RESERVED.iter().any(|d| domain == *d || domain.ends_with(&format!(".{d}")))
+    let under = |d: &str| domain.strip_suffix(d).is_some_and(|rest| rest.is_empty() || rest.ends_with('.'));
+    !(RESERVED.iter().any(|d| under(d))
         || RESERVED_TLDS.contains(&tld)
         || FILE_TLDS.contains(&tld)
         || ROBOTS.iter().any(|r| local == *r || domain.starts_with(r))

@@ -414,6 +414,8 @@ pub struct Classes {
     pub digits: Vec<u64>,
     /// The `.` bitmap, likewise (dotted tokens).
     pub dots: Vec<u64>,
+    /// The 64-byte chunks made only of base64 bytes: every run of 127 or more holds one.
+    pub base64_chunks: Vec<usize>,
     pub digit_regions: Vec<Range<usize>>,
     pub iban_starts: Vec<usize>,
     pub lines: usize,
@@ -433,6 +435,8 @@ struct Masks {
     /// (NUL included), and DEL.
     controls: u64,
     dots: u64,
+    /// Base64 bytes: letters, digits, `+`, `/` and `=`.
+    base64: u64,
     non_ascii: bool,
 }
 
@@ -467,7 +471,8 @@ impl Masks {
     #[target_feature(enable = "sse2")]
     fn sse2(chunk: &[u8; CHUNK]) -> Masks {
         use std::arch::x86_64::{
-            _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8, _mm_sub_epi8,
+            _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8,
+            _mm_sub_epi8,
         };
         let mut masks = Masks::default();
         let mut high = 0;
@@ -480,9 +485,24 @@ impl Masks {
                 _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((len as i8).wrapping_add(i8::MIN)))) as u16
                     as u64
             };
-            masks.digits |= in_range(b'0', 10) << (16 * j);
+            let digits = in_range(b'0', 10);
+            masks.digits |= digits << (16 * j);
             masks.upper |= in_range(b'A', 26) << (16 * j);
             let eq = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u16 as u64;
+            // Letters of either case in one compare (`| 0x20` folds the case), then `+ / =`.
+            let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let letters = _mm_movemask_epi8(_mm_cmplt_epi8(
+                _mm_sub_epi8(folded, _mm_set1_epi8(b'a'.wrapping_add(128) as i8)),
+                _mm_set1_epi8(26i8.wrapping_add(i8::MIN)),
+            )) as u16 as u64;
+            let signs = _mm_or_si128(
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'+' as i8)),
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'/' as i8)),
+                ),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'=' as i8)),
+            );
+            masks.base64 |= (digits | letters | _mm_movemask_epi8(signs) as u16 as u64) << (16 * j);
             masks.newlines |= eq(b'\n') << (16 * j);
             // Tab and newline are 9..=10, form feed and carriage return 12..=13.
             let blank = in_range(b'\t', 2) | in_range(0x0c, 2);
@@ -507,6 +527,9 @@ impl Masks {
             let blank = [b'\t', b'\n', b'\r', 0x0c].into_iter().fold(0, |m, b| m | range_mask(w, b, b));
             masks.controls |= pack((range_mask(w, 0, 31) & !blank) | range_mask(w, 0x7f, 0x7f)) << (8 * j);
             masks.dots |= pack(range_mask(w, b'.', b'.')) << (8 * j);
+            let letters = range_mask(w | splat(0x20), b'a', b'z');
+            let signs = [b'+', b'/', b'='].into_iter().fold(0, |m, b| m | range_mask(w, b, b));
+            masks.base64 |= pack(range_mask(w, b'0', b'9') | letters | signs) << (8 * j);
             high |= w;
         }
         masks.non_ascii = high & HIGH != 0;
@@ -542,6 +565,9 @@ impl Classes {
             }
             out.digits.push(cur.digits);
             out.dots.push(cur.dots);
+            if cur.base64 == u64::MAX {
+                out.base64_chunks.push(k);
+            }
             let count = cur.digits.count_ones();
             if prev_count + count >= 9 {
                 let region = (k * CHUNK).saturating_sub(2 * CHUNK)..((k + 2) * CHUNK).min(hay.len());
@@ -676,11 +702,32 @@ fn is_base64_byte(b: u8) -> bool {
 }
 
 /// Runs of base64 characters of at least `min` bytes that look like encoded data (upper and
-/// lower case and digits), for the reference's `binary_hint` family. Probes every `min`-th byte.
-pub fn base64_runs(hay: &[u8], min: usize) -> Vec<Range<usize>> {
+/// lower case and digits), for the reference's `binary_hint` family. A run of `min` (at least
+/// 127) bytes holds a 64-byte chunk of base64 bytes only, which [`Classes`] lists: runs are
+/// grown from those chunks alone, over the chunks that follow in the list at 64 bytes a step.
+pub fn base64_runs(hay: &[u8], classes: &Classes, min: usize) -> Vec<Range<usize>> {
+    assert!(min >= 2 * CHUNK - 1, "a run shorter than 127 bytes may hold no whole chunk");
     let member = |i: usize| is_base64_byte(hay[i]);
-    probed_runs(hay, min, member, member)
-        .into_iter()
+    let chunks = &classes.base64_chunks;
+    let mut runs = Vec::new();
+    let mut next = 0;
+    while let Some(&k) = chunks.get(next) {
+        next += 1;
+        let mut end = (k + 1) * CHUNK;
+        while chunks.get(next) == Some(&(end / CHUNK)) {
+            end += CHUNK;
+            next += 1;
+        }
+        while end < hay.len() && member(end) {
+            end += 1;
+        }
+        let mut start = k * CHUNK;
+        while start > 0 && member(start - 1) {
+            start -= 1;
+        }
+        runs.push(start..end);
+    }
+    runs.into_iter()
         .filter(|r| {
             let run = &hay[r.clone()];
             r.len() >= min
@@ -819,7 +866,7 @@ mod tests {
                 if round % 2 == 0 {
                     rng.below(256) as u8
                 } else {
-                    b"09AZ@[/:.\n\t\r\x0b\x0c\x00\x1f\x7f\x80\xff"[rng.below(19)]
+                    b"09AZaz@[/:.\n\t\r\x0b\x0c\x00\x1f\x7f\x80\xff+=`{\xc1\xe1"[rng.below(27)]
                 }
             });
             let bit = |f: fn(&u8) -> bool| chunk.iter().enumerate().fold(0u64, |m, (j, b)| m | (u64::from(f(b)) << j));
@@ -830,11 +877,50 @@ mod tests {
                 bit(|b| *b == b'\n'),
                 bit(control),
                 bit(|b| *b == b'.'),
+                bit(|b| is_base64_byte(*b)),
                 !chunk.is_ascii(),
             );
             for got in [Masks::of(&chunk), Masks::portable(&chunk)] {
-                let got = (got.digits, got.upper, got.newlines, got.controls, got.dots, got.non_ascii);
+                let got = (got.digits, got.upper, got.newlines, got.controls, got.dots, got.base64, got.non_ascii);
                 assert_eq!(got, want, "{chunk:?}");
+            }
+        }
+    }
+
+    /// The definition of [`base64_runs`]: every maximal run of base64 bytes, byte by byte.
+    fn base64_runs_by_bytes(hay: &[u8], min: usize) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < hay.len() {
+            let start = i;
+            while i < hay.len() && is_base64_byte(hay[i]) {
+                i += 1;
+            }
+            let run = &hay[start..i];
+            if run.len() >= min
+                && run.iter().any(u8::is_ascii_uppercase)
+                && run.iter().any(u8::is_ascii_lowercase)
+                && run.iter().any(u8::is_ascii_digit)
+            {
+                out.push(start..i);
+            }
+            i = i.max(start + 1);
+        }
+        out
+    }
+
+    #[test]
+    fn base64_runs_from_whole_chunks_match_a_byte_by_byte_reading() {
+        let mut rng = super::super::sample::Rng::new(13);
+        for round in 0..400 {
+            // Long runs broken now and then, at every offset relative to the chunks.
+            let breaks = [3, 40, 150, 300][round % 4];
+            let text: Vec<u8> = (0..rng.below(2000))
+                .map(|_| if rng.below(breaks) == 0 { b" .-_\n\xff"[rng.below(6)] } else { b"aZ09+/="[rng.below(7)] })
+                .collect();
+            for min in [127, 200] {
+                let got = base64_runs(&text, &Classes::of(&text), min);
+                assert_eq!(got, base64_runs_by_bytes(&text, min), "min {min}: {:?}", String::from_utf8_lossy(&text));
             }
         }
     }
