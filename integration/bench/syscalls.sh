@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # Backing syscalls per created file: `strace -c -f` of the daemon while N files of 4 KiB are
 # created, written and closed through the mount (after 50 files to warm it up), counted per file
-# by kind. FUSE device traffic (`read` of requests, `writev` of replies) and `futex` hand-offs
+# by kind; or, with `--workload save`, per save of an editor's kind (Claude Code's Write: a temp
+# file written, fsynced and renamed over one of 20 files). FUSE device traffic (`read` of requests, `writev` of replies) and `futex` hand-offs
 # between the daemon's threads are printed apart: they are not calls on the backing filesystem.
 # Counts, not times: they do not depend on the machine's load.
 #
 #   integration/bench/syscalls.sh [--rwfs BIN] [--durability close|batch] [--files N] [--peer PATH]
+#                                 [--workload create|save]
 #
 #   --rwfs BIN          the rwfs binary (default: target/release/rwfs, built if missing)
 #   --durability MODE   close (default) or batch
-#   --files N           files created while counting (default 1000)
+#   --files N           files created (or saves made) while counting (default 1000)
+#   --workload W        create (default) or save
 #   --peer PATH         also count libfuse's reference passthrough_hp on the same workload
 #                       (built outside the repository: integration/bench/mount.sh --help says how)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-rwfs=target/release/rwfs mode=close files=1000 peer=${RWFS_BENCH_PEER:-}
+rwfs=target/release/rwfs mode=close files=1000 peer=${RWFS_BENCH_PEER:-} workload=create
 while [ $# -gt 0 ]; do
     case "$1" in
         --rwfs) rwfs=$2; shift 2 ;;
         --durability) mode=$2; shift 2 ;;
         --files) files=$2; shift 2 ;;
+        --workload) workload=$2; shift 2 ;;
         --peer) peer=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "syscalls.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -38,20 +42,31 @@ for i in range(50):
     open('$mnt/d/warm%d' % i, 'wb').write(b'x' * 4096)"
     strace -f -c -p "$pid" -o "$out" & local tracer=$!
     sleep 1
-    python3 -c "
+    case "$workload" in
+        create) python3 -c "
 import os
 for i in range($files):
     with open('$mnt/d/f%d' % i, 'wb') as f:
-        f.write(os.urandom(4096))"
+        f.write(os.urandom(4096))" ;;
+        save) python3 -c "
+import os
+for i in range($files):
+    target = '$mnt/d/warm%d' % (i % 20)
+    tmp = '%s.tmp.%d.%d' % (target, os.getpid(), i)
+    with open(tmp, 'w') as f:
+        f.write('line %d\\n' % i * 200); f.flush(); os.fsync(f.fileno())
+    os.rename(tmp, target)" ;;
+        *) echo "syscalls.sh: --workload create or save" >&2; exit 2 ;;
+    esac
     sleep 1
     kill -INT $tracer; wait $tracer 2> /dev/null || true
-    awk -v name="$name" -v files="$files" '
+    awk -v name="$name" -v files="$files" -v unit="$([ "$workload" = save ] && echo save || echo file)" '
         $1 ~ /^[0-9.]+$/ && $NF != "total" { n[$NF] = $4 }
         END {
             for (k in n) if (k != "read" && k != "writev" && k != "futex" && k != "restart_syscall" && k != "sched_yield") {
                 total += n[k]; line = line sprintf(" %s %.2f", k, n[k] / files)
             }
-            printf "%-24s backing syscalls per file %5.1f   (futex %.1f; FUSE device read %.1f, writev %.1f)\n", name, total / files, n["futex"] / files, n["read"] / files, n["writev"] / files
+            printf "%-24s backing syscalls per %s %5.1f   (futex %.1f; FUSE device read %.1f, writev %.1f)\n", name, unit, total / files, n["futex"] / files, n["read"] / files, n["writev"] / files
             printf "%-24s %s\n", "", line
         }' "$out"
     rm -f "$out"

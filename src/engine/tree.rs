@@ -414,6 +414,13 @@ impl Core {
     fn content_of(&self, dir: &Dir, name: &str) -> Result<Option<(Sha256, u64)>> {
         let disk = self.disk();
         match disk.stat(dir, name).step("stat")? {
+            // Known already: no need to open it (the digest cache keys on what `lstat` says).
+            Some(stat)
+                if stat.kind == FileKind::File
+                    && let Some(sha) = self.cache.get(&stat) =>
+            {
+                Ok(Some((sha, stat.size)))
+            }
             Some(stat) if stat.kind == FileKind::File => {
                 let target = Target {
                     parent: dir.try_clone().step("dup directory")?,
@@ -619,10 +626,22 @@ impl Core {
                 tracing::error!(path = %dir.join(name), error = %e, "replaced version left under a temp name");
             }
         }
-        let synced = disk.sync_dir(&to_dir).and_then(|()| disk.sync_dir(&from_dir));
+        // One sync for a rename within a directory (an editor's save).
+        let synced = disk.sync_dir(&to_dir).and_then(|()| match from_dir.rel() == to_dir.rel() {
+            true => Ok(()),
+            false => disk.sync_dir(&from_dir),
+        });
         if let Err(e) = synced {
             drop(token);
             return Err(Error::io("fsync directory", e));
+        }
+        // The file keeps its digest under its new name (the rename changed its ctime, which the
+        // digest cache keys on): the next save over it need not read it to keep it.
+        if let Some((sha, _)) = content
+            && let Ok(Some(stat)) = disk.stat(&to_dir, &to_name)
+            && stat.id == moving.id
+        {
+            self.cache.put(&stat, sha);
         }
         self.tracker.end(token);
         Ok(())
