@@ -7,12 +7,12 @@
 //! span rather than one per hit: the total regex work is linear in the input.
 //!
 //! The structural triggers cost far less than a byte-by-byte pass. One classification pass
-//! ([`Classes`]) turns each 64-byte chunk into bitmaps of digits, capitals and newlines (SSE2 on
-//! x86_64, 8 bytes per `u64` elsewhere); from them come the line statistics, the IBAN starts,
-//! and the chunks dense enough in digits to hold a card, SSN or phone number, where numbers are
-//! parsed only from the first digit of each run. Base64 blobs and runs of one byte are found by
-//! probing one byte in `k`, where `k` is the shortest run worth reporting; dotted tokens from
-//! the bitmap of dots.
+//! ([`Classes`]) turns each 64-byte chunk into bitmaps of digits, capitals, newlines, dots and
+//! base64 bytes (AVX2 where the CPU has it, 8 bytes per `u64` elsewhere); from them come the
+//! line statistics, the IBAN starts, the chunks dense enough in digits to hold a card, SSN or
+//! phone number (numbers are parsed only from the first digit of each run), the chunks base64
+//! blobs grow from, and dotted tokens. Runs of one byte are found by probing one byte in `k`,
+//! where `k` is the shortest run worth reporting, and grown 16 bytes at a time.
 
 use std::ops::Range;
 
@@ -312,33 +312,20 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// Maximal runs of at least `step` member bytes, looking only at every `step`-th position: a
-/// run that long always contains a probed position. `probe(i)` must hold at every member
-/// position of a run worth finding (it may be cheaper and looser than `member`); `member(i)`
-/// says whether the byte at `i` belongs to a run (it may look at neighbours: a space belongs to
-/// a number only next to a digit). Cost: `n / step` probes plus the runs extended over, each
-/// byte at most once.
-fn probed_runs(
-    hay: &[u8],
-    step: usize,
-    probe: impl Fn(usize) -> bool,
-    member: impl Fn(usize) -> bool,
-) -> Vec<Range<usize>> {
+/// Maximal runs of at least `step` bytes that are `member`s, looking only at every `step`-th
+/// position: a run that long always contains a probed position. Cost: `n / step` probes plus
+/// the runs extended over, each byte at most once (forward 16 bytes at a time).
+fn probed_runs(hay: &[u8], step: usize, member: impl Fn(u8) -> bool) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut covered = 0;
     let mut i = step - 1;
     while i < hay.len() {
-        // A probe may look up to 2 bytes ahead; the run is grown from the member it saw.
-        let seen = if i >= covered && probe(i) { (i..(i + 3).min(hay.len())).find(|&j| member(j)) } else { None };
-        if let Some(m) = seen {
-            let mut start = m;
-            while start > covered && member(start - 1) {
+        if i >= covered && member(hay[i]) {
+            let mut start = i;
+            while start > covered && member(hay[start - 1]) {
                 start -= 1;
             }
-            let mut end = m + 1;
-            while end < hay.len() && member(end) {
-                end += 1;
-            }
+            let end = i + 1 + members_from(&hay[i + 1..], &member);
             if end - start >= step {
                 out.push(start..end);
             }
@@ -347,6 +334,19 @@ fn probed_runs(
         i += step;
     }
     out
+}
+
+/// How many bytes at the start of `bytes` are `member`s: 16 at a time while all are (a
+/// comparison the compiler vectorises), then byte by byte.
+fn members_from(bytes: &[u8], member: &impl Fn(u8) -> bool) -> usize {
+    let mut n = 0;
+    for block in bytes.chunks_exact(16) {
+        if !block.iter().fold(true, |all, &b| all & member(b)) {
+            break;
+        }
+        n += 16;
+    }
+    n + bytes[n..].iter().position(|&b| !member(b)).unwrap_or(bytes.len() - n)
 }
 
 fn is_number_separator(b: u8) -> bool {
@@ -441,81 +441,60 @@ struct Masks {
 }
 
 impl Masks {
-    /// The masks of the chunk at `start` (zero-padded past the end).
-    fn at(hay: &[u8], start: usize) -> Masks {
+    /// The masks of the chunk at `start` (zero-padded past the end), by `kernel`.
+    #[inline(always)]
+    fn at(hay: &[u8], start: usize, kernel: &impl Fn(&[u8; CHUNK]) -> Masks) -> Masks {
+        if let Some(chunk) = hay.get(start..start + CHUNK).and_then(|c| <&[u8; CHUNK]>::try_from(c).ok()) {
+            return kernel(chunk);
+        }
         let mut buf = [0u8; CHUNK];
-        let chunk: &[u8; CHUNK] = match hay.get(start..start + CHUNK) {
-            Some(chunk) => chunk.try_into().unwrap_or(&buf),
-            None => {
-                let tail = &hay[start.min(hay.len())..];
-                buf[..tail.len()].copy_from_slice(tail);
-                &buf
-            }
-        };
-        Masks::of(chunk)
+        let tail = &hay[start.min(hay.len())..];
+        buf[..tail.len()].copy_from_slice(tail);
+        kernel(&buf)
     }
 
+    /// 32 bytes per compare, a movemask turning each compare into 32 bits (AVX2, when the CPU
+    /// has it: [`Classes::of`] asks).
     #[cfg(target_arch = "x86_64")]
-    fn of(chunk: &[u8; CHUNK]) -> Masks {
-        // SAFETY: SSE2 is part of the x86_64 baseline; every x86_64 CPU has it.
-        unsafe { Masks::sse2(chunk) }
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn of(chunk: &[u8; CHUNK]) -> Masks {
-        Masks::portable(chunk)
-    }
-
-    /// 16 bytes per compare; a movemask turns each compare into 16 bits.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "sse2")]
-    fn sse2(chunk: &[u8; CHUNK]) -> Masks {
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn avx2(chunk: &[u8; CHUNK]) -> Masks {
         use std::arch::x86_64::{
-            _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8,
-            _mm_sub_epi8,
+            __m256i, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+            _mm256_set1_epi8, _mm256_sub_epi8,
         };
         let mut masks = Masks::default();
         let mut high = 0;
-        for (j, part) in chunk.chunks_exact(16).enumerate() {
-            let half = |at: usize| i64::from_le_bytes(part[at..at + 8].try_into().unwrap_or([0; 8]));
-            let v = _mm_set_epi64x(half(8), half(0));
-            // `lo..lo + len`, unsigned, as one signed compare: shift the range down to -128.
-            let in_range = |lo: u8, len: u8| {
-                let shifted = _mm_sub_epi8(v, _mm_set1_epi8(lo.wrapping_add(128) as i8));
-                _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((len as i8).wrapping_add(i8::MIN)))) as u16
-                    as u64
+        for j in 0..2 {
+            // SAFETY: bytes 32 * j .. 32 * j + 32 of a 64-byte array; the load is unaligned.
+            let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().add(32 * j).cast::<__m256i>()) };
+            let bits = |m: __m256i| _mm256_movemask_epi8(m) as u32 as u64;
+            // `lo..lo + len` of `x`, unsigned, as one signed compare: shift the range down to -128.
+            let in_range_of = |x: __m256i, lo: u8, len: u8| {
+                let shifted = _mm256_sub_epi8(x, _mm256_set1_epi8(lo.wrapping_add(128) as i8));
+                _mm256_cmpgt_epi8(_mm256_set1_epi8((len as i8).wrapping_add(i8::MIN)), shifted)
             };
+            let in_range = |lo: u8, len: u8| bits(in_range_of(v, lo, len));
+            let is = |b: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b as i8));
             let digits = in_range(b'0', 10);
-            masks.digits |= digits << (16 * j);
-            masks.upper |= in_range(b'A', 26) << (16 * j);
-            let eq = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u16 as u64;
+            masks.digits |= digits << (32 * j);
+            masks.upper |= in_range(b'A', 26) << (32 * j);
             // Letters of either case in one compare (`| 0x20` folds the case), then `+ / =`.
-            let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
-            let letters = _mm_movemask_epi8(_mm_cmplt_epi8(
-                _mm_sub_epi8(folded, _mm_set1_epi8(b'a'.wrapping_add(128) as i8)),
-                _mm_set1_epi8(26i8.wrapping_add(i8::MIN)),
-            )) as u16 as u64;
-            let signs = _mm_or_si128(
-                _mm_or_si128(
-                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'+' as i8)),
-                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'/' as i8)),
-                ),
-                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'=' as i8)),
-            );
-            masks.base64 |= (digits | letters | _mm_movemask_epi8(signs) as u16 as u64) << (16 * j);
-            masks.newlines |= eq(b'\n') << (16 * j);
+            let letters = bits(in_range_of(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), b'a', 26));
+            let signs = bits(_mm256_or_si256(_mm256_or_si256(is(b'+'), is(b'/')), is(b'=')));
+            masks.base64 |= (digits | letters | signs) << (32 * j);
+            masks.newlines |= bits(is(b'\n')) << (32 * j);
             // Tab and newline are 9..=10, form feed and carriage return 12..=13.
             let blank = in_range(b'\t', 2) | in_range(0x0c, 2);
-            masks.controls |= ((in_range(0, 32) & !blank) | eq(0x7f)) << (16 * j);
-            masks.dots |= eq(b'.') << (16 * j);
-            high |= _mm_movemask_epi8(v);
+            masks.controls |= ((in_range(0, 32) & !blank) | bits(is(0x7f))) << (32 * j);
+            masks.dots |= bits(is(b'.')) << (32 * j);
+            high |= _mm256_movemask_epi8(v);
         }
         masks.non_ascii = high != 0;
         masks
     }
 
-    /// The same, 8 bytes at a time in a `u64` (SWAR).
-    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    /// The same, 8 bytes at a time in a `u64` (SWAR): CPUs without AVX2.
     fn portable(chunk: &[u8; CHUNK]) -> Masks {
         let mut masks = Masks::default();
         let mut high = 0;
@@ -539,6 +518,23 @@ impl Masks {
 
 impl Classes {
     pub fn of(hay: &[u8]) -> Classes {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (just asked).
+            return unsafe { Classes::of_avx2(hay) };
+        }
+        Classes::of_by(hay, &Masks::portable)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn of_avx2(hay: &[u8]) -> Classes {
+        Classes::of_by(hay, &|chunk| Masks::avx2(chunk))
+    }
+
+    /// The classes of `hay`, each 64-byte chunk's masks by `kernel`.
+    #[inline(always)]
+    fn of_by(hay: &[u8], kernel: &impl Fn(&[u8; CHUNK]) -> Masks) -> Classes {
         let chunks = hay.len().div_ceil(CHUNK);
         let mut out = Classes {
             ascii: true,
@@ -548,9 +544,9 @@ impl Classes {
         };
         let mut line_start = 0;
         let mut prev_count = 0;
-        let mut cur = Masks::at(hay, 0);
+        let mut cur = Masks::at(hay, 0, kernel);
         for k in 0..chunks {
-            let next = if k + 1 < chunks { Masks::at(hay, (k + 1) * CHUNK) } else { Masks::default() };
+            let next = if k + 1 < chunks { Masks::at(hay, (k + 1) * CHUNK, kernel) } else { Masks::default() };
             // Two capitals then two digits, reading up to 3 bits into the next chunk.
             let upper1 = (cur.upper >> 1) | (next.upper << 63);
             let digits2 = (cur.digits >> 2) | (next.digits << 62);
@@ -773,8 +769,7 @@ pub fn dotted(hay: &[u8], classes: &Classes, first: usize, middle: (usize, usize
 
 /// Runs of at least `min` copies of `byte` (case-sensitive), for tokens that start with one.
 pub fn byte_runs(hay: &[u8], byte: u8, min: usize) -> Vec<Range<usize>> {
-    let member = |i: usize| hay[i] == byte;
-    probed_runs(hay, min, member, member)
+    probed_runs(hay, min, |b| b == byte)
 }
 
 #[cfg(test)]
@@ -880,7 +875,13 @@ mod tests {
                 bit(|b| is_base64_byte(*b)),
                 !chunk.is_ascii(),
             );
-            for got in [Masks::of(&chunk), Masks::portable(&chunk)] {
+            let mut kernels = vec![Masks::portable(&chunk)];
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                kernels.push(unsafe { Masks::avx2(&chunk) });
+            }
+            for got in kernels {
                 let got = (got.digits, got.upper, got.newlines, got.controls, got.dots, got.base64, got.non_ascii);
                 assert_eq!(got, want, "{chunk:?}");
             }
