@@ -180,6 +180,9 @@ struct RuleSet {
     anchors: Option<scan::Anchors>,
     /// Automaton pattern → rules it triggers.
     anchor_rules: Vec<Vec<usize>>,
+    /// Rules whose one anchor is [`scan::AT`]: their windows come from the bitmap of
+    /// [`scan::Classes`], not from the automaton.
+    at_rules: Vec<usize>,
     /// The generic assignment rule, which parsed configuration files report under.
     generic: Option<usize>,
 }
@@ -214,9 +217,15 @@ impl RuleSet {
     fn build(keep: impl Fn(&Rule) -> bool) -> RuleSet {
         let mut rules = Vec::new();
         let mut anchors: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut at_rules = Vec::new();
+        let at = [char::from(scan::AT).to_string()];
         for rule in rules::RULES.iter().filter(|r| keep(r)) {
             let index = rules.len();
             let words: &[&str] = match rule.trigger {
+                Trigger::Anchors(words) if words == at => {
+                    at_rules.push(index);
+                    &[]
+                }
                 Trigger::Anchors(words) => words,
                 Trigger::Generic => rules::GENERIC_KEYWORDS,
                 Trigger::Service => service::KEYWORDS,
@@ -230,7 +239,7 @@ impl RuleSet {
         let (patterns, anchor_rules): (Vec<String>, Vec<Vec<usize>>) = anchors.into_iter().unzip();
         let anchors = (!patterns.is_empty()).then(|| scan::Anchors::new(&patterns).expect("built-in anchors compile"));
         let generic = rules.iter().position(|c| matches!(c.rule.trigger, Trigger::Generic));
-        RuleSet { rules, anchors, anchor_rules, generic }
+        RuleSet { rules, anchors, anchor_rules, at_rules, generic }
     }
 }
 
@@ -296,6 +305,12 @@ impl Scanner {
                     _ => {}
                 }
                 spans[r].push(hit.start.saturating_sub(rule.before)..(hit.start + rule.after).min(hay.len()));
+            }
+        }
+        for &r in &self.set.at_rules {
+            let rule = self.set.rules[r].rule;
+            for at in scan::ats(classes) {
+                spans[r].push(at.saturating_sub(rule.before)..(at + rule.after).min(hay.len()));
             }
         }
         for (r, compiled) in self.set.rules.iter().enumerate() {

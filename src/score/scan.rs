@@ -7,12 +7,13 @@
 //! span rather than one per hit: the total regex work is linear in the input.
 //!
 //! The structural triggers cost far less than a byte-by-byte pass. One classification pass
-//! ([`Classes`]) turns each 64-byte chunk into bitmaps of digits, capitals, newlines, dots and
-//! base64 bytes (AVX2 where the CPU has it, 8 bytes per `u64` elsewhere); from them come the
-//! line statistics, the IBAN starts, the chunks dense enough in digits to hold a card, SSN or
+//! ([`Classes`]) turns each 64-byte chunk into bitmaps of digits, capitals, newlines, dots,
+//! base64 bytes and `@` (AVX2 where the CPU has it, 8 bytes per `u64` elsewhere); from them come
+//! the line statistics, the IBAN starts, the chunks dense enough in digits to hold a card, SSN or
 //! phone number (numbers are parsed only from the first digit of each run), the chunks base64
-//! blobs grow from, and dotted tokens. Runs of one byte are found by probing one byte in `k`,
-//! where `k` is the shortest run worth reporting, and grown 16 bytes at a time.
+//! blobs grow from, dotted tokens, and the email rule's one anchor, `@`, instead of the automaton
+//! ([`AT`]). Runs of one byte are found by probing one byte in `k`, where `k` is the shortest run
+//! worth reporting, and grown 16 bytes at a time.
 
 use std::ops::Range;
 
@@ -378,6 +379,25 @@ pub fn digit_runs_of(hay: &[u8], classes: &Classes) -> Vec<Range<usize>> {
 }
 
 const CHUNK: usize = 64;
+
+/// The one-byte anchor found from a bitmap of [`Classes`] rather than by the automaton: a rule
+/// whose only anchor it is (the email rule) gets its windows from the bitmap, so that a file
+/// dense in `@` (10 MB of `a@a.a`) does not cost one automaton hit per byte or five.
+pub const AT: u8 = b'@';
+
+/// Every [`AT`] of the input, in order.
+pub fn ats(classes: &Classes) -> impl Iterator<Item = usize> + '_ {
+    classes.ats.iter().enumerate().flat_map(|(k, &word)| {
+        let mut rest = word;
+        std::iter::from_fn(move || {
+            (rest != 0).then(|| {
+                let at = k * CHUNK + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                at
+            })
+        })
+    })
+}
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
 fn splat(b: u8) -> u64 {
@@ -416,6 +436,8 @@ pub struct Classes {
     pub dots: Vec<u64>,
     /// The 64-byte chunks made only of base64 bytes: every run of 127 or more holds one.
     pub base64_chunks: Vec<usize>,
+    /// The [`AT`] bitmap, likewise.
+    pub ats: Vec<u64>,
     pub digit_regions: Vec<Range<usize>>,
     pub iban_starts: Vec<usize>,
     pub lines: usize,
@@ -437,6 +459,8 @@ struct Masks {
     dots: u64,
     /// Base64 bytes: letters, digits, `+`, `/` and `=`.
     base64: u64,
+    /// `@`, the email rule's one anchor ([`AT`]).
+    ats: u64,
     non_ascii: bool,
 }
 
@@ -488,6 +512,7 @@ impl Masks {
             let blank = in_range(b'\t', 2) | in_range(0x0c, 2);
             masks.controls |= ((in_range(0, 32) & !blank) | bits(is(0x7f))) << (32 * j);
             masks.dots |= bits(is(b'.')) << (32 * j);
+            masks.ats |= bits(is(AT)) << (32 * j);
             high |= _mm256_movemask_epi8(v);
         }
         masks.non_ascii = high != 0;
@@ -509,6 +534,7 @@ impl Masks {
             let letters = range_mask(w | splat(0x20), b'a', b'z');
             let signs = [b'+', b'/', b'='].into_iter().fold(0, |m, b| m | range_mask(w, b, b));
             masks.base64 |= pack(range_mask(w, b'0', b'9') | letters | signs) << (8 * j);
+            masks.ats |= pack(range_mask(w, AT, AT)) << (8 * j);
             high |= w;
         }
         masks.non_ascii = high & HIGH != 0;
@@ -540,6 +566,7 @@ impl Classes {
             ascii: true,
             digits: Vec::with_capacity(chunks),
             dots: Vec::with_capacity(chunks),
+            ats: Vec::with_capacity(chunks),
             ..Classes::default()
         };
         let mut line_start = 0;
@@ -561,6 +588,7 @@ impl Classes {
             }
             out.digits.push(cur.digits);
             out.dots.push(cur.dots);
+            out.ats.push(cur.ats);
             if cur.base64 == u64::MAX {
                 out.base64_chunks.push(k);
             }
@@ -873,6 +901,7 @@ mod tests {
                 bit(control),
                 bit(|b| *b == b'.'),
                 bit(|b| is_base64_byte(*b)),
+                bit(|b| *b == AT),
                 !chunk.is_ascii(),
             );
             let mut kernels = vec![Masks::portable(&chunk)];
@@ -882,7 +911,8 @@ mod tests {
                 kernels.push(unsafe { Masks::avx2(&chunk) });
             }
             for got in kernels {
-                let got = (got.digits, got.upper, got.newlines, got.controls, got.dots, got.base64, got.non_ascii);
+                let got =
+                    (got.digits, got.upper, got.newlines, got.controls, got.dots, got.base64, got.ats, got.non_ascii);
                 assert_eq!(got, want, "{chunk:?}");
             }
         }
@@ -923,6 +953,14 @@ mod tests {
                 let got = base64_runs(&text, &Classes::of(&text), min);
                 assert_eq!(got, base64_runs_by_bytes(&text, min), "min {min}: {:?}", String::from_utf8_lossy(&text));
             }
+        }
+    }
+
+    #[test]
+    fn ats_are_every_at_sign_in_order() {
+        for text in ["", "@", "a@b.c @@", &"x@".repeat(100), &format!("{}@", "y".repeat(127))] {
+            let want: Vec<usize> = text.bytes().enumerate().filter(|(_, b)| *b == AT).map(|(i, _)| i).collect();
+            assert_eq!(ats(&Classes::of(text.as_bytes())).collect::<Vec<_>>(), want, "{text:?}");
         }
     }
 
