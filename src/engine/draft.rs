@@ -356,6 +356,17 @@ impl Core {
         Ok(dir)
     }
 
+    /// The `drafts/` the drafts made so far live in: the kept handle as it is, not checked
+    /// (a commit moves its draft from where it is, even from a `drafts/` removed or renamed
+    /// behind rwfs since), else [`Core::drafts_dir`].
+    fn drafts_home(&self) -> Result<Arc<Dir>> {
+        let kept = self.drafts.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        match kept {
+            Some(dir) => Ok(dir),
+            None => self.drafts_dir(),
+        }
+    }
+
     /// A new, empty file in `drafts/` carrying `note` (the path it is a draft for) from the
     /// moment it has a name: made anonymous (`O_TMPFILE`), noted, then linked, so a crash never
     /// leaves a draft recovery cannot name. (Where the filesystem has no `O_TMPFILE` the note
@@ -695,7 +706,7 @@ impl Core {
                 Err(e) => return Err(fail(e, draft)),
             },
         };
-        let dir = match self.drafts_dir() {
+        let dir = match self.drafts_home() {
             Ok(dir) => dir,
             Err(e) => return Err(fail(e, draft)),
         };
@@ -735,8 +746,8 @@ impl Core {
         }
         let op = if current.is_some() { Op::Write } else { Op::Create };
         let mode = if current.is_some() { "overwrite" } else { "create" };
-        let same_fs = match (disk.file_stat(&draft.file), disk.stat(&target.parent, ".")) {
-            (Ok(a), Ok(Some(b))) => a.id.dev == b.id.dev,
+        let same_fs = match disk.stat(&target.parent, ".") {
+            Ok(Some(parent)) => draft.file.id().dev == parent.id.dev,
             _ => false,
         };
         if !same_fs {
