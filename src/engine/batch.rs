@@ -518,7 +518,7 @@ impl Core {
         // first, an emergency run in between removed them as an old version (issue 25 item 2).
         let journaled = self.abort_row(&entry.target.path, entry.prev, Some(sha), &entry.actor, &error);
         let name = entry.staged.temp_name().map(str::to_string);
-        if let (Some(name), Ok(dir)) = (&name, self.drafts_dir()) {
+        if let (Some(name), Ok(dir)) = (&name, self.drafts_home()) {
             let mut kept = self.objects.adopt(&dir, name, sha);
             if matches!(&kept, Err(e) if is_full(e)) && entry.spend_charge(self) {
                 kept = self.objects.adopt(&dir, name, sha);

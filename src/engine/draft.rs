@@ -308,7 +308,7 @@ impl Engine {
             self.discard_draft(draft);
             return Ok(());
         }
-        let dir = self.core.drafts_dir()?;
+        let dir = self.core.drafts_home()?;
         let (sha, _) = self.core.read_draft_whole(&draft)?;
         self.core.keep_in_objects(
             &dir,
@@ -324,7 +324,7 @@ impl Engine {
 
     /// Drop a draft nobody needs (the file it was for is gone).
     pub fn discard_draft(&self, draft: Draft) {
-        if let Ok(dir) = self.core.drafts_dir()
+        if let Ok(dir) = self.core.drafts_home()
             && let Err(e) = self.core.disk().unlink(&dir, &draft.name)
         {
             tracing::warn!(draft = draft.name, error = %e, "could not remove a discarded draft");
@@ -333,7 +333,7 @@ impl Engine {
 
     /// Re-point the draft's recovery note after the file it is for was renamed.
     pub fn retarget_draft(&self, draft: &Draft, path: &str) {
-        if let Ok(dir) = self.core.drafts_dir() {
+        if let Ok(dir) = self.core.drafts_home() {
             let _ = self.core.disk().set_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
         }
     }
@@ -359,7 +359,7 @@ impl Core {
     /// The `drafts/` the drafts made so far live in: the kept handle as it is, not checked
     /// (a commit moves its draft from where it is, even from a `drafts/` removed or renamed
     /// behind rwfs since), else [`Core::drafts_dir`].
-    fn drafts_home(&self) -> Result<Arc<Dir>> {
+    pub(crate) fn drafts_home(&self) -> Result<Arc<Dir>> {
         let kept = self.drafts.lock().unwrap_or_else(PoisonError::into_inner).clone();
         match kept {
             Some(dir) => Ok(dir),
@@ -507,7 +507,7 @@ impl Core {
             Some(j) if j.blocks() => j,
             _ => refused,
         };
-        let dir = self.drafts_dir()?;
+        let dir = self.drafts_home()?;
         Err(self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor))
     }
 
@@ -681,7 +681,7 @@ impl Core {
         let max = self.gate.policy().max_gated_bytes();
         if draft.len > max {
             let error = self.refuse_too_big(&target.path, &draft, prev, max, actor);
-            let here = self.drafts_dir().map(|dir| matches!(disk.stat(&dir, &draft.name), Ok(Some(_))));
+            let here = self.drafts_home().map(|dir| matches!(disk.stat(&dir, &draft.name), Ok(Some(_))));
             let gone = !matches!(here, Ok(true));
             return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
         }
@@ -919,7 +919,7 @@ impl Core {
     ) -> Error {
         let refused = Error::from(Reason::TooBig { bytes: draft.len, max }).at(path.as_str());
         let kept = (|| -> Result<()> {
-            let dir = self.drafts_dir()?;
+            let dir = self.drafts_home()?;
             let (sha, _) = content_digest(self.disk(), &draft.file).step("hash draft")?;
             self.objects.adopt(&dir, &draft.name, sha)?;
             self.objects.sync()?;

@@ -330,7 +330,7 @@ impl Core {
         if let (Entry::Path(path), Some(batch)) = (entry, &self.batch)
             && let Some(reading) = batch.read(path)
         {
-            match op(&*self.drafts_dir()?, reading.name()) {
+            match op(&*self.drafts_home()?, reading.name()) {
                 Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => {}
                 done => return Ok(done),
             }
@@ -366,7 +366,7 @@ impl Core {
         match entry {
             Entry::Path(path) => locate(self.disk(), &self.ws.root, path, scope),
             Entry::Draft(draft) => {
-                let dir = self.drafts_dir()?.try_clone().step("open drafts directory")?;
+                let dir = self.drafts_home()?.try_clone().step("open drafts directory")?;
                 Ok((dir, draft.name().to_string()))
             }
         }
