@@ -858,10 +858,10 @@ fn stage_close(engine: &Engine, rec: &Recorder, ops: &Mutex<Vec<Acked>>, path: &
     } else {
         DraftBase::New { perm: 0o644, owner: rwfs::engine::Owner { uid: 0, gid: 0, umask: 0 } }
     };
-    let mut draft = Some(engine.start_draft(path, base).unwrap());
-    engine.write_draft(&mut draft, path, 0, bytes, &who).unwrap();
+    let draft = engine.start_draft(path, base).unwrap();
+    engine.write_draft(draft, path, 0, bytes, &who).unwrap();
     let id = next_id(rec);
-    let (committed, _) = engine.commit_draft(draft.unwrap(), path, &who, rwfs::engine::CommitAt::Close).unwrap();
+    let committed = engine.commit_draft(draft, path, &who, rwfs::engine::CommitAt::Close).unwrap();
     rec.mark(Event::Ack { id });
     ops.lock().unwrap().push(Acked::close(id, committed.seq, path, bytes));
     // Acknowledged means visible at once, through the engine's view of the path.

@@ -48,6 +48,7 @@ use crate::store::open_or_create;
 
 use super::batch::{Batch, Entry};
 use super::commit::version_row;
+use super::drafts::DraftId;
 use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX, next_window};
 use super::{Committed, Core, Engine};
 
@@ -71,8 +72,9 @@ pub enum DraftBase {
     New { perm: u32, owner: super::Owner },
 }
 
-/// A file being written (see the module documentation).
-pub struct Draft {
+/// A file being written (see the module documentation), held in the engine's draft table
+/// (`drafts.rs`); the mount knows it by its [`DraftId`].
+pub(crate) struct Draft {
     file: File,
     name: String,
     len: u64,
@@ -81,10 +83,6 @@ pub struct Draft {
     digest: Option<(Hasher, u64)>,
     /// The last bytes of that sequential stream, for the early check.
     tail: Vec<u8>,
-    /// Written or truncated since it was started.
-    dirty: bool,
-    /// Started empty (a new file, or `O_TRUNC`): a version even if nothing is written.
-    fresh: bool,
     /// What the gate judged of it already (meaningful while `digest` runs).
     judged: Judged,
 }
@@ -110,8 +108,18 @@ enum Judged {
 
 impl std::fmt::Debug for Draft {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Draft").field("name", &self.name).field("len", &self.len).field("dirty", &self.dirty).finish()
+        f.debug_struct("Draft").field("name", &self.name).field("len", &self.len).finish()
     }
+}
+
+/// The row a draft's commit writes: its bytes, what it replaces, who.
+struct Version<'a> {
+    sha: Sha256,
+    bytes: u64,
+    prev: Option<Sha256>,
+    op: Op,
+    mode: &'static str,
+    actor: &'a Actor,
 }
 
 /// What asks for a draft's commit: in `batch` durability a close's is staged (acknowledged
@@ -124,56 +132,28 @@ pub enum CommitAt {
     Fsync,
 }
 
-/// A failed commit of a draft: the error, and the draft when it is still there to retry.
-#[derive(Debug)]
-pub struct DraftError {
-    pub error: Error,
-    pub draft: Option<Draft>,
-}
-
 impl Draft {
-    fn new(file: File, name: String, len: u64, digest: Option<(Hasher, u64)>, fresh: bool) -> Draft {
-        Draft { file, name, len, digest, tail: Vec::new(), dirty: false, fresh, judged: Judged::Nothing }
+    fn new(file: File, name: String, len: u64, digest: Option<(Hasher, u64)>) -> Draft {
+        Draft { file, name, len, digest, tail: Vec::new(), judged: Judged::Nothing }
     }
 
-    /// A draft whose commit failed: changed, and hashed or judged again by the next one.
-    fn failed(file: File, name: String, len: u64, tail: Vec<u8>) -> Draft {
-        Draft { file, name, len, digest: None, tail, dirty: true, fresh: true, judged: Judged::Nothing }
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// Written or truncated since it was started.
-    pub fn is_dirty(&self) -> bool {
-        self.dirty
-    }
-
-    /// Differs from the committed version: changed, or started empty (a new file, a
-    /// truncating open) even if nothing was written since.
-    pub fn needs_commit(&self) -> bool {
-        self.dirty || self.fresh
-    }
-
     /// The draft file (for its attributes).
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 
     /// Its name in `drafts/`.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Record bytes written at `offset`.
     fn wrote(&mut self, offset: u64, data: &[u8]) {
         self.len = self.len.max(offset + data.len() as u64);
-        self.dirty = true;
         match &mut self.digest {
             Some((hasher, hashed)) if *hashed == offset => {
                 hasher.update(data);
@@ -203,24 +183,24 @@ impl Draft {
 
 impl Engine {
     /// Start a draft of `path` (workspace-relative).
-    pub fn start_draft(&self, path: &str, base: DraftBase) -> Result<Draft> {
-        self.core.start_draft(path, base).map_err(|e| e.at(path))
+    pub fn start_draft(&self, path: &str, base: DraftBase) -> Result<DraftId> {
+        let draft = self.core.start_draft(path, base).map_err(|e| e.at(path))?;
+        Ok(self.core.draft_table.insert(draft))
     }
 
-    /// Write `data` at `offset` into the draft of `path`. When the written window alone is
+    /// Whether draft `id` is still held (not committed, quarantined, kept or discarded).
+    pub fn has_draft(&self, id: DraftId) -> bool {
+        self.core.draft_table.contains(id)
+    }
+
+    /// Write `data` at `offset` into draft `id` of `path`. When the written window alone is
     /// certainly refused, the draft is quarantined and journaled and `Err(blocked)` returned
-    /// with the draft gone (`*draft` is `None`).
-    pub fn write_draft(
-        &self,
-        draft: &mut Option<Draft>,
-        path: &str,
-        offset: u64,
-        data: &[u8],
-        actor: &Actor,
-    ) -> Result<()> {
+    /// with the draft gone ([`Engine::has_draft`] is false).
+    pub fn write_draft(&self, id: DraftId, path: &str, offset: u64, data: &[u8], actor: &Actor) -> Result<()> {
         let need = data.len() as u64;
+        let table = &self.core.draft_table;
         self.core
-            .with_room(need, actor, || self.core.write_draft(draft, path, offset, data, actor))
+            .with_room(need, actor, || table.with(id, |slot| self.core.write_draft(slot, path, offset, data, actor)))
             .map_err(|e| e.at(path))
     }
 
@@ -228,114 +208,107 @@ impl Engine {
     /// open), copied from `from`, the version its handles still read. Such a draft never
     /// becomes a version: the mount discards it at the file's last close.
     /// `former` is the path the file had, for recovery's note.
-    pub fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<Draft> {
-        self.core.start_unlinked_draft(from, former)
+    pub fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<DraftId> {
+        let draft = self.core.start_unlinked_draft(from, former)?;
+        Ok(self.core.draft_table.insert(draft))
     }
 
     /// Write into the draft of a file that has no name any more. Its bytes can never reach the
     /// tree (the draft is discarded at the last close), so nothing is judged.
-    pub fn write_unlinked_draft(&self, draft: &mut Draft, offset: u64, data: &[u8]) -> Result<()> {
-        self.core.disk().write_at(&draft.file, data, offset).step("write draft")?;
-        draft.wrote(offset, data);
-        Ok(())
+    pub fn write_unlinked_draft(&self, id: DraftId, offset: u64, data: &[u8]) -> Result<()> {
+        self.core.draft_table.with_draft(id, |draft| {
+            self.core.disk().write_at(&draft.file, data, offset).step("write draft")?;
+            draft.wrote(offset, data);
+            Ok(())
+        })
     }
 
-    pub fn read_draft(&self, draft: &Draft, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        self.core.disk().read_at(&draft.file, buf, offset).step("read draft")
+    pub fn read_draft(&self, id: DraftId, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.core
+            .draft_table
+            .with_draft(id, |draft| self.core.disk().read_at(&draft.file, buf, offset).step("read draft"))
     }
 
     /// Cut or extend the draft to `len` bytes.
-    pub fn truncate_draft(&self, draft: &mut Draft, len: u64) -> Result<()> {
-        self.core.disk().set_len(&draft.file, len).step("truncate draft")?;
-        if draft.digest.as_ref().is_some_and(|(_, hashed)| *hashed != len) {
-            draft.digest = None;
-        }
-        if len == 0 {
-            draft.digest = Some((Hasher::new(), 0));
-            draft.tail.clear();
-        }
-        draft.judged = Judged::Nothing;
-        draft.len = len;
-        draft.dirty = true;
-        Ok(())
+    pub fn truncate_draft(&self, id: DraftId, len: u64) -> Result<()> {
+        self.core.draft_table.with_draft(id, |draft| self.core.truncate_draft(draft, len))
     }
 
     /// `fallocate` of a draft: blocks for `len` bytes from `offset`, and unless `keep_size` the
     /// draft grown (with zeros, as by [`Engine::truncate_draft`]) to cover them. Returns whether
     /// the draft's bytes changed.
-    pub fn allocate_draft(&self, draft: &mut Draft, offset: u64, len: u64, keep_size: bool) -> Result<bool> {
-        let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", super::tree::efbig()))?;
-        let grows = !keep_size && end > draft.len;
-        if grows {
-            self.truncate_draft(draft, end)?;
-        }
-        self.core.disk().reserve(&draft.file, offset, len).step("allocate draft")?;
-        Ok(grows)
+    pub fn allocate_draft(&self, id: DraftId, offset: u64, len: u64, keep_size: bool) -> Result<bool> {
+        self.core.draft_table.with_draft(id, |draft| {
+            let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", super::tree::efbig()))?;
+            let grows = !keep_size && end > draft.len;
+            if grows {
+                self.core.truncate_draft(draft, end)?;
+            }
+            self.core.disk().reserve(&draft.file, offset, len).step("allocate draft")?;
+            Ok(grows)
+        })
     }
 
-    /// Make the draft the new version of `path`, durably, or refuse it. On success the returned
-    /// file is the committed version (the draft's own descriptor).
+    /// Make draft `id` the new version of `path`, durably, or refuse it. Committed or refused,
+    /// the draft is gone; any other failure leaves it in the table for the next commit point
+    /// ([`Engine::has_draft`] says which).
     /// On a full disk, old versions make room and the commit is tried once more (`room.rs`).
-    pub fn commit_draft(
-        &self,
-        draft: Draft,
-        path: &str,
-        actor: &Actor,
-        at: CommitAt,
-    ) -> Result<(Committed, File), Box<DraftError>> {
-        let first = match self.core.commit_draft(draft, path, actor, at) {
-            Err(e)
-                if e.draft.is_some() && self.core.make_room(&e.error, e.draft.as_ref().map_or(0, |d| d.len), actor) =>
-            {
-                let draft = e.draft.expect("checked above");
-                self.core.commit_draft(draft, path, actor, at)
-            }
-            other => other,
-        };
-        first.map_err(|mut e| {
-            e.error = e.error.at(path);
-            e
-        })
+    pub fn commit_draft(&self, id: DraftId, path: &str, actor: &Actor, at: CommitAt) -> Result<Committed> {
+        self.core
+            .draft_table
+            .with(id, |slot| match self.core.commit_draft(slot, path, actor, at) {
+                Err(e) if self.core.make_room(&e, slot.as_ref().map_or(0, |d| d.len), actor) && slot.is_some() => {
+                    self.core.commit_draft(slot, path, actor, at)
+                }
+                other => other,
+            })
+            .map_err(|e| e.at(path))
     }
 
     /// Keep the bytes of a draft that will not be committed (its commit, or a write into it,
     /// failed and the writer was told so) in `objects/`, with a `recover` row naming `path`; an
-    /// empty one is discarded. On failure the draft stays in `drafts/`, where the next start
-    /// keeps it.
-    pub fn keep_draft(&self, draft: Draft, path: &str, actor: &Actor) -> Result<()> {
-        if draft.is_empty() {
-            // Nothing in it to keep (a write that failed before its first byte landed).
-            self.discard_draft(draft);
-            return Ok(());
-        }
-        let dir = self.core.drafts_home()?;
-        let (sha, _) = self.core.read_draft_whole(&draft)?;
-        self.core.keep_in_objects(
-            &dir,
-            &draft.name,
-            sha,
-            draft.len,
-            Some(path.to_string()),
-            "failed_close_draft_kept_in_objects",
-            actor,
-        )?;
-        self.core.objects.sync()
+    /// empty one is discarded. The draft is gone from the table either way; on failure its
+    /// file stays in `drafts/`, where the next start keeps it.
+    pub fn keep_draft(&self, id: DraftId, path: &str, actor: &Actor) -> Result<()> {
+        self.core.draft_table.with(id, |slot| {
+            let Some(draft) = slot.take() else { return Ok(()) };
+            if draft.is_empty() {
+                // Nothing in it to keep (a write that failed before its first byte landed).
+                self.core.discard(&draft);
+                return Ok(());
+            }
+            let dir = self.core.drafts_home()?;
+            let (sha, _) = self.core.read_draft_whole(&draft)?;
+            self.core.keep_in_objects(
+                &dir,
+                &draft.name,
+                (sha, draft.len),
+                Some(path.to_string()),
+                "failed_close_draft_kept_in_objects",
+                actor,
+            )?;
+            self.core.objects.sync()
+        })
     }
 
     /// Drop a draft nobody needs (the file it was for is gone).
-    pub fn discard_draft(&self, draft: Draft) {
-        if let Ok(dir) = self.core.drafts_home()
-            && let Err(e) = self.core.disk().unlink(&dir, &draft.name)
-        {
-            tracing::warn!(draft = draft.name, error = %e, "could not remove a discarded draft");
-        }
+    pub fn discard_draft(&self, id: DraftId) {
+        let _ = self.core.draft_table.with(id, |slot| {
+            if let Some(draft) = slot.take() {
+                self.core.discard(&draft);
+            }
+            Ok(())
+        });
     }
 
     /// Re-point the draft's recovery note after the file it is for was renamed.
-    pub fn retarget_draft(&self, draft: &Draft, path: &str) {
-        if let Ok(dir) = self.core.drafts_home() {
-            let _ = self.core.disk().set_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR), path.as_bytes(), 0);
-        }
+    pub fn retarget_draft(&self, id: DraftId, path: &str) {
+        let _ = self.core.draft_table.with_draft(id, |draft| {
+            let dir = self.core.drafts_home()?;
+            let note = path.as_bytes();
+            let _ = self.core.disk().set_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR), note, 0);
+            Ok(())
+        });
     }
 }
 
@@ -410,7 +383,7 @@ impl Core {
             Ok(stat.size)
         })();
         match filled {
-            Ok(len) => Ok(Draft::new(file, name, len, None, false)),
+            Ok(len) => Ok(Draft::new(file, name, len, None)),
             Err(e) => {
                 let _ = disk.unlink(&dir, &name);
                 Err(e)
@@ -431,8 +404,30 @@ impl Core {
             return Err(e);
         }
         let (len, digest) = started?;
-        let fresh = matches!(base, DraftBase::New { .. } | DraftBase::Truncated);
-        Ok(Draft::new(file, name, len, digest, fresh))
+        Ok(Draft::new(file, name, len, digest))
+    }
+
+    /// Remove a draft's file from `drafts/` (nobody needs its bytes).
+    fn discard(&self, draft: &Draft) {
+        let removed = self.drafts_home().and_then(|dir| self.disk().unlink(&dir, &draft.name).step("remove draft"));
+        if let Err(e) = removed {
+            tracing::warn!(draft = draft.name, error = %e, "could not remove a discarded draft");
+        }
+    }
+
+    /// Cut or extend the draft to `len` bytes.
+    fn truncate_draft(&self, draft: &mut Draft, len: u64) -> Result<()> {
+        self.disk().set_len(&draft.file, len).step("truncate draft")?;
+        if draft.digest.as_ref().is_some_and(|(_, hashed)| *hashed != len) {
+            draft.digest = None;
+        }
+        if len == 0 {
+            draft.digest = Some((Hasher::new(), 0));
+            draft.tail.clear();
+        }
+        draft.judged = Judged::Nothing;
+        draft.len = len;
+        Ok(())
     }
 
     /// Give a new draft its attributes and bytes; its length and running digest.
@@ -507,8 +502,7 @@ impl Core {
             Some(j) if j.blocks() => j,
             _ => refused,
         };
-        let dir = self.drafts_home()?;
-        Err(self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor))
+        Err(self.refuse_draft(&target.path, &draft, sha, prev, judgement, actor))
     }
 
     /// A write into the draft failed (`ENOSPC` after some pages, `EIO`): part of its bytes may
@@ -525,7 +519,6 @@ impl Core {
         draft.len = draft.len.max(len);
         draft.digest = None;
         draft.judged = Judged::Nothing;
-        draft.dirty = true;
     }
 
     /// The gate's check of bytes just written at `offset` (with `context`, the bytes before
@@ -582,20 +575,22 @@ impl Core {
     }
 
     /// Quarantine the draft's file and journal the refusal.
-    #[allow(clippy::too_many_arguments)]
     fn refuse_draft(
         &self,
         path: &WorkspacePath,
-        dir: &Dir,
         draft: &Draft,
         sha: Sha256,
         prev: Option<Sha256>,
         judgement: Judgement,
         actor: &Actor,
     ) -> Error {
+        let dir = match self.drafts_home() {
+            Ok(dir) => dir,
+            Err(e) => return e,
+        };
         self.refuse(Refusal {
             path,
-            content: Quarantine::File { dir, name: &draft.name },
+            content: Quarantine::File { dir: &dir, name: &draft.name },
             sha,
             bytes: draft.len,
             prev,
@@ -659,36 +654,26 @@ impl Core {
         Ok(buf)
     }
 
-    fn commit_draft(
-        &self,
-        mut draft: Draft,
-        path: &str,
-        actor: &Actor,
-        at: CommitAt,
-    ) -> Result<(Committed, File), Box<DraftError>> {
-        let fail = |error: Error, draft: Draft| Box::new(DraftError { error, draft: Some(draft) });
+    /// Commit the draft in `slot` (see [`Engine::commit_draft`]): the slot is emptied once
+    /// the draft's bytes left `drafts/` (installed, quarantined, kept by a protection); every
+    /// other failure leaves the draft in it.
+    fn commit_draft(&self, slot: &mut Option<Draft>, path: &str, actor: &Actor, at: CommitAt) -> Result<Committed> {
+        let draft = slot.as_mut().ok_or_else(|| Error::from(Reason::NotFound))?;
         let disk = self.disk();
-        let target = match resolve(disk, &self.ws.root, path, Scope::Workspace, false) {
-            Ok(target) => target,
-            Err(e) => return Err(fail(e, draft)),
-        };
+        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
         let (_turn, _guard, staging) = self.lock_for_draft_commit(&target.path, at);
-        let current = match self.current(&target) {
-            Ok(current) => current,
-            Err(e) => return Err(fail(e, draft)),
-        };
+        let current = self.current(&target)?;
         let prev = current.as_ref().map(|c| c.sha);
         let max = self.gate.policy().max_gated_bytes();
         if draft.len > max {
-            let error = self.refuse_too_big(&target.path, &draft, prev, max, actor);
-            let here = self.drafts_home().map(|dir| matches!(disk.stat(&dir, &draft.name), Ok(Some(_))));
-            let gone = !matches!(here, Ok(true));
-            return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
+            let error = self.refuse_too_big(&target.path, draft, prev, max, actor);
+            self.forget_if_moved(slot);
+            return Err(error);
         }
         // One pass over the draft when it must be judged or hashed; none for a big file
         // written sequentially (up to the sparse digest's threshold, where the running SHA-256
         // is the version's name), nor for one its writes judged whole. What the writes judged
-        // is judged no more.
+        // is judged no more (and forgotten: a failed commit leaves a draft judged afresh).
         let sequential = draft.digest.as_ref().is_some_and(|(_, hashed)| *hashed == draft.len);
         let prior = if sequential { std::mem::take(&mut draft.judged) } else { Judged::Nothing };
         let judged_as = self.judged_as(target.path.as_str(), actor);
@@ -701,15 +686,9 @@ impl Core {
         let running = draft.complete_digest().filter(|_| draft.len <= SPARSE_DIGEST_MIN);
         let (sha, whole) = match running {
             Some(sha) if prior_whole.is_some() || draft.len > SCAN_MAX as u64 => (sha, None),
-            _ => match self.read_draft_whole(&draft) {
-                Ok(read) => read,
-                Err(e) => return Err(fail(e, draft)),
-            },
+            _ => self.read_draft_whole(draft)?,
         };
-        let dir = match self.drafts_home() {
-            Ok(dir) => dir,
-            Err(e) => return Err(fail(e, draft)),
-        };
+        let dir = self.drafts_home()?;
         // Protected by place (`protect.rs`): refused whatever the content, which is kept.
         let damage = super::protect::truncation(current.as_ref().map(|c| c.stat.size), draft.len);
         let kept = || {
@@ -721,80 +700,76 @@ impl Core {
             })
         };
         if let Err(error) = self.guard(super::protect::version_op(current.is_some()), &judged_as, actor, damage, kept) {
-            let gone = !matches!(disk.stat(&dir, &draft.name), Ok(Some(_)));
-            return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
+            self.forget_if_moved(slot);
+            return Err(error);
         }
         let judged = match (prior_whole, whole.as_deref()) {
-            (Some(judged), _) => Ok(judged),
-            (None, Some(whole)) => Ok(self.gate.judge(&judged_as, whole)),
+            (Some(judged), _) => judged,
+            (None, Some(whole)) => self.gate.judge(&judged_as, whole),
             // Too big to hold: judged in windows read back from the draft (binary drafts are
             // recognised from the first window and not scanned).
-            (None, None) => self.judge_file_windows(&judged_as, &draft.file, draft.len, from),
-        };
-        let judged = match judged {
-            Ok(judged) => judged,
-            Err(e) => return Err(fail(e, draft)),
+            (None, None) => self.judge_file_windows(&judged_as, &draft.file, draft.len, from)?,
         };
         self.note_credentials(judged.as_ref(), sha);
         if let Some(judgement) = judged
             && judgement.blocks()
         {
-            let error = self.refuse_draft(&target.path, &dir, &draft, sha, prev, judgement, actor);
+            let error = self.refuse_draft(&target.path, draft, sha, prev, judgement, actor);
             // Quarantined unless the refusal itself failed before moving it.
-            let gone = !matches!(disk.stat(&dir, &draft.name), Ok(Some(_)));
-            return Err(Box::new(DraftError { error, draft: (!gone).then_some(draft) }));
+            self.forget_if_moved(slot);
+            return Err(error);
         }
         let op = if current.is_some() { Op::Write } else { Op::Create };
         let mode = if current.is_some() { "overwrite" } else { "create" };
+        let version = Version { sha, bytes: draft.len, prev, op, mode, actor };
         let same_fs = match disk.stat(&target.parent, ".") {
             Ok(Some(parent)) => draft.file.id().dev == parent.id.dev,
             _ => false,
         };
         if !same_fs {
             // The file's directory is another filesystem (a mount inside the workspace): copy.
-            let staged = match stage(
-                disk,
-                &target.parent,
-                Source::File { file: &draft.file, len: draft.len },
-                &Default::default(),
-            ) {
-                Ok(staged) => staged,
-                Err(e) => return Err(fail(e, draft)),
-            };
+            let source = Source::File { file: &draft.file, len: draft.len };
+            let staged = stage(disk, &target.parent, source, &Default::default())?;
             let mut carried = disk.xattrs(&draft.file).unwrap_or_default();
             carried.retain(|(name, _)| name != TARGET_XATTR);
-            let stat = disk.file_stat(&draft.file);
-            if let Ok(stat) = stat {
+            if let Ok(stat) = disk.file_stat(&draft.file) {
                 let attrs = Attrs { perm: Some(stat.perm), owner: Some((stat.uid, stat.gid)), xattrs: carried };
                 let _ = disk.set_attrs(staged.file(), &attrs);
             }
-            return match self.land(&target, &staged, current.as_ref(), op, mode, actor) {
-                Ok(committed) => {
-                    let _ = disk.unlink(&dir, &draft.name);
-                    Ok((committed, staged.into_file()))
-                }
-                Err(e) => Err(fail(e, draft)),
-            };
+            let committed = self.land(&target, &staged, current.as_ref(), op, mode, actor)?;
+            let _ = disk.unlink(&dir, &draft.name);
+            *slot = None;
+            return Ok(committed);
         }
-        let Draft { file, name, len, tail, .. } = draft;
-        let staged = Staged::adopt(file, dir.clone(), name.clone(), sha, len, Some(TARGET_XATTR));
+        // The draft itself becomes the version: its file moves into the staged version (which
+        // owns the descriptor it installs), taken from the slot only now.
+        let adopt = |slot: &mut Option<Draft>| {
+            let Draft { file, name, len, .. } = slot.take().expect("the draft is in its slot until here");
+            (Staged::adopt(file, dir.clone(), name.clone(), sha, len, Some(TARGET_XATTR)), name)
+        };
         if let Some(batch) = self.batch.as_ref().filter(|_| staging) {
-            return match self.stage_for_batch(batch, target, staged, prev, op, mode, actor) {
-                Ok(done) => Ok(done),
-                Err(failed) => {
-                    let (error, staged) = *failed;
-                    Err(fail(error, Draft::failed(staged.into_file(), name, len, tail)))
-                }
-            };
+            return self.stage_for_batch(batch, target, version, || adopt(slot).0);
         }
-        match self.land(&target, &staged, current.as_ref(), op, mode, actor) {
-            Ok(committed) => Ok((committed, staged.into_file())),
-            Err(error) => {
-                // Still in drafts/ unless the failure came after the install.
-                let here = matches!(disk.stat(&dir, &name), Ok(Some(s)) if s.id == staged.file().id());
-                let draft = here.then(|| Draft::failed(staged.into_file(), name, len, tail));
-                Err(Box::new(DraftError { error, draft }))
+        let (staged, name) = adopt(slot);
+        self.land(&target, &staged, current.as_ref(), op, mode, actor).inspect_err(|_| {
+            // Still in drafts/ unless the failure came after the install: the draft again, in
+            // its slot, hashed and judged afresh by the next commit.
+            if matches!(disk.stat(&dir, &name), Ok(Some(s)) if s.id == staged.file().id()) {
+                let len = staged.len();
+                *slot = Some(Draft::new(staged.into_file(), name, len, None));
             }
+        })
+    }
+
+    /// After a refusal that moves a draft's bytes out of `drafts/` (quarantined, kept by a
+    /// protection): the slot is emptied unless the draft is still there (the refusal failed
+    /// before moving it).
+    fn forget_if_moved(&self, slot: &mut Option<Draft>) {
+        let here = |draft: &Draft| {
+            self.drafts_home().is_ok_and(|dir| matches!(self.disk().stat(&dir, &draft.name), Ok(Some(_))))
+        };
+        if !slot.as_ref().is_some_and(here) {
+            *slot = None;
         }
     }
 
@@ -832,30 +807,21 @@ impl Core {
         }
     }
 
-    /// `batch` durability: the row written (not synced) and the draft handed to the group
-    /// commit (`batch.rs`); from here on the path is this version for every engine query. The
-    /// returned file is a second descriptor of the draft, which becomes the installed file.
-    #[allow(clippy::too_many_arguments)]
+    /// `batch` durability: the row written (not synced) and the draft, made a staged version
+    /// by `adopt` once its row is written, handed to the group commit (`batch.rs`); from here
+    /// on the path is this version for every engine query. A failure before leaves the draft
+    /// where it is.
     fn stage_for_batch(
         &self,
         batch: &Batch,
         target: crate::durable::Target,
-        staged: Staged,
-        prev: Option<Sha256>,
-        op: Op,
-        mode: &str,
-        actor: &Actor,
-    ) -> Result<(Committed, File), Box<(Error, Staged)>> {
-        let file = match staged.file().try_clone() {
-            Ok(file) => file,
-            Err(e) => return Err(Box::new((Error::io("dup draft", e), staged))),
-        };
-        let (sha, bytes) = (staged.sha256(), staged.len());
+        version: Version<'_>,
+        adopt: impl FnOnce() -> Staged,
+    ) -> Result<Committed> {
+        let Version { sha, bytes, prev, op, mode, actor } = version;
         // What its install will need is held before it is acknowledged (`reserve.rs`).
         let charge = self.reserve.block();
-        if let Err(e) = self.reserve.charge(self.disk(), charge) {
-            return Err(Box::new((e, staged)));
-        }
+        self.reserve.charge(self.disk(), charge)?;
         let in_row_order = batch.row_order();
         let token = self.tracker.begin(self.journal.durable_seq());
         let written = self.journal.submit_written(version_row(op, &target.path, sha, prev, bytes, mode, actor)).wait();
@@ -864,25 +830,23 @@ impl Core {
             Err(e) => {
                 self.tracker.end(token);
                 self.reserve.discharge(self.disk(), charge);
-                return Err(Box::new((e, staged)));
+                return Err(e);
             }
         };
         tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "staged");
         let committed = Committed::version(&target.path, op, (sha, bytes), prev, appended, Vec::new());
-        batch.push(Entry::new(target, staged, prev, committed.seq, token, actor.clone(), charge));
+        batch.push(Entry::new(target, adopt(), prev, committed.seq, token, actor.clone(), charge));
         drop(in_row_order);
-        Ok((committed, file))
+        Ok(committed)
     }
 
-    /// Move the draft `dir/name` (bytes `sha`) into `objects/` with a `recover` row naming the
-    /// file it was for.
-    #[allow(clippy::too_many_arguments)]
+    /// Move the draft `dir/name` (`bytes` bytes, digest `sha`) into `objects/` with a
+    /// `recover` row naming the file it was for.
     fn keep_in_objects(
         &self,
         dir: &Dir,
         name: &str,
-        sha: Sha256,
-        bytes: u64,
+        (sha, bytes): (Sha256, u64),
         target: Option<String>,
         reason: &str,
         actor: &Actor,
@@ -984,7 +948,7 @@ impl Core {
                 .ok()
                 .and_then(|t| String::from_utf8(t).ok())
                 .or_else(|| claims.path_of(&sha).map(str::to_string));
-            self.keep_in_objects(&dir, name, sha, bytes, target, "orphan_draft_kept_in_objects", actor)?;
+            self.keep_in_objects(&dir, name, (sha, bytes), target, "orphan_draft_kept_in_objects", actor)?;
             kept.push(dir.join(name));
         }
         if !kept.is_empty() {

@@ -30,6 +30,7 @@ mod batch;
 mod class;
 mod commit;
 mod draft;
+mod drafts;
 mod encrypt;
 mod events;
 mod gate;
@@ -73,7 +74,8 @@ pub use admit::{MAX_BYTES as MOVE_MAX_BYTES, MAX_FILES as MOVE_MAX_FILES, MAX_WA
 pub use approve::Decided;
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
-pub use draft::{CommitAt, DRAFTS_DIR, Draft, DraftBase, DraftError};
+pub use draft::{CommitAt, DRAFTS_DIR, DraftBase};
+pub use drafts::DraftId;
 pub use encrypt::Encrypted;
 pub use events::{Changed, Subscriber};
 pub use inherit::ACL_ACCESS;
@@ -127,6 +129,8 @@ pub(crate) struct Core {
     pub(crate) unsettled: Mutex<Vec<(Displaced, Sha256, Token)>>,
     /// `drafts/`, kept open (see [`Core::drafts_dir`]).
     drafts: Mutex<Option<Arc<crate::durable::Dir>>>,
+    /// The drafts the mount writes (`drafts.rs`).
+    pub(crate) draft_table: drafts::DraftTable,
     /// The watermark last written to the lock file.
     recorded: AtomicU64,
     /// Temp files made ahead of small commits (see `spares.rs`).
@@ -205,6 +209,7 @@ impl Engine {
             classes,
             unsettled: Mutex::default(),
             drafts: Mutex::default(),
+            draft_table: drafts::DraftTable::default(),
             recorded: AtomicU64::new(settled.unwrap_or(0)),
             spares,
             reserve,

@@ -31,7 +31,7 @@ use super::{Core, Engine};
 #[derive(Debug, Clone, Copy)]
 pub enum Entry<'a> {
     Path(&'a str),
-    Draft(&'a super::Draft),
+    Draft(super::DraftId),
 }
 
 /// How a rename treats an existing destination (`renameat2` flags).
@@ -67,8 +67,8 @@ impl Engine {
     }
 
     /// The attributes of a draft's file.
-    pub fn stat_draft(&self, draft: &super::Draft) -> Result<Stat> {
-        self.core.disk().file_stat(draft.file()).step("stat draft")
+    pub fn stat_draft(&self, id: super::DraftId) -> Result<Stat> {
+        self.core.draft_table.with_draft(id, |draft| self.core.disk().file_stat(draft.file()).step("stat draft"))
     }
 
     /// The entries of a directory (without `.` and `..`).
@@ -219,10 +219,11 @@ impl Engine {
         if attr == crate::durable::layout::DRAFT_TARGET_XATTR && self.core.in_drafts(entry) {
             return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
         }
-        if let Entry::Draft(draft) = entry {
+        if let Entry::Draft(id) = entry {
             // Through the draft's own descriptor: the kernel asks for `security.capability`
             // before the first write to every file it has not checked yet.
-            return self.core.disk().file_xattr(draft.file(), attr).step("getxattr");
+            let disk = self.core.disk();
+            return self.core.draft_table.with_draft(id, |draft| disk.file_xattr(draft.file(), attr).step("getxattr"));
         }
         let disk = self.core.disk();
         self.core.on(entry, Scope::State, |dir, name| disk.get_xattr(dir, name, attr))?.step("getxattr")
@@ -365,9 +366,10 @@ impl Core {
     pub(crate) fn locate(&self, entry: Entry<'_>, scope: Scope) -> Result<(Dir, String)> {
         match entry {
             Entry::Path(path) => locate(self.disk(), &self.ws.root, path, scope),
-            Entry::Draft(draft) => {
+            Entry::Draft(id) => {
+                let name = self.draft_table.with_draft(id, |draft| Ok(draft.name().to_string()))?;
                 let dir = self.drafts_home()?.try_clone().step("open drafts directory")?;
-                Ok((dir, draft.name().to_string()))
+                Ok((dir, name))
             }
         }
     }

@@ -19,7 +19,7 @@ use nix::libc;
 
 use super::file::{FileNode, FileState, Version};
 use super::{Attr, Caller, Handle, Vfs};
-use crate::engine::{CommitAt, DraftBase, DraftError, ReadView};
+use crate::engine::{CommitAt, DraftBase, DraftId, ReadView};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::journal::Actor;
 
@@ -224,16 +224,16 @@ impl Vfs {
     fn rewrite(&self, path: &str, state: &mut FileState, caller: &Caller) -> Result<()> {
         let actor = self.actor(caller);
         if let Some(placeholder) = state.take_placeholder() {
-            state.start(placeholder, Some(actor.clone()));
+            state.start(placeholder, true, Some(actor.clone()));
         }
-        match state.draft_mut() {
+        match state.drafting() {
             Some(draft) => {
                 self.engine.truncate_draft(draft, 0)?;
                 state.changed_by(actor);
             }
             None => {
                 let draft = self.engine.start_draft(path, DraftBase::Truncated)?;
-                if let Some(old) = state.start(draft, Some(actor)) {
+                if let Some(old) = state.start(draft, true, Some(actor)) {
                     self.engine.discard_draft(old);
                 }
             }
@@ -268,11 +268,11 @@ impl Vfs {
             return Ok((Attr { ino, stat }, self.new_handle(Handle::InPlace { ino, file })));
         }
         let draft = self.engine.start_draft(&path, DraftBase::New { perm, owner: caller.owner() })?;
-        let stat = self.engine.stat_draft(&draft)?;
+        let stat = self.engine.stat_draft(draft)?;
         let file_node = Arc::new(FileNode::default());
         {
             let mut state = file_node.lock();
-            state.start(draft, Some(self.actor(caller)));
+            state.start(draft, true, Some(self.actor(caller)));
             state.handles = 1;
         }
         let ino = {
@@ -367,7 +367,8 @@ impl Vfs {
         let path = self.path(ino)?;
         self.ensure_draft(&path, &mut state)?;
         let actor = self.actor(caller);
-        match state.write_with(|draft| self.engine.write_draft(draft, &path, offset, data, &actor)) {
+        let write = |draft| self.engine.write_draft(draft, &path, offset, data, &actor);
+        match state.write_with(write, |draft| self.engine.has_draft(draft)) {
             Ok(()) => {
                 state.changed_by(actor);
                 Ok(data.len() as u32)
@@ -409,7 +410,7 @@ impl Vfs {
         }
         let path = self.path(ino)?;
         self.ensure_draft(&path, &mut state)?;
-        let grew = match state.draft_mut() {
+        let grew = match state.drafting() {
             Some(draft) => self.engine.allocate_draft(draft, offset, len, keep_size)?,
             None => false,
         };
@@ -425,9 +426,9 @@ impl Vfs {
         if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
-        if state.draft_mut().is_none() {
+        if state.drafting().is_none() {
             let draft = self.engine.start_draft(path, DraftBase::Current)?;
-            state.start(draft, None);
+            state.start(draft, false, None);
         }
         Ok(())
     }
@@ -435,20 +436,18 @@ impl Vfs {
     /// The draft of a file that lost its name while open: its handles keep reading and writing
     /// it (POSIX), but it is never committed; its last close discards it.
     /// Its recovery note names the path the file had.
-    pub(crate) fn unlinked_draft<'s>(
-        &self,
-        ino: u64,
-        state: &'s mut FileState,
-    ) -> Result<&'s mut crate::engine::Draft> {
+    pub(crate) fn unlinked_draft(&self, ino: u64, state: &mut FileState) -> Result<DraftId> {
         if state.is_refused() {
             return Err(Reason::StillBlocked.into());
         }
-        if state.draft_mut().is_none() {
-            let backing = state.backing.clone().ok_or_else(|| Error::from(Reason::NotFound))?;
-            let former = self.table().former_path(ino);
-            state.start(self.engine.start_unlinked_draft(&backing, former.as_deref())?, None);
+        if let Some(draft) = state.drafting() {
+            return Ok(draft);
         }
-        state.draft_mut().ok_or_else(|| Reason::NotFound.into())
+        let backing = state.backing.clone().ok_or_else(|| Error::from(Reason::NotFound))?;
+        let former = self.table().former_path(ino);
+        let draft = self.engine.start_unlinked_draft(&backing, former.as_deref())?;
+        state.start(draft, false, None);
+        Ok(draft)
     }
 
     /// Tell the caller why the policy refused its operation (a write, or a rename or link that
@@ -508,12 +507,13 @@ impl Vfs {
         if size == 0 {
             self.rewrite(&path, &mut state, caller)?;
             // Marked written: a close after `ftruncate(fd, 0)` commits the empty version.
-            if let Some(draft) = state.draft_mut() {
+            if let Some(draft) = state.drafting() {
                 self.engine.truncate_draft(draft, 0)?;
+                state.changed();
             }
         } else {
             self.ensure_draft(&path, &mut state)?;
-            if let Some(draft) = state.draft_mut() {
+            if let Some(draft) = state.drafting() {
                 self.engine.truncate_draft(draft, size)?;
             }
             state.changed_by(self.actor(caller));
@@ -691,20 +691,20 @@ impl Vfs {
     /// committed file (read-only: a writable descriptor on it would make `execve` of the
     /// backing file fail with `ETXTBSY`).
     pub(crate) fn commit(&self, ino: u64, state: &mut FileState, caller: &Caller, at: CommitAt) -> Result<()> {
-        let Some((draft, authors)) = state.take_for_commit() else {
+        let Some((draft, writer)) = state.to_commit() else {
             return Ok(());
         };
         let path = match self.path(ino) {
             Ok(path) => path,
             Err(e) => {
-                state.resume(draft, authors);
+                state.commit_failed();
                 return Err(e);
             }
         };
-        let actor = authors.writer.clone().unwrap_or_else(|| self.actor(caller));
+        let actor = writer.unwrap_or_else(|| self.actor(caller));
         match self.engine.commit_draft(draft, &path, &actor, at) {
-            Ok((_, file)) => {
-                drop(file);
+            Ok(_) => {
+                state.committed();
                 state.backing = None;
                 let aliases = {
                     let mut table = self.table();
@@ -729,10 +729,11 @@ impl Vfs {
                 self.committed();
                 Ok(())
             }
-            Err(failed) => {
-                let DraftError { error, draft } = *failed;
-                if let Some(draft) = draft {
-                    state.resume(draft, authors);
+            Err(error) => {
+                if self.engine.has_draft(draft) {
+                    state.commit_failed();
+                } else {
+                    state.committed();
                 }
                 if is_refusal(&error) {
                     self.refused(ino, state, caller, &error);

@@ -43,7 +43,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use nix::libc;
 
 use crate::durable::{File, FileId, Stat};
-use crate::engine::Draft;
+use crate::engine::DraftId;
 use crate::error::Result;
 use crate::journal::Actor;
 
@@ -56,14 +56,18 @@ pub enum Phase {
     /// A draft holds the next version.
     Drafting(Drafting),
     /// The gate refused the last draft; `placeholder` keeps a never-committed file's name.
-    Refused { placeholder: Option<Draft> },
+    Refused { placeholder: Option<DraftId> },
 }
 
-/// A draft and who changed it.
+/// A draft (the engine's, known by its id) and who changed it.
 #[derive(Debug)]
 pub struct Drafting {
-    pub draft: Draft,
+    pub draft: DraftId,
     pub authors: Authors,
+    /// Written or truncated since it was started.
+    dirty: bool,
+    /// Started empty (a new file, or `O_TRUNC`): a version even if nothing is written.
+    fresh: bool,
     /// Its commit failed at a close or fsync that returned the error, and nothing was written
     /// since: the writer was told it is not a version, so a later commit point (the last close,
     /// shutdown) keeps its bytes in `objects/` instead of committing it behind the writer's back.
@@ -120,18 +124,18 @@ pub struct FileState {
 
 impl FileState {
     /// The draft reads see: the next version, or a refused new file's empty placeholder.
-    pub fn draft(&self) -> Option<&Draft> {
+    pub fn draft(&self) -> Option<DraftId> {
         match &self.phase {
-            Phase::Drafting(d) => Some(&d.draft),
-            Phase::Refused { placeholder } => placeholder.as_ref(),
+            Phase::Drafting(d) => Some(d.draft),
+            Phase::Refused { placeholder } => *placeholder,
             Phase::Clean => None,
         }
     }
 
     /// The draft being written, if any (not a placeholder: a refused file takes no bytes).
-    pub fn draft_mut(&mut self) -> Option<&mut Draft> {
-        match &mut self.phase {
-            Phase::Drafting(d) => Some(&mut d.draft),
+    pub fn drafting(&self) -> Option<DraftId> {
+        match &self.phase {
+            Phase::Drafting(d) => Some(d.draft),
             _ => None,
         }
     }
@@ -157,24 +161,27 @@ impl FileState {
 
     /// Written or truncated since its draft started (what a writer's close commits).
     pub fn is_dirty(&self) -> bool {
-        matches!(&self.phase, Phase::Drafting(d) if d.draft.is_dirty())
+        matches!(&self.phase, Phase::Drafting(d) if d.dirty)
     }
 
     /// Differs from the committed version: dirty, or a draft started empty (what an fsync and
     /// the last close commit).
     pub fn needs_commit(&self) -> bool {
-        matches!(&self.phase, Phase::Drafting(d) if d.draft.needs_commit())
+        matches!(&self.phase, Phase::Drafting(d) if d.dirty || d.fresh)
     }
 
-    /// Clean or Refused → Drafting with `draft`, started by `writer`. A refusal is forgotten:
-    /// this is a rewrite. Returns the placeholder a refusal held, for the caller to discard.
-    pub fn start(&mut self, draft: Draft, writer: Option<Actor>) -> Option<Draft> {
+    /// Clean or Refused → Drafting with `draft`, started by `writer`; `fresh` when it started
+    /// empty (a new file, `O_TRUNC`). A refusal is forgotten: this is a rewrite. Returns the
+    /// placeholder a refusal held, for the caller to discard.
+    pub fn start(&mut self, draft: DraftId, fresh: bool, writer: Option<Actor>) -> Option<DraftId> {
         let old = std::mem::replace(&mut self.phase, Phase::Clean);
         self.pages = None;
         let writers = writer.as_ref().and_then(|w| w.pid).into_iter().collect();
         self.phase = Phase::Drafting(Drafting {
             draft,
             authors: Authors { writer, writers },
+            dirty: false,
+            fresh,
             reported_failure: false,
             failed_write: None,
         });
@@ -185,9 +192,17 @@ impl FileState {
         }
     }
 
+    /// The draft's bytes changed (written, truncated, grown), by whoever.
+    pub fn changed(&mut self) {
+        if let Phase::Drafting(d) = &mut self.phase {
+            d.dirty = true;
+        }
+    }
+
     /// Record a change to the draft by `actor` (whose pid is a process id, not a thread's).
     pub fn changed_by(&mut self, actor: Actor) {
         if let Phase::Drafting(d) = &mut self.phase {
+            d.dirty = true;
             let authors = &mut d.authors;
             if let Some(pid) = actor.pid
                 && !authors.writers.contains(&pid)
@@ -213,28 +228,35 @@ impl FileState {
         match (&self.phase, pid) {
             (Phase::Drafting(d), Some(pid)) => {
                 let writers = &d.authors.writers;
-                d.draft.is_dirty() && (writers.is_empty() || writers.contains(&pid))
+                d.dirty && (writers.is_empty() || writers.contains(&pid))
             }
-            (Phase::Drafting(d), None) => d.draft.is_dirty(),
+            (Phase::Drafting(d), None) => d.dirty,
             _ => false,
         }
     }
 
-    /// Drafting → Clean for a commit: the draft and its author. Put it back with
-    /// [`FileState::resume`] if the commit fails for a reason other than a refusal.
-    pub fn take_for_commit(&mut self) -> Option<(Draft, Authors)> {
-        match std::mem::take(&mut self.phase) {
-            Phase::Drafting(d) => Some((d.draft, d.authors)),
-            other => {
-                self.phase = other;
-                None
-            }
+    /// The draft to commit, and the author of its row (who changed it last), when Drafting.
+    pub fn to_commit(&self) -> Option<(DraftId, Option<Actor>)> {
+        match &self.phase {
+            Phase::Drafting(d) => Some((d.draft, d.authors.writer.clone())),
+            _ => None,
         }
     }
 
-    /// A commit failed and left the draft: Drafting again, as before.
-    pub fn resume(&mut self, draft: Draft, authors: Authors) {
-        self.phase = Phase::Drafting(Drafting { draft, authors, reported_failure: false, failed_write: None });
+    /// The commit is done (or the draft is gone with a failed one): Drafting → Clean.
+    pub fn committed(&mut self) {
+        if matches!(self.phase, Phase::Drafting(_)) {
+            self.phase = Phase::Clean;
+        }
+    }
+
+    /// A commit failed and left the draft where it was: Drafting still, with no failure
+    /// reported yet.
+    pub fn commit_failed(&mut self) {
+        if let Phase::Drafting(d) = &mut self.phase {
+            d.reported_failure = false;
+            d.failed_write = None;
+        }
     }
 
     /// The failed commit's error reached the closer (see [`Drafting::reported_failure`]).
@@ -264,29 +286,33 @@ impl FileState {
         (sync || writer).then_some(errno)
     }
 
-    /// Write into the draft through `write`, which may consume it (the engine quarantines a
-    /// draft whose bytes are certainly refused): Drafting stays Drafting, or becomes Clean when
-    /// the draft is gone (the caller then records the refusal, see [`FileState::refuse`]).
-    /// Clean or Refused: `StillBlocked`, nothing to write into.
-    pub fn write_with(&mut self, write: impl FnOnce(&mut Option<Draft>) -> Result<()>) -> Result<()> {
-        let Some((draft, authors)) = self.take_for_commit() else {
+    /// Write into the draft through `write`, which may end it (the engine quarantines a
+    /// draft whose bytes are certainly refused; `exists` says whether it did): Drafting stays
+    /// Drafting, or becomes Clean when the draft is gone (the caller then records the refusal,
+    /// see [`FileState::refuse`]). Clean or Refused: `StillBlocked`, nothing to write into.
+    pub fn write_with(
+        &mut self,
+        write: impl FnOnce(DraftId) -> Result<()>,
+        exists: impl FnOnce(DraftId) -> bool,
+    ) -> Result<()> {
+        let Some(draft) = self.drafting() else {
             return Err(crate::error::Reason::StillBlocked.into());
         };
-        let mut slot = Some(draft);
-        let written = write(&mut slot);
-        // Written again: the writer knows of the failure and goes on; a close commits it. A
-        // write that failed is remembered until the next one succeeds.
-        let failed_write = written.as_ref().err().map(|e| e.raw_os_error().unwrap_or(libc::EIO));
-        self.phase = match slot {
-            Some(draft) => Phase::Drafting(Drafting { draft, authors, reported_failure: false, failed_write }),
-            None => Phase::Clean,
-        };
+        let written = write(draft);
+        if written.is_err() && !exists(draft) {
+            self.phase = Phase::Clean;
+        } else if let Phase::Drafting(d) = &mut self.phase {
+            // Written again: the writer knows of the failure and goes on; a close commits it.
+            // A write that failed is remembered until the next one succeeds.
+            d.reported_failure = false;
+            d.failed_write = written.as_ref().err().map(|e| e.raw_os_error().unwrap_or(libc::EIO));
+        }
         written
     }
 
     /// Refused with a placeholder → Clean, handing the placeholder over (a rewrite of a refused
     /// new file makes it the file's draft again).
-    pub fn take_placeholder(&mut self) -> Option<Draft> {
+    pub fn take_placeholder(&mut self) -> Option<DraftId> {
         match &mut self.phase {
             Phase::Refused { placeholder } => {
                 let taken = placeholder.take();
@@ -301,7 +327,7 @@ impl FileState {
 
     /// → Refused: the gate refused the draft (already quarantined by the engine). Returns
     /// whatever draft the state still held, for the caller to discard.
-    pub fn refuse(&mut self, placeholder: Option<Draft>) -> Option<Draft> {
+    pub fn refuse(&mut self, placeholder: Option<DraftId>) -> Option<DraftId> {
         self.pages = None;
         match std::mem::replace(&mut self.phase, Phase::Refused { placeholder }) {
             Phase::Drafting(d) => Some(d.draft),
@@ -312,7 +338,7 @@ impl FileState {
 
     /// → Clean, dropping the draft or placeholder (returned for the caller to discard): the
     /// last close of a refused or nameless file, or of one with nothing to commit.
-    pub fn discard(&mut self) -> Option<Draft> {
+    pub fn discard(&mut self) -> Option<DraftId> {
         match std::mem::take(&mut self.phase) {
             Phase::Drafting(d) => Some(d.draft),
             Phase::Refused { placeholder } => placeholder,

@@ -6,8 +6,9 @@
 //! never imports it.
 //!
 //! ```text
-//!   open(O_TRUNC) / first write / truncate   → one draft per file (engine::Draft), shared by
-//!                                              every handle; reads see it
+//!   open(O_TRUNC) / first write / truncate   → one draft per file (the engine's, known here
+//!                                              by its engine::DraftId), shared by every
+//!                                              handle; reads see it
 //!   write                                    → into the draft; a certain secret → errno now
 //!   flush (every close) if dirty, fsync      → commit: errno reaches close()/fsync()
 //!   release (last handle) if still dirty     → commit (late mmap pages); errno is lost, so the
