@@ -257,7 +257,7 @@ impl Engine {
         self.core
             .draft_table
             .with(id, |slot| match self.core.commit_draft(slot, path, actor, at) {
-                Err(e) if self.core.make_room(&e, slot.as_ref().map_or(0, |d| d.len), actor) && slot.is_some() => {
+                Err(e) if slot.is_some() && self.core.make_room(&e, slot.as_ref().map_or(0, |d| d.len), actor) => {
                     self.core.commit_draft(slot, path, actor, at)
                 }
                 other => other,
