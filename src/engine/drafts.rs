@@ -1,4 +1,12 @@
-//! The draft table: every draft the engine holds for the mount, keyed by a [`DraftId`].
+//! The draft table: the drafts the engine holds, keyed by a [`DraftId`], in one of two states:
+//!
+//! ```text
+//!   Live     a file being written through the mount ([`Draft`]): started by the mount, ended
+//!            by its commit, a refusal, a keep or a discard
+//!   Orphan   a draft left in drafts/ by a process that died, found at open and deferred
+//!            (too much to hash before the mount was ready): ended once recovery keeps it in
+//!            objects/ (`Engine::recover_deferred_drafts`)
+//! ```
 //!
 //! The mount keeps ids, plain `Copy` data; the bytes, the descriptor and what the gate judged
 //! of a draft stay here ([`Draft`], `draft.rs`), and never travel back up. Each engine call on a
@@ -23,8 +31,12 @@
 //!   and keeps it in `objects/` with a `recover` row (`recovery.rs`, `Core::recover_drafts`).
 //! - An id is never reused within an engine's life: a stale id finds nothing (`NotFound`).
 //!
-//! Not here: versions staged in `batch` mode (the batch's queue holds them until the group
-//! commit, `batch.rs`), and orphans found at open (listed from `drafts/` by recovery).
+//! - Orphans are recovery's alone: the mount never learns their ids, and a live draft is never
+//!   an orphan (recovery keeps only the names it deferred at open, before any draft was live).
+//!
+//! Not here: versions staged in `batch` mode (the batch's queue holds them from their row to
+//! their install, `batch.rs`); the orphans recovery keeps at open within its budget (they are
+//! kept before the table serves anyone).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,32 +50,68 @@ use super::draft::Draft;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DraftId(u64);
 
-type Slot = Arc<Mutex<Option<Draft>>>;
+/// A draft in the table, in its state.
+enum Held {
+    /// Locked while the engine works on it; empty once it ended (then dropped from the table).
+    Live(Arc<Mutex<Option<Draft>>>),
+    /// Its name in `drafts/`.
+    Orphan(String),
+}
 
 /// The engine's drafts.
 #[derive(Default)]
 pub(crate) struct DraftTable {
     next: AtomicU64,
-    entries: Mutex<HashMap<DraftId, Slot>>,
+    entries: Mutex<HashMap<DraftId, Held>>,
 }
 
 impl DraftTable {
-    /// Hold `draft`; its id.
-    pub(crate) fn insert(&self, draft: Draft) -> DraftId {
+    fn hold(&self, held: Held) -> DraftId {
         let id = DraftId(self.next.fetch_add(1, Ordering::Relaxed));
-        self.lock().insert(id, Arc::new(Mutex::new(Some(draft))));
+        self.lock().insert(id, held);
         id
     }
 
-    /// Whether `id` is a draft the table holds.
-    pub(crate) fn contains(&self, id: DraftId) -> bool {
-        self.lock().contains_key(&id)
+    /// Hold the live `draft`; its id.
+    pub(crate) fn insert(&self, draft: Draft) -> DraftId {
+        self.hold(Held::Live(Arc::new(Mutex::new(Some(draft)))))
     }
 
-    /// Run `f` on draft `id`'s slot, with its entry locked. A slot `f` leaves empty is dropped
-    /// from the table (the draft ended), whatever `f` returns.
+    /// Hold an orphan found in `drafts/` under `name`; its id.
+    pub(crate) fn insert_orphan(&self, name: String) -> DraftId {
+        self.hold(Held::Orphan(name))
+    }
+
+    /// The orphans held, with their names in `drafts/`.
+    pub(crate) fn orphans(&self) -> Vec<(DraftId, String)> {
+        let entries = self.lock();
+        let orphans = entries.iter().filter_map(|(id, held)| match held {
+            Held::Orphan(name) => Some((*id, name.clone())),
+            Held::Live(_) => None,
+        });
+        orphans.collect()
+    }
+
+    /// Orphan `id` was kept (in `objects/`): it is no draft any more.
+    pub(crate) fn forget_orphan(&self, id: DraftId) {
+        let mut entries = self.lock();
+        if matches!(entries.get(&id), Some(Held::Orphan(_))) {
+            entries.remove(&id);
+        }
+    }
+
+    /// Whether `id` is a live draft the table holds.
+    pub(crate) fn contains(&self, id: DraftId) -> bool {
+        matches!(self.lock().get(&id), Some(Held::Live(_)))
+    }
+
+    /// Run `f` on live draft `id`'s slot, with its entry locked. A slot `f` leaves empty is
+    /// dropped from the table (the draft ended), whatever `f` returns.
     pub(crate) fn with<T>(&self, id: DraftId, f: impl FnOnce(&mut Option<Draft>) -> Result<T>) -> Result<T> {
-        let slot = self.lock().get(&id).cloned().ok_or_else(|| crate::error::Error::from(Reason::NotFound))?;
+        let slot = match self.lock().get(&id) {
+            Some(Held::Live(slot)) => slot.clone(),
+            _ => return Err(Reason::NotFound.into()),
+        };
         let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
         if held.is_none() {
             return Err(Reason::NotFound.into());
@@ -83,7 +131,7 @@ impl DraftTable {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<DraftId, Slot>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<DraftId, Held>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -222,6 +222,11 @@ impl Engine {
         let budget = Some(recovery::RECOVERY_HASH_BUDGET);
         (recovery.drafts_kept, recovery.drafts_deferred) =
             core.recover_drafts(&claims, &journal::Actor::engine(), budget, None)?;
+        for path in &recovery.drafts_deferred {
+            if let Some((_, name)) = path.rsplit_once('/') {
+                core.draft_table.insert_orphan(name.to_string());
+            }
+        }
         recovery.rewinds_finished = core.finish_rewinds(&rewinds.0)?;
         if !recovery.corrected.is_empty()
             || !recovery.temps_kept.is_empty()
@@ -281,21 +286,23 @@ impl Engine {
         &self.recovery
     }
 
-    /// Keep the orphan drafts recovery deferred at open (see [`Recovery::drafts_deferred`]) in
-    /// `objects/`, with their `recover` rows; the daemon calls it once the mount is ready. Only
-    /// those names are touched: the drafts of the live mount are not.
+    /// Keep the orphan drafts recovery deferred at open (see [`Recovery::drafts_deferred`];
+    /// the draft table holds them as orphans) in `objects/`, with their `recover` rows; the
+    /// daemon calls it once the mount is ready. Only those names are touched: the drafts of
+    /// the live mount are not. A failure leaves the rest in the table, and in `drafts/`.
     pub fn recover_deferred_drafts(&self) -> Result<Vec<String>> {
-        if self.recovery.drafts_deferred.is_empty() {
+        let orphans = self.core.draft_table.orphans();
+        if orphans.is_empty() {
             return Ok(Vec::new());
         }
-        let names: BTreeSet<String> = self
-            .recovery
-            .drafts_deferred
-            .iter()
-            .filter_map(|p| p.rsplit_once('/').map(|(_, name)| name.to_string()))
-            .collect();
+        let names: BTreeSet<String> = orphans.iter().map(|(_, name)| name.clone()).collect();
         let claims = recovery::Claims::default();
         let (kept, _) = self.core.recover_drafts(&claims, &journal::Actor::engine(), None, Some(&names))?;
+        for (id, name) in &orphans {
+            if kept.iter().any(|path| path.rsplit_once('/').is_some_and(|(_, kept)| kept == name)) {
+                self.core.draft_table.forget_orphan(*id);
+            }
+        }
         Ok(kept)
     }
 
