@@ -1,7 +1,7 @@
 //! Who is calling: what Linux's `/proc` says of a process, read in this one place.
 //!
 //! A process's name ([`comm`]), its `stat` line parsed once ([`Stat`]: name, parent, start
-//! time), its command line ([`args`]), one variable of the environment it started with
+//! time; [`StatFile`] keeps it open to be read again), its command line ([`args`]), one variable of the environment it started with
 //! ([`env_var`]), a thread's process and supplementary groups ([`thread_group`], [`groups`]),
 //! where its standard error points ([`fd_path`], [`fd_target`]), this machine's mounts
 //! ([`mounts`]) and the clock of start times ([`ticks_since_boot`]). Every answer is `None`
@@ -21,18 +21,23 @@ pub fn comm(pid: u32) -> Option<String> {
 }
 
 /// A one-line `/proc` file whole, in one `read` where it fits (every writer's commit reads
-/// one: `std::fs::read_to_string` would add a `statx` and four growing reads). Reads on until
-/// the line's newline or the end; `None` when it cannot be opened or is not UTF-8.
+/// one: `std::fs::read_to_string` would add a `statx` and four growing reads); `None` when it
+/// cannot be opened or read or is not UTF-8.
 fn read_line(path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
+    read_whole(&std::fs::File::open(path).ok()?)
+}
+
+/// An open one-line `/proc` file from its start (`pread`: a kept file reads the same way
+/// again), until the line's newline or the end.
+fn read_whole(file: &std::fs::File) -> Option<String> {
+    use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; 1024];
     let mut len = 0;
     loop {
         if len == buf.len() {
             buf.resize(len * 2, 0);
         }
-        match file.read(&mut buf[len..]) {
+        match file.read_at(&mut buf[len..], len as u64) {
             Ok(0) => break,
             Ok(n) => {
                 len += n;
@@ -62,6 +67,28 @@ pub struct Stat {
 /// Process `pid`'s [`Stat`].
 pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&read_line(&format!("/proc/{pid}/stat"))?)
+}
+
+/// `/proc/<pid>/stat` kept open, to ask again in one `pread` (no open, no close) whether
+/// `pid` is still the process it was: once that process is gone its file answers nothing, and
+/// a later process given the same pid has a `/proc` entry of its own.
+pub struct StatFile(std::fs::File);
+
+impl StatFile {
+    pub fn open(pid: u32) -> Option<StatFile> {
+        std::fs::File::open(format!("/proc/{pid}/stat")).ok().map(StatFile)
+    }
+
+    /// What the file says now; `None` once its process is gone.
+    pub fn read(&self) -> Option<Stat> {
+        parse_stat(&read_whole(&self.0)?)
+    }
+}
+
+impl std::fmt::Debug for StatFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatFile")
+    }
 }
 
 /// A `stat` line: the name is between the first `(` and the last `)` (it may hold either);

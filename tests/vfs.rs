@@ -1430,6 +1430,24 @@ fn new_entries_in_a_setgid_directory_take_its_group_and_subdirectories_its_bit()
     assert_eq!(perm_and_group(&dir.join("file")).0, 0o644);
 }
 
+/// `setfacl -d -m SPEC` on the directory `ino`, made through the filesystem as a `setfacl` on
+/// the mount is: the ACL's bytes are made by `setfacl` on a scratch directory, then set.
+fn set_default_acl(fx: &Fx, ino: u64, spec: &str) {
+    let scratch = tempfile::tempdir().unwrap();
+    let set = std::process::Command::new("setfacl").args(["-d", "-m", spec]).arg(scratch.path()).status().unwrap();
+    assert!(set.success(), "the filesystem supports ACLs");
+    let path = std::ffi::CString::new(scratch.path().as_os_str().as_encoded_bytes()).unwrap();
+    let mut value = vec![0u8; 4096];
+    // SAFETY: valid C strings and buffer.
+    let n = unsafe {
+        libc::getxattr(path.as_ptr(), c"system.posix_acl_default".as_ptr(), value.as_mut_ptr().cast(), value.len())
+    };
+    assert!(n > 0, "read the default ACL back");
+    value.truncate(n as usize);
+    let root = Caller { uid: 0, gid: 0, ..process(1) };
+    fx.vfs.setxattr(ino, OsStr::new("system.posix_acl_default"), &value, 0, &root).unwrap();
+}
+
 #[test]
 fn a_default_acl_bounds_new_modes_and_the_umask_applies_only_without_one() {
     if !std::process::Command::new("setfacl").arg("--version").output().is_ok_and(|o| o.status.success()) {
@@ -1447,8 +1465,7 @@ fn a_default_acl_bounds_new_modes_and_the_umask_applies_only_without_one() {
 
     let d = fx.vfs.mkdir(ROOT, OsStr::new("acl"), 0o777, &open).unwrap().ino;
     let dir = fx.ws.path().join("acl");
-    let set = std::process::Command::new("setfacl").args(["-d", "-m", "u::r,g::r,o::-"]).arg(&dir).status().unwrap();
-    assert!(set.success(), "the backing filesystem supports ACLs");
+    set_default_acl(&fx, d, "u::r,g::r,o::-");
     // umask 0, mode 0666: the default ACL makes it r--r----- (was rw-rw-rw-).
     let fh = fx.open("acl/file", TRUNC, &open).unwrap();
     fx.write(fh, 0, b"data", &open).unwrap();
@@ -1472,12 +1489,7 @@ fn a_default_acl_bounds_new_modes_and_the_umask_applies_only_without_one() {
     assert_eq!(fifo.stat.perm, 0o440);
 
     // A default ACL with a named user: the new file's access ACL carries it, bounded by the mask.
-    let set = std::process::Command::new("setfacl")
-        .args(["-d", "-m", "u::rwx,u:4242:rwx,g::r-x,m::r-x,o::-"])
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(set.success());
+    set_default_acl(&fx, d, "u::rwx,u:4242:rwx,g::r-x,m::r-x,o::-");
     let fh = fx.open("acl/named", TRUNC, &open).unwrap();
     fx.write(fh, 0, b"data", &open).unwrap();
     fx.close(fh, &open).unwrap();
@@ -1734,4 +1746,67 @@ fn a_draft_s_bytes_are_scanned_once_and_judged_as_the_whole_file() {
         blocked(closed);
         assert_eq!(fx.backing("app.env").unwrap(), clean, "value at byte {at}");
     }
+}
+
+#[test]
+fn directories_kept_open_follow_every_change_to_them() {
+    // Issue 27 item 3: the engine keeps directories open by path (`durable/dirs.rs`) and
+    // remembers what each gives new entries. Every change through the mount forgets what it
+    // touched; a change behind its back is seen once what was kept expires.
+    let fx = Fx::new();
+    let p = process(7);
+    fx.vfs.mkdir(ROOT, OsStr::new("d"), 0o755, &p).unwrap();
+    fx.put("d/a", b"a\n", &p).unwrap();
+    // Renamed away and made again: new files go to the new `d`.
+    fx.vfs.rename(ROOT, OsStr::new("d"), ROOT, OsStr::new("e"), 0, &p).unwrap();
+    fx.vfs.mkdir(ROOT, OsStr::new("d"), 0o755, &p).unwrap();
+    fx.put("d/b", b"b\n", &p).unwrap();
+    assert_eq!((fx.backing("d/b").as_deref(), fx.backing("e/b")), (Some(&b"b\n"[..]), None));
+    // Removed and made again.
+    fx.vfs.unlink(fx.node("d").unwrap(), OsStr::new("b"), &p).unwrap();
+    fx.vfs.rmdir(ROOT, OsStr::new("d")).unwrap();
+    fx.vfs.mkdir(ROOT, OsStr::new("d"), 0o755, &p).unwrap();
+    fx.put("d/c", b"c\n", &p).unwrap();
+    assert_eq!(fx.backing("d/c").unwrap(), b"c\n");
+    // Made setgid through the mount: the next new file takes the directory's group.
+    let gid = 4321;
+    let set = SetAttr { gid: Some(gid), mode: Some(0o2775), ..SetAttr::default() };
+    let root = Caller { uid: 0, gid: 0, ..process(8) };
+    fx.vfs.setattr(fx.node("d").unwrap(), set, &root).unwrap();
+    fx.put("d/g", b"g\n", &p).unwrap();
+    let meta = |path: &str| std::fs::metadata(fx.ws.path().join(path)).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(meta("d/g").gid(), gid, "the setgid directory's group");
+    // Renamed behind the mount's back (in the backing tree itself), and made again there: seen
+    // once what was kept expires (at most a second later).
+    std::fs::rename(fx.ws.path().join("d"), fx.ws.path().join("f")).unwrap();
+    std::fs::create_dir(fx.ws.path().join("d")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    fx.put("d/h", b"h\n", &p).unwrap();
+    assert_eq!((fx.backing("d/h").as_deref(), fx.backing("f/h")), (Some(&b"h\n"[..]), None));
+    // `drafts/` removed behind the mount's back: the next new file makes it again.
+    std::fs::remove_dir(fx.ws.path().join(".resilient_write/drafts")).unwrap();
+    fx.put("d/i", b"i\n", &p).unwrap();
+    assert_eq!(fx.backing("d/i").unwrap(), b"i\n");
+}
+
+#[test]
+fn a_name_made_behind_the_kernels_back_between_its_lookup_and_its_create_loses_no_bytes() {
+    // Issue 27 item 3: a create of a name the kernel believes absent does not ask the disk
+    // again where the kernel may keep that belief (the engine tells it of every name it makes,
+    // before the change is acknowledged). In the instant between the kernel's lookup and its
+    // create an MCP write may still make the name: the close commits over it, as it would over
+    // one made while the file is written, and the MCP version is kept as the one before.
+    let fx = Fx::new();
+    let p = process(11);
+    let looked = fx.vfs.lookup(ROOT, OsStr::new("race"));
+    assert_eq!(looked.map(|a| a.ino).map_err(|e| e.reason().clone()), Err(Reason::NotFound));
+    write(&fx.engine, "race", b"mcp\n", WriteMode::Create).unwrap();
+    let (_, fh) = fx.vfs.create(ROOT, OsStr::new("race"), 0o644, WRONLY | libc::O_CREAT, &p).unwrap();
+    fx.write(fh, 0, b"mount\n", &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("race").unwrap(), b"mount\n");
+    assert_eq!(fx.ws.object(&sha(b"mcp\n")).as_deref(), Some(&b"mcp\n"[..]), "the MCP version is kept");
+    let ops: Vec<Op> = fx.ws.rows().iter().filter(|r| r.path == "race").map(|r| r.op()).collect();
+    assert_eq!(ops, vec![Op::Create, Op::Write], "the mount's commit is journaled as the overwrite it is");
 }

@@ -54,7 +54,9 @@ impl Meta for OsDisk {
     }
 
     fn rmdir(&self, dir: &Dir, name: &str) -> io::Result<()> {
-        Ok(nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?)
+        let removed = nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::RemoveDir);
+        dir.forget(name);
+        Ok(removed?)
     }
 
     fn set_perm(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
@@ -66,17 +68,20 @@ impl Meta for OsDisk {
         let path = proc_path(&fd)?;
         // SAFETY: a valid C string; chmod follows the /proc magic link to the opened inode.
         let rc = unsafe { libc::chmod(path.as_ptr(), perm as libc::mode_t) };
+        dir.forget(name);
         if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
 
     fn set_owner(&self, dir: &Dir, name: &str, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
-        Ok(nix::unistd::fchownat(
+        let changed = nix::unistd::fchownat(
             dir,
             name,
             uid.map(nix::unistd::Uid::from_raw),
             gid.map(nix::unistd::Gid::from_raw),
             AtFlags::AT_SYMLINK_NOFOLLOW,
-        )?)
+        );
+        dir.forget(name);
+        Ok(changed?)
     }
 
     fn set_times(&self, dir: &Dir, name: &str, atime: SetTime, mtime: SetTime) -> io::Result<()> {
@@ -98,7 +103,7 @@ impl Meta for OsDisk {
 
     fn set_xattr(&self, dir: &Dir, name: &str, attr: &OsStr, value: &[u8], flags: i32) -> io::Result<()> {
         let attr = sys::c_name(attr)?;
-        with_entry(dir, name, |at| {
+        let changed = with_entry(dir, name, |at| {
             let (path, value_ptr) = (at.path.as_ptr(), value.as_ptr().cast());
             // SAFETY: valid C strings and buffer.
             let rc = unsafe {
@@ -109,12 +114,14 @@ impl Meta for OsDisk {
                 }
             };
             if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-        })
+        });
+        dir.forget(name);
+        changed
     }
 
     fn remove_xattr(&self, dir: &Dir, name: &str, attr: &OsStr) -> io::Result<()> {
         let attr = sys::c_name(attr)?;
-        with_entry(dir, name, |at| {
+        let changed = with_entry(dir, name, |at| {
             // SAFETY: valid C strings.
             let rc = unsafe {
                 if at.link {
@@ -124,7 +131,9 @@ impl Meta for OsDisk {
                 }
             };
             if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-        })
+        });
+        dir.forget(name);
+        changed
     }
 
     fn remove_file_xattr(&self, file: &File, attr: &OsStr) -> io::Result<()> {

@@ -16,14 +16,15 @@
 //! - Linux specifics live in `sys.rs` with their macOS equivalents named.
 //! - [`layout`] names every entry of the state directory and what the mount may show of it.
 //!
-//! Inside, imports point one way: `sys.rs` (raw system calls on descriptors) ← `types.rs` (the
-//! handles and values of the seam) ← `disk.rs` (the traits, which use nothing but `types.rs`) ←
+//! Inside, imports point one way: `sys.rs` (raw system calls on descriptors) and `dirs.rs`
+//! (directories kept open by path) ← `types.rs` (the handles and values of the seam) ← `disk.rs` (the traits, which use nothing but `types.rs`) ←
 //! `os.rs` and `meta.rs` (the real disk's `Disk` and `Meta`); `resolve.rs` and `stage.rs` use the
 //! traits.
 //!
 //! It deliberately does not decide the order of steps relative to the journal, nor where
 //! displaced versions go: that is the commit protocol in `engine/commit.rs`.
 
+mod dirs;
 mod disk;
 pub mod layout;
 mod meta;
@@ -34,6 +35,7 @@ mod stage;
 mod sys;
 mod types;
 
+pub use dirs::Inheritable;
 pub use disk::{Disk, Meta};
 pub use layout::STATE_DIR;
 pub use os::OsDisk;

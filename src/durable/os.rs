@@ -13,12 +13,14 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, RenameFlags};
 use nix::libc;
 use nix::sys::stat::{FileStat, Mode};
 
+use super::dirs::Kept;
 use super::disk::Disk;
 use super::sys;
 use super::types::{Attrs, Dir, File, FileId, FileKind, Rename, Stat, Temp, temp_name};
@@ -70,7 +72,7 @@ fn is_plain(rel: &str) -> bool {
 impl Disk for OsDisk {
     fn open_root(&self, path: &Path) -> io::Result<Dir> {
         let fd = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
-        Ok(Dir::new(fd, String::new()))
+        Ok(Dir::keeping(fd))
     }
 
     fn open_dir(&self, base: &Dir, rel: &str) -> io::Result<Dir> {
@@ -81,16 +83,29 @@ impl Disk for OsDisk {
         }
         // A plain path (no `.`, `..` or empty components) that resolves without following any
         // symlink is its own canonical form: no need to ask the kernel for the path.
+        // Such a path is also what the root's kept directories are keyed on (see `dirs.rs`).
         if is_plain(rel) {
+            let path = base.join(rel);
+            let generation = match base.kept().map(|kept| kept.get(&path)) {
+                Some(Kept::Hit(fd)) => return Ok(base.below(fd, path)),
+                Some(Kept::Miss(generation)) => Some(generation),
+                None => None,
+            };
             match sys::open_beneath_no_symlinks(base.as_fd(), rel, flags) {
-                Ok(fd) => return Ok(Dir::new(fd, base.join(rel))),
+                Ok(fd) => {
+                    let dir = base.below(Arc::new(fd), path);
+                    if let (Some(kept), Some(generation)) = (base.kept(), generation) {
+                        kept.keep(dir.rel().to_string(), dir.shared_fd(), generation);
+                    }
+                    return Ok(dir);
+                }
                 Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {}
                 Err(e) => return Err(e),
             }
         }
         let fd = sys::open_beneath(base.as_fd(), rel, flags)?;
         let rel = rel_path(base, &fd)?;
-        Ok(Dir::new(fd, rel))
+        Ok(base.below(Arc::new(fd), rel))
     }
 
     fn stat(&self, dir: &Dir, name: &str) -> io::Result<Option<Stat>> {
@@ -282,11 +297,16 @@ impl Disk for OsDisk {
             Rename::NoReplace => RenameFlags::RENAME_NOREPLACE,
             Rename::Exchange => RenameFlags::RENAME_EXCHANGE,
         };
-        sys::rename(from.as_fd(), from_name, to.as_fd(), to_name, flags)
+        let renamed = sys::rename(from.as_fd(), from_name, to.as_fd(), to_name, flags);
+        from.forget(from_name);
+        to.forget(to_name);
+        renamed
     }
 
     fn unlink(&self, dir: &Dir, name: &str) -> io::Result<()> {
-        Ok(nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?)
+        let unlinked = nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
+        dir.forget(name);
+        Ok(unlinked?)
     }
 
     fn start_writeback(&self, file: &File) {

@@ -11,8 +11,11 @@ use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 
 use nix::sys::stat::SFlag;
+
+use super::dirs::{Inheritable, KeptDirs};
 
 /// Identity of an inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,16 +126,56 @@ pub enum Rename {
 /// Its descriptor is shared by its copies ([`Dir::try_clone`] costs no system call): nothing
 /// rwfs does with a directory depends on the descriptor's own state (a listing opens `.`
 /// afresh), so one open serves every holder, and the root's descriptor serves every top-level
-/// name without being opened again.
+/// name without being opened again. A root opened with [`Dir::keeping`] keeps the directories
+/// opened beneath it open for a while ([`KeptDirs`]); they share its table.
 pub struct Dir {
-    fd: std::sync::Arc<OwnedFd>,
+    fd: Arc<OwnedFd>,
     rel: String,
+    kept: Option<Arc<KeptDirs>>,
 }
 
 impl Dir {
-    /// Wrap a descriptor; `rel` is the canonical path relative to the root (`""` for the root).
-    pub fn new(fd: OwnedFd, rel: String) -> Dir {
-        Dir { fd: std::sync::Arc::new(fd), rel }
+    /// The root (`rel` `""`), whose directories beneath are kept open by path (see `dirs.rs`).
+    pub fn keeping(fd: OwnedFd) -> Dir {
+        Dir { fd: Arc::new(fd), rel: String::new(), kept: Some(Arc::default()) }
+    }
+
+    /// A directory opened beneath this one (`fd`, at `rel`: its canonical path relative to the
+    /// root), sharing its kept table.
+    pub(super) fn below(&self, fd: Arc<OwnedFd>, rel: String) -> Dir {
+        Dir { fd, rel, kept: self.kept.clone() }
+    }
+
+    /// The directories kept open beneath this one's root, if it keeps any.
+    pub(super) fn kept(&self) -> Option<&KeptDirs> {
+        self.kept.as_deref()
+    }
+
+    /// The shared descriptor, to be kept.
+    pub(super) fn shared_fd(&self) -> Arc<OwnedFd> {
+        self.fd.clone()
+    }
+
+    /// `name` in this directory (`.`: the directory itself) was renamed, replaced or removed,
+    /// or its mode, owner or extended attributes changed: what is kept of it goes.
+    pub(super) fn forget(&self, name: &str) {
+        if let Some(kept) = &self.kept {
+            kept.forget(&if name == "." { self.rel.clone() } else { self.join(name) });
+        }
+    }
+
+    /// What this directory gives a new entry, as read the last time while it is kept open; else
+    /// `read` it (and keep it, when the directory is kept).
+    pub fn inheritable(&self, read: impl FnOnce() -> io::Result<Inheritable>) -> io::Result<Inheritable> {
+        let Some(kept) = &self.kept else { return read() };
+        match kept.inheritable(&self.rel) {
+            Ok(known) => Ok(known),
+            Err(generation) => {
+                let read = read()?;
+                kept.keep_inheritable(&self.rel, read.clone(), generation);
+                Ok(read)
+            }
+        }
     }
 
     pub fn rel(&self) -> &str {
@@ -145,7 +188,7 @@ impl Dir {
     }
 
     pub fn try_clone(&self) -> io::Result<Dir> {
-        Ok(Dir { fd: self.fd.clone(), rel: self.rel.clone() })
+        Ok(Dir { fd: self.fd.clone(), rel: self.rel.clone(), kept: self.kept.clone() })
     }
 
     /// A path naming this very directory through its descriptor (`/proc/self/fd/N`): it

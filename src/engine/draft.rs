@@ -346,11 +346,22 @@ impl Core {
     /// follows the name, as best it can.) Returns the directory, the file and its name.
     fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
-        let dir = self.drafts_dir()?;
         // A draft becomes the installed version: rwfs reading it at commit must not change the
         // access time a writer set (`touch -t`) or the one it will have. `create_temp`'s files
-        // are quiet from the start.
-        let temp = disk.create_temp(&dir, 0o600).map_err(|e| Error::io("create draft", e))?;
+        // are quiet from the start. The kept `drafts/` is used as it is (no check per draft):
+        // one removed behind rwfs's back refuses a new file, and is made again.
+        let mut dir = self.drafts_home()?;
+        let temp = match disk.create_temp(&dir, 0o600) {
+            Err(e) => match self.drafts_dir()? {
+                again if Arc::ptr_eq(&again, &dir) => Err(e),
+                again => {
+                    dir = again;
+                    disk.create_temp(&dir, 0o600)
+                }
+            },
+            made => made,
+        };
+        let temp = temp.map_err(|e| Error::io("create draft", e))?;
         // Noted while still empty and 0600 (a read-only mode carried over later would refuse
         // the xattr to anyone but root).
         if let Some(path) = note {
@@ -722,10 +733,13 @@ impl Core {
         let op = if current.is_some() { Op::Write } else { Op::Create };
         let mode = if current.is_some() { "overwrite" } else { "create" };
         let version = Version { sha, bytes: draft.len, prev, op, mode, actor };
-        let same_fs = match disk.stat(&target.parent, ".") {
-            Ok(Some(parent)) => draft.file.id().dev == parent.id.dev,
-            _ => false,
+        // Where the version goes: the current one's filesystem, or the directory's (read when
+        // the draft started, `inherit.rs`).
+        let home = match &current {
+            Some(current) => Ok(current.stat.id.dev),
+            None => self.given(&target.parent).map(|given| given.dev),
         };
+        let same_fs = home.is_ok_and(|dev| dev == draft.file.id().dev);
         if !same_fs {
             // The file's directory is another filesystem (a mount inside the workspace): copy.
             let source = Source::File { file: &draft.file, len: draft.len };

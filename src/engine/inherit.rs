@@ -23,7 +23,7 @@
 
 use std::ffi::OsString;
 
-use crate::durable::{Dir, FileKind, Stat};
+use crate::durable::{Dir, FileKind, Inheritable};
 
 use super::{Core, Owner};
 
@@ -53,21 +53,31 @@ pub struct Inherited {
 
 impl Core {
     /// What an entry of `kind` asked with `perm` by `owner` inherits from the directory `dir`.
+    /// What the directory gives is read once while it is kept open (`durable/dirs.rs`: a
+    /// change of its mode, owner or ACL through rwfs forgets it).
     pub(crate) fn inherit(&self, dir: &Dir, kind: FileKind, perm: u32, owner: Owner) -> std::io::Result<Inherited> {
+        Ok(inherit(&self.given(dir)?, kind, perm, owner))
+    }
+
+    /// What `dir` gives a new entry, read once while it is kept open.
+    pub(crate) fn given(&self, dir: &Dir) -> std::io::Result<Inheritable> {
         let disk = self.disk();
-        let parent = disk.stat(dir, ".")?.ok_or_else(|| std::io::Error::from_raw_os_error(nix::libc::ENOENT))?;
-        let default = match disk.get_xattr(dir, ".", std::ffi::OsStr::new(ACL_DEFAULT)) {
-            Ok(value) => Some(value),
-            Err(e) if matches!(e.raw_os_error(), Some(nix::libc::ENODATA | nix::libc::EOPNOTSUPP)) => None,
-            Err(e) => return Err(e),
-        };
-        Ok(inherit(&parent, default.as_deref(), kind, perm, owner))
+        dir.inheritable(|| {
+            let parent = disk.stat(dir, ".")?.ok_or_else(|| std::io::Error::from_raw_os_error(nix::libc::ENOENT))?;
+            let default_acl = match disk.get_xattr(dir, ".", std::ffi::OsStr::new(ACL_DEFAULT)) {
+                Ok(value) => Some(value),
+                Err(e) if matches!(e.raw_os_error(), Some(nix::libc::ENODATA | nix::libc::EOPNOTSUPP)) => None,
+                Err(e) => return Err(e),
+            };
+            Ok(Inheritable { dev: parent.id.dev, perm: parent.perm, gid: parent.gid, default_acl })
+        })
     }
 }
 
 /// The rules of the module documentation, as a pure function of the directory's attributes
 /// and default ACL (an unreadable ACL counts as none).
-pub fn inherit(parent: &Stat, default_acl: Option<&[u8]>, kind: FileKind, perm: u32, owner: Owner) -> Inherited {
+pub fn inherit(parent: &Inheritable, kind: FileKind, perm: u32, owner: Owner) -> Inherited {
+    let default_acl = parent.default_acl.as_deref();
     let setgid_dir = parent.perm & SETGID != 0;
     let gid = if setgid_dir { parent.gid } else { owner.gid };
     let mut perm = perm & 0o7777;
@@ -172,28 +182,15 @@ mod tests {
         Acl { entries: entries.to_vec() }.encode()
     }
 
-    fn dir(perm: u32, gid: u32) -> Stat {
-        Stat {
-            id: crate::durable::FileId { dev: 0, ino: 0 },
-            kind: FileKind::Dir,
-            perm,
-            uid: 0,
-            gid,
-            size: 0,
-            nlink: 2,
-            blocks: 0,
-            rdev: 0,
-            atime_ns: 0,
-            mtime_ns: 0,
-            ctime_ns: 0,
-        }
+    fn dir(perm: u32, gid: u32, default_acl: Option<&[u8]>) -> Inheritable {
+        Inheritable { dev: 0, perm, gid, default_acl: default_acl.map(<[u8]>::to_vec) }
     }
 
     const CALLER: Owner = Owner { uid: 1000, gid: 1000, umask: 0o022 };
 
     #[test]
     fn umask_applies_without_a_default_acl() {
-        let got = inherit(&dir(0o755, 0), None, FileKind::File, 0o666, CALLER);
+        let got = inherit(&dir(0o755, 0, None), FileKind::File, 0o666, CALLER);
         assert_eq!((got.perm, got.gid, got.xattrs.len()), (0o644, 1000, 0));
     }
 
@@ -202,12 +199,12 @@ mod tests {
         // setfacl -d -m u::r,g::r,o::- : a new file asked 0666 is r--r-----.
         let default = acl(&[(TAG_USER_OBJ, 4, u32::MAX), (TAG_GROUP_OBJ, 4, u32::MAX), (TAG_OTHER, 0, u32::MAX)]);
         let open = Owner { umask: 0, ..CALLER };
-        let got = inherit(&dir(0o755, 0), Some(&default), FileKind::File, 0o666, open);
+        let got = inherit(&dir(0o755, 0, Some(&default)), FileKind::File, 0o666, open);
         assert_eq!((got.perm, got.xattrs.len()), (0o440, 0));
         let strict = Owner { umask: 0o722, ..CALLER };
-        let got = inherit(&dir(0o755, 0), Some(&default), FileKind::File, 0o666, strict);
+        let got = inherit(&dir(0o755, 0, Some(&default)), FileKind::File, 0o666, strict);
         assert_eq!(got.perm, 0o440, "the umask does not apply under a default ACL");
-        let sub = inherit(&dir(0o755, 0), Some(&default), FileKind::Dir, 0o777, open);
+        let sub = inherit(&dir(0o755, 0, Some(&default)), FileKind::Dir, 0o777, open);
         assert_eq!(sub.perm, 0o440);
         assert_eq!(sub.xattrs, vec![(OsString::from(ACL_DEFAULT), default)]);
     }
@@ -221,7 +218,7 @@ mod tests {
             (TAG_MASK, 5, u32::MAX),
             (TAG_OTHER, 1, u32::MAX),
         ]);
-        let got = inherit(&dir(0o755, 0), Some(&default), FileKind::File, 0o666, CALLER);
+        let got = inherit(&dir(0o755, 0, Some(&default)), FileKind::File, 0o666, CALLER);
         assert_eq!(got.perm, 0o640);
         let access = Acl::parse(&got.xattrs[0].1).unwrap();
         assert_eq!(got.xattrs[0].0, ACL_ACCESS);
@@ -232,18 +229,18 @@ mod tests {
 
     #[test]
     fn setgid_directories_give_their_group_and_their_bit_to_subdirectories() {
-        let parent = dir(0o2775, 50);
-        let file = inherit(&parent, None, FileKind::File, 0o666, CALLER);
+        let parent = dir(0o2775, 50, None);
+        let file = inherit(&parent, FileKind::File, 0o666, CALLER);
         assert_eq!((file.perm, file.gid), (0o644, 50));
-        let sub = inherit(&parent, None, FileKind::Dir, 0o777, CALLER);
+        let sub = inherit(&parent, FileKind::Dir, 0o777, CALLER);
         assert_eq!((sub.perm, sub.gid), (0o2755, 50));
-        let link = inherit(&parent, None, FileKind::Symlink, 0o777, CALLER);
+        let link = inherit(&parent, FileKind::Symlink, 0o777, CALLER);
         assert_eq!(link.gid, 50);
     }
 
     #[test]
     fn a_broken_default_acl_counts_as_none() {
-        let got = inherit(&dir(0o755, 0), Some(b"junk"), FileKind::File, 0o666, CALLER);
+        let got = inherit(&dir(0o755, 0, Some(b"junk")), FileKind::File, 0o666, CALLER);
         assert_eq!(got.perm, 0o644);
     }
 }

@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use crate::process::{Stat, stat};
+use crate::process::{Stat, StatFile, stat};
 
 /// The environment variable that names a session explicitly.
 pub const ENV: &str = "RWFS_SESSION";
@@ -39,8 +39,8 @@ pub const DEFAULT_HOSTS: &[&str] =
 
 /// Longest session name kept (longer explicit names are cut).
 const MAX_NAME: usize = 128;
-/// Cached processes (bounded: cleared when it grows past this).
-const MAX_CACHED: usize = 4096;
+/// Cached processes, each with a descriptor (bounded: cleared when it reaches this).
+const MAX_CACHED: usize = 256;
 /// Ancestors looked at, at most.
 const MAX_DEPTH: usize = 64;
 
@@ -48,7 +48,16 @@ const MAX_DEPTH: usize = 64;
 #[derive(Debug)]
 pub struct Sessions {
     hosts: RwLock<Vec<String>>,
-    cache: Mutex<HashMap<u32, (u64, Option<Named>)>>,
+    cache: Mutex<HashMap<u32, Known>>,
+}
+
+/// A process named before: its `stat` file kept open (one `pread` tells it is still the same
+/// process), its start time, and its session.
+#[derive(Debug)]
+struct Known {
+    stat: StatFile,
+    start: u64,
+    named: Option<Named>,
 }
 
 /// A session name, and whether it names an agent run (rules 1 and 2) rather than a POSIX
@@ -84,21 +93,26 @@ impl Sessions {
     }
 
     fn named(&self, pid: u32) -> Option<Named> {
-        let start = stat(pid)?.start;
-        if let Some((cached_start, named)) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&pid)
-            && *cached_start == start
         {
-            return named.clone();
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(known) = cache.get(&pid) {
+                if known.stat.read().is_some_and(|now| now.start == known.start) {
+                    return known.named.clone();
+                }
+                cache.remove(&pid);
+            }
         }
+        let stat = StatFile::open(pid)?;
+        let start = stat.read()?.start;
         let named = {
             let hosts = self.hosts.read().unwrap_or_else(PoisonError::into_inner);
             resolve(pid, &hosts)
         };
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.len() > MAX_CACHED {
+        if cache.len() >= MAX_CACHED {
             cache.clear();
         }
-        cache.insert(pid, (start, named.clone()));
+        cache.insert(pid, Known { stat, start, named: named.clone() });
         named
     }
 }

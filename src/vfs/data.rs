@@ -242,11 +242,18 @@ impl Vfs {
     }
 
     /// `open(O_CREAT)` of a name the kernel believes absent: the new node and its handle.
+    ///
+    /// Where the kernel may keep that belief ([`Vfs::absence_cacheable_for`]: a name appears
+    /// there only through this module or through the engine, which says so before its change
+    /// is acknowledged), it is not asked of the disk again. A name made behind the kernel's
+    /// back in the instant between its lookup and this create is found by the commit, as one
+    /// made while the file is written is: the close commits over it, and the version it
+    /// replaces is kept.
     pub fn create(&self, parent: u64, name: &OsStr, mode: u32, flags: i32, caller: &Caller) -> Result<(Attr, u64)> {
         let path = self.child_path(parent, name)?;
         self.check_writable(&path)?;
-        let exists =
-            self.child_of(parent, name).is_some_and(|ino| self.is_pending(ino)) || self.engine.stat(&path)?.is_some();
+        let exists = self.child_of(parent, name).is_some_and(|ino| self.is_pending(ino))
+            || (!self.absence_cacheable_for(parent, name, caller) && self.engine.stat(&path)?.is_some());
         if exists {
             if flags & libc::O_EXCL != 0 {
                 return Err(os_error("create", libc::EEXIST));
