@@ -20,7 +20,10 @@
 //!   tree itself, not through the mount, or `setfacl` there) is not seen: what is kept is
 //!   trusted for at most [`KEEP_FOR`], then read again. The kernel's own view of the mount
 //!   (its entry cache) is older than that.
-//! - At most [`MAX_KEPT`] directories are kept (all are dropped when the table is full).
+//! - At most [`MAX_KEPT`] directories are kept (all are dropped when the table is full), and
+//!   an expired one's descriptor is closed at the next miss. So an idle daemon may still hold
+//!   the directories of its last burst open: a file system mounted on one of them reports busy
+//!   to a plain `umount` until then, as it does for a shell whose working directory it is.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -98,6 +101,9 @@ impl KeptDirs {
         if table.raced(&rel, generation) {
             return;
         }
+        // Expired descriptors are closed here, at the next miss (a directory is held open no
+        // longer than the burst that used it, and this one).
+        table.kept.retain(|_, entry| entry.at.elapsed() < KEEP_FOR);
         if table.kept.len() >= MAX_KEPT {
             table.kept.clear();
         }
