@@ -1,8 +1,9 @@
 //! The risk scorer: content and path in, a [`Report`] out. Pure: no I/O, clock or environment.
 //!
 //! ```text
-//!   stage 1  one Aho-Corasick automaton over every rule's anchors (ASCII case-insensitive,
-//!            overlapping) + linear structural passes (digit runs, IBAN starts, base64 runs)
+//!   stage 1  every rule's anchors (ASCII case-insensitive, overlapping: a gram sieve with
+//!            AVX2, else one Aho-Corasick automaton) + linear structural passes (digit runs,
+//!            IBAN starts, base64 runs)
 //!   stage 2  each rule's regex, only on the merged windows around its triggers
 //!   stage 3  structural validators (checksums, JWT header, PEM/OpenSSH body, Luhn, mod-97,
 //!            SSN rules), then placeholder filters, then minimum entropy
@@ -28,6 +29,7 @@ mod codec;
 mod context;
 mod filter;
 mod generic;
+mod grams;
 pub mod interop;
 mod replace;
 mod report;

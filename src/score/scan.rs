@@ -1,7 +1,8 @@
 //! Candidate discovery: anchors, structural scanners and windows.
 //!
-//! Stage 1 runs one Aho-Corasick DFA (ASCII case-insensitive, overlapping) over the whole input,
-//! in [`LANES`] interleaved walks ([`Anchors`]), and turns every anchor hit into a window
+//! Stage 1 finds every anchor (ASCII case-insensitive, overlapping) over the whole input: by the
+//! gram sieve of `grams.rs` where the CPU has AVX2, else by one Aho-Corasick DFA in [`LANES`]
+//! interleaved walks ([`Anchors`]), and turns every anchor hit into a window
 //! `[hit - before, hit + after)` for the rules that anchor belongs to. Windows of one rule that
 //! overlap are merged, so dense anchors (10 MB of `sk-`) cost one regex pass over the merged
 //! span rather than one per hit: the total regex work is linear in the input.
@@ -23,15 +24,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, MatchKind, PatternID, dfa};
 
-/// Every anchor, found ASCII case-insensitively, all overlapping occurrences, by one of two
-/// automata: small inputs by `aho-corasick`'s NFA, built in a fraction of a millisecond, until
-/// the input is large or enough has been scanned to pay for the [`Table`] (a DFA whose
-/// construction was about a third of the CPU of `rwfs scan` of one small file: every command
-/// would pay it for a few hundred bytes). Both report the same hits in the same order.
+use super::grams::Grams;
+
+/// Every anchor, found ASCII case-insensitively, all overlapping occurrences: small inputs by
+/// `aho-corasick`'s NFA, built in a fraction of a millisecond, until the input is large or
+/// enough has been scanned to pay for a [`Stage1`] (the [`Table`], a DFA whose construction
+/// was about a third of the CPU of `rwfs scan` of one small file: every command would pay it
+/// for a few hundred bytes). All report the same hits in the same order.
 pub struct Anchors {
     nfa: AhoCorasick,
     words: Vec<String>,
-    table: OnceLock<Option<Table>>,
+    table: OnceLock<Option<Stage1>>,
     /// Bytes scanned by the NFA so far.
     scanned: AtomicU64,
 }
@@ -65,12 +68,13 @@ impl Anchors {
             {
                 // A table that cannot be built (never the built-in anchors': the scorer's unit
                 // test `builtin_anchor_table_builds`) leaves the NFA to do the work.
-                self.table.get_or_init(|| Table::new(&self.words).ok()).as_ref()
+                self.table.get_or_init(|| Stage1::new(&self.words)).as_ref()
             }
             None => None,
         };
         match table {
-            Some(table) => table.find(hay),
+            Some(Stage1::Grams(grams)) => grams.find(hay),
+            Some(Stage1::Table(table)) => table.find(hay),
             None => self
                 .nfa
                 .find_overlapping_iter(hay)
@@ -83,6 +87,25 @@ impl Anchors {
     #[cfg(test)]
     pub fn walks_table(&self) -> bool {
         matches!(self.table.get(), Some(Some(_)))
+    }
+}
+
+/// What finds the anchors of large inputs: the gram sieve where the CPU has AVX2 and every
+/// anchor has three bytes or more (the built-in ones do), else the automaton's table.
+enum Stage1 {
+    Grams(Grams),
+    Table(Box<Table>),
+}
+
+impl Stage1 {
+    fn new(words: &[String]) -> Option<Stage1> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2")
+            && let Ok(grams) = Grams::new(words)
+        {
+            return Some(Stage1::Grams(grams));
+        }
+        Table::new(words).ok().map(|table| Stage1::Table(Box::new(table)))
     }
 }
 
@@ -545,15 +568,19 @@ impl Masks {
 impl Classes {
     pub fn of(hay: &[u8]) -> Classes {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (just asked).
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
+        {
+            // SAFETY: the CPU has AVX2, POPCNT and BMI1 (just asked).
             return unsafe { Classes::of_avx2(hay) };
         }
         Classes::of_by(hay, &Masks::portable)
     }
 
+    /// The bitmaps by [`Masks::avx2`]; counting and finding bits by `popcnt` and `tzcnt`.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,popcnt,bmi1")]
     fn of_avx2(hay: &[u8]) -> Classes {
         Classes::of_by(hay, &|chunk| Masks::avx2(chunk))
     }
