@@ -4,10 +4,12 @@
 # by kind; or, with `--workload save`, per save of an editor's kind (Claude Code's Write: a temp
 # file written, fsynced and renamed over one of 20 files). FUSE device traffic (`read` of requests, `writev` of replies) and `futex` hand-offs
 # between the daemon's threads are printed apart: they are not calls on the backing filesystem.
-# Counts, not times: they do not depend on the machine's load.
+# Counts, not times: they do not depend on the machine's load. With `--cpu`, nothing is traced:
+# the daemon's CPU time (user + system, from /proc/PID/stat) per file or save is printed instead,
+# and with `--peer` the ratio to the reference's.
 #
 #   integration/bench/syscalls.sh [--rwfs BIN] [--durability close|batch] [--files N] [--peer PATH]
-#                                 [--workload create|save]
+#                                 [--workload create|save] [--cpu] [--dir DIR]
 #
 #   --rwfs BIN          the rwfs binary (default: target/release/rwfs, built if missing)
 #   --durability MODE   close (default) or batch
@@ -15,9 +17,12 @@
 #   --workload W        create (default) or save
 #   --peer PATH         also count libfuse's reference passthrough_hp on the same workload
 #                       (built outside the repository: integration/bench/mount.sh --help says how)
+#   --cpu               measure the daemon's CPU time instead of counting its calls
+#   --dir DIR           where the workspaces are made (default /tmp; a fresh filesystem gives
+#                       figures free of other programs' deletions)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-rwfs=target/release/rwfs mode=close files=1000 peer=${RWFS_BENCH_PEER:-} workload=create
+rwfs=target/release/rwfs mode=close files=1000 peer=${RWFS_BENCH_PEER:-} workload=create cpu= dir=/tmp
 while [ $# -gt 0 ]; do
     case "$1" in
         --rwfs) rwfs=$2; shift 2 ;;
@@ -25,12 +30,17 @@ while [ $# -gt 0 ]; do
         --files) files=$2; shift 2 ;;
         --workload) workload=$2; shift 2 ;;
         --peer) peer=$2; shift 2 ;;
+        --cpu) cpu=1; shift ;;
+        --dir) dir=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "syscalls.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-command -v strace > /dev/null || { echo "syscalls.sh: needs strace (apt-get install strace)" >&2; exit 2; }
+[ -n "$cpu" ] || command -v strace > /dev/null || { echo "syscalls.sh: needs strace (apt-get install strace)" >&2; exit 2; }
 [ -x "$rwfs" ] || cargo build --release --locked --bin rwfs
+
+# cpu_ticks PID: user + system clock ticks of PID and its threads so far.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # count NAME PID MNT: create the files in MNT/d while strace counts PID's calls; print the table.
 count() {
@@ -40,8 +50,13 @@ count() {
     python3 -c "
 for i in range(50):
     open('$mnt/d/warm%d' % i, 'wb').write(b'x' * 4096)"
-    strace -f -c -p "$pid" -o "$out" & local tracer=$!
-    sleep 1
+    local tracer= ticks
+    if [ -n "$cpu" ]; then
+        ticks=$(cpu_ticks "$pid")
+    else
+        strace -f -c -p "$pid" -o "$out" & tracer=$!
+        sleep 1
+    fi
     case "$workload" in
         create) python3 -c "
 import os
@@ -59,6 +74,14 @@ for i in range($files):
         *) echo "syscalls.sh: --workload create or save" >&2; exit 2 ;;
     esac
     sleep 1
+    local unit; unit=$([ "$workload" = save ] && echo save || echo file)
+    if [ -n "$cpu" ]; then
+        # Clock ticks of 1/100 s (USER_HZ) to ms per file.
+        last_ms=$(awk -v t="$(( $(cpu_ticks "$pid") - ticks ))" -v n="$files" 'BEGIN { printf "%.3f", t * 10 / n }')
+        printf "%-24s daemon CPU per %s %s ms\n" "$name" "$unit" "$last_ms"
+        rm -f "$out"
+        return
+    fi
     kill -INT $tracer; wait $tracer 2> /dev/null || true
     awk -v name="$name" -v files="$files" -v unit="$([ "$workload" = save ] && echo save || echo file)" '
         $1 ~ /^[0-9.]+$/ && $NF != "total" { n[$NF] = $4 }
@@ -72,11 +95,12 @@ for i in range($files):
     rm -f "$out"
 }
 
-work=$(mktemp -d /tmp/rwfs-syscalls.XXXX)
+work=$(mktemp -d "$dir/rwfs-syscalls.XXXX")
 trap 'fusermount3 -u "$work/mnt" 2> /dev/null || true; fusermount3 -u "$work/pmnt" 2> /dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/ws" "$work/mnt"
 "$rwfs" mount "$work/ws" "$work/mnt" --daemon --durability "$mode" > /dev/null 2>&1
 count "rwfs ($mode)" "$(pgrep -f "mount $work/ws" | head -1)" "$work/mnt"
+rwfs_ms=${last_ms:-}
 "$rwfs" unmount "$work/mnt" > /dev/null 2>&1
 if [ -n "$peer" ]; then
     mkdir -p "$work/src" "$work/pmnt"
@@ -84,4 +108,7 @@ if [ -n "$peer" ]; then
     for _ in $(seq 100); do mountpoint -q "$work/pmnt" && break; sleep 0.1; done
     count "passthrough_hp" "$ppid" "$work/pmnt"
     fusermount3 -u "$work/pmnt"; wait $ppid 2> /dev/null || true
+    if [ -n "$cpu" ]; then
+        awk -v a="$rwfs_ms" -v b="$last_ms" 'BEGIN { printf "rwfs / passthrough_hp     daemon CPU %.2fx\n", a / b }'
+    fi
 fi
