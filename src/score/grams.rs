@@ -42,6 +42,13 @@ fn bit_of(f: u32) -> u32 {
     (f >> 24) & 31
 }
 
+/// Bit `j` of `lanes` (8 bits) moved to bit `4j`.
+fn spread(lanes: u32) -> u32 {
+    let x = (lanes | lanes << 12) & 0x000f_000f;
+    let x = (x | x << 6) & 0x0303_0303;
+    (x | x << 3) & 0x1111_1111
+}
+
 /// Every anchor, by a bitmap of their folded prefixes.
 pub struct Grams {
     /// Word [`word_of`], bit [`bit_of`]: some anchor may start with those bytes.
@@ -105,9 +112,10 @@ impl Grams {
         for at in done..hay.len() {
             self.at(hay, at, &mut hits);
         }
-        // Found by start: put in order of end, then start (each anchor is reported once per
-        // start, so no two hits are equal in both).
-        hits.sort_unstable_by_key(|h| (h.start + self.words[h.anchor].len(), h.start));
+        // Found in order of start: put in order of end, then start (each anchor is reported
+        // once per start, so no two hits are equal in both). Nearly sorted already: the stable
+        // sort takes the runs as they are (10 MB of `sk-` is one run).
+        hits.sort_by_key(|h| (h.start + self.words[h.anchor].len(), h.start));
         hits
     }
 
@@ -163,13 +171,11 @@ impl Grams {
                 let set = _mm256_srlv_epi32(words, _mm256_and_si256(_mm256_srli_epi32::<24>(folded), low5));
                 *out = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(set))) as u32;
             }
-            if sifted != [0; 4] {
-                for (o, mut lanes) in sifted.into_iter().enumerate() {
-                    while lanes != 0 {
-                        self.at(hay, p + o + 4 * lanes.trailing_zeros() as usize, hits);
-                        lanes &= lanes - 1;
-                    }
-                }
+            // Bit `4j + o` for lane `j` of load `o`: positions in order, so that hits come by start.
+            let mut set = sifted.iter().enumerate().fold(0, |all, (o, &lanes)| all | spread(lanes) << o);
+            while set != 0 {
+                self.at(hay, p + set.trailing_zeros() as usize, hits);
+                set &= set - 1;
             }
             p += STEP;
         }
@@ -180,6 +186,14 @@ impl Grams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_moves_each_lane_to_every_fourth_bit() {
+        for lanes in 0..256u32 {
+            let want = (0..8).fold(0, |m, j| m | (lanes >> j & 1) << (4 * j));
+            assert_eq!(spread(lanes), want);
+        }
+    }
 
     #[test]
     fn short_anchors_are_refused() {
