@@ -36,6 +36,8 @@
 //!   after a prefix of the journal: some acknowledged versions of the last window may be
 //!   missing, none is torn, none is out of order. (Recovery stops rolling forward at the first
 //!   mount row it cannot install.)
+//! - A staged version's draft keeps its id in the engine's draft table (state Staged,
+//!   `drafts.rs`) from its row until its install or its abandon, which end it there.
 //! - A path is in `views` from its row until its install is done; its token keeps the settle
 //!   watermark below its row until the install is durable, so recovery looks at it.
 //! - An install by exchange leaves the version it replaced under the staged name in drafts/: a
@@ -72,6 +74,8 @@ pub(crate) const MAX_STAGED: u64 = 1024;
 
 /// A version acknowledged at close, waiting for the group commit.
 pub(crate) struct Entry {
+    /// Its id in the draft table (state Staged, `drafts.rs`) until it is installed or abandoned.
+    draft: Option<super::DraftId>,
     pub(crate) target: Target,
     pub(crate) staged: Staged,
     /// The row's claim of what it replaces.
@@ -95,7 +99,7 @@ impl Entry {
         actor: Actor,
         charge: u64,
     ) -> Entry {
-        Entry { target, staged, prev, seq, token, actor, charge, since: Instant::now(), ticket: 0 }
+        Entry { draft: None, target, staged, prev, seq, token, actor, charge, since: Instant::now(), ticket: 0 }
     }
 
     /// Spend the reserve held for this version, to retry a step that failed for want of
@@ -213,9 +217,10 @@ impl Batch {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Register an acknowledged version (its row is written; the caller holds
+    /// Register an acknowledged version, draft `draft` (its row is written; the caller holds
     /// [`Batch::row_order`]).
-    pub(crate) fn push(&self, mut entry: Entry) {
+    pub(crate) fn push(&self, draft: super::DraftId, mut entry: Entry) {
+        entry.draft = Some(draft);
         let mut state = self.lock();
         entry.ticket = state.issued;
         state.issued += 1;
@@ -474,7 +479,8 @@ impl Core {
         // 5. Settle; the reserve held for the batch is owed no more.
         let mut owed = 0;
         for (entry, displaced, current) in installed {
-            let Entry { target, staged, token, charge, .. } = entry;
+            let Entry { draft, target, staged, token, charge, .. } = entry;
+            self.forget_staged(draft);
             owed += charge;
             if dir_failed.contains(target.parent.rel()) {
                 // Visible but maybe not durable: only the next start can tell.
@@ -527,12 +533,20 @@ impl Core {
                 tracing::error!(draft = name, error = %e, "the draft stays in drafts/ for the next start");
             }
         }
-        let Entry { target, token, charge, .. } = entry;
+        let Entry { draft, target, token, charge, .. } = entry;
+        self.forget_staged(draft);
         batch.unview(target.path.as_str(), name.as_deref());
         if journaled {
             self.tracker.end(token);
         }
         charge
+    }
+
+    /// A staged version is installed or abandoned: its draft is gone from the table.
+    fn forget_staged(&self, draft: Option<super::DraftId>) {
+        if let Some(draft) = draft {
+            self.draft_table.forget_staged(draft);
+        }
     }
 
     /// Install a staged version at `target` over whatever is there now (the caller holds the

@@ -256,9 +256,9 @@ impl Engine {
     pub fn commit_draft(&self, id: DraftId, path: &str, actor: &Actor, at: CommitAt) -> Result<Committed> {
         self.core
             .draft_table
-            .with(id, |slot| match self.core.commit_draft(slot, path, actor, at) {
+            .with(id, |slot| match self.core.commit_draft(id, slot, path, actor, at) {
                 Err(e) if slot.is_some() && self.core.make_room(&e, slot.as_ref().map_or(0, |d| d.len), actor) => {
-                    self.core.commit_draft(slot, path, actor, at)
+                    self.core.commit_draft(id, slot, path, actor, at)
                 }
                 other => other,
             })
@@ -668,7 +668,14 @@ impl Core {
     /// Commit the draft in `slot` (see [`Engine::commit_draft`]): the slot is emptied once
     /// the draft's bytes left `drafts/` (installed, quarantined, kept by a protection); every
     /// other failure leaves the draft in it.
-    fn commit_draft(&self, slot: &mut Option<Draft>, path: &str, actor: &Actor, at: CommitAt) -> Result<Committed> {
+    fn commit_draft(
+        &self,
+        id: DraftId,
+        slot: &mut Option<Draft>,
+        path: &str,
+        actor: &Actor,
+        at: CommitAt,
+    ) -> Result<Committed> {
         let draft = slot.as_mut().ok_or_else(|| Error::from(Reason::NotFound))?;
         let disk = self.disk();
         let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
@@ -762,7 +769,11 @@ impl Core {
             (Staged::adopt(file, dir.clone(), name.clone(), sha, len, Some(TARGET_XATTR)), name)
         };
         if let Some(batch) = self.batch.as_ref().filter(|_| staging) {
-            return self.stage_for_batch(batch, target, version, || adopt(slot).0);
+            return self.stage_for_batch(batch, target, version, || {
+                let (staged, _) = adopt(slot);
+                self.draft_table.stage(id);
+                (id, staged)
+            });
         }
         let (staged, name) = adopt(slot);
         self.land(&target, &staged, current.as_ref(), op, mode, actor).inspect_err(|_| {
@@ -830,7 +841,7 @@ impl Core {
         batch: &Batch,
         target: crate::durable::Target,
         version: Version<'_>,
-        adopt: impl FnOnce() -> Staged,
+        adopt: impl FnOnce() -> (DraftId, Staged),
     ) -> Result<Committed> {
         let Version { sha, bytes, prev, op, mode, actor } = version;
         // What its install will need is held before it is acknowledged (`reserve.rs`).
@@ -849,7 +860,8 @@ impl Core {
         };
         tracing::info!(path = %target.path, op = op.as_str(), seq = appended.seq, sha256 = %sha.short(12), bytes, pid = actor.pid, comm = actor.comm.as_deref(), "staged");
         let committed = Committed::version(&target.path, op, (sha, bytes), prev, appended, Vec::new());
-        batch.push(Entry::new(target, adopt(), prev, committed.seq, token, actor.clone(), charge));
+        let (id, staged) = adopt();
+        batch.push(id, Entry::new(target, staged, prev, committed.seq, token, actor.clone(), charge));
         drop(in_row_order);
         Ok(committed)
     }

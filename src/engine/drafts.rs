@@ -1,8 +1,12 @@
-//! The draft table: the drafts the engine holds, keyed by a [`DraftId`], in one of two states:
+//! The draft table: the drafts the engine holds, keyed by a [`DraftId`], each in one of three
+//! states:
 //!
 //! ```text
 //!   Live     a file being written through the mount ([`Draft`]): started by the mount, ended
 //!            by its commit, a refusal, a keep or a discard
+//!   Staged   `batch` mode: committed by a close, its row written, waiting in the batch's queue
+//!            (which owns its descriptor, `batch.rs`) for the group commit; ended by its install
+//!            or its abandon (an `abort` row)
 //!   Orphan   a draft left in drafts/ by a process that died, found at open and deferred
 //!            (too much to hash before the mount was ready): ended once recovery keeps it in
 //!            objects/ (`Engine::recover_deferred_drafts`)
@@ -10,33 +14,32 @@
 //!
 //! The mount keeps ids, plain `Copy` data; the bytes, the descriptor and what the gate judged
 //! of a draft stay here ([`Draft`], `draft.rs`), and never travel back up. Each engine call on a
-//! draft ([`Engine::write_draft`](super::Engine::write_draft), [`Engine::commit_draft`](super::Engine::commit_draft), …) runs with that draft's entry
+//! live draft ([`Engine::write_draft`](super::Engine::write_draft),
+//! [`Engine::commit_draft`](super::Engine::commit_draft), …) runs with that draft's entry
 //! locked, through [`DraftTable::with`], on its slot (`&mut Option<Draft>`): an operation that
 //! ends the draft (commits it, quarantines it, keeps it in `objects/`, discards it) empties
 //! the slot, and the id is gone from the table with it; any other outcome, an error included,
 //! leaves the draft where it was, in its slot, so the commit path returns errors with `?`.
 //!
 //! Invariants:
-//! - Who may touch a draft: only the engine, and only under its entry's lock; the mount calls
-//!   in with the id while it holds its own lock of the file, so one file's operations on its
-//!   draft never overlap. The table's own lock is held only to find or drop an entry, never
-//!   while a draft is worked on, and an entry's lock is never taken while a path lock or the
-//!   batch's lock is held by someone who waits for it.
+//! - Who may touch a draft: only the engine. A live draft only under its entry's lock (the
+//!   mount calls in with the id while it holds its own lock of the file, so one file's
+//!   operations on its draft never overlap); a staged one only through its batch entry, by
+//!   the close that staged it and then the committer, which alone ends it; an orphan only by
+//!   recovery (the mount never learns its id). The table's own lock is held only to find,
+//!   change or drop an entry, never while a draft is worked on; a commit takes path locks and
+//!   the batch's turn while it holds its entry's lock, so no engine code takes an entry's lock
+//!   while it holds a path lock or the batch's (the committer never touches a live draft).
 //! - What a failed commit leaves: the draft in its slot, in `drafts/`, with what the commit
 //!   learnt of it forgotten (its running digest, what was judged: the next commit reads and
 //!   judges it again), unless the failure came after its bytes left `drafts/` (quarantined,
-//!   kept by a protection, installed) — then the id is gone. [`Engine::has_draft`](super::Engine::has_draft) says which.
-//! - What a crash leaves: the table is memory only. Every draft it held is a file in `drafts/`
-//!   carrying its recovery note (`user.rwfs.target`), so the next open finds it as an orphan
-//!   and keeps it in `objects/` with a `recover` row (`recovery.rs`, `Core::recover_drafts`).
+//!   kept by a protection, installed) — then the id is gone.
+//!   [`Engine::has_draft`](super::Engine::has_draft) (live drafts only) says which.
+//! - What a crash leaves: the table is memory only; every draft it held is a file in `drafts/`.
+//!   The next open installs a staged one whose row is durable (recovery's roll-forward) and
+//!   keeps every other one in `objects/` with a `recover` row naming the file it was for (its
+//!   note, `user.rwfs.target`), now or, past the hashing budget, as an orphan here.
 //! - An id is never reused within an engine's life: a stale id finds nothing (`NotFound`).
-//!
-//! - Orphans are recovery's alone: the mount never learns their ids, and a live draft is never
-//!   an orphan (recovery keeps only the names it deferred at open, before any draft was live).
-//!
-//! Not here: versions staged in `batch` mode (the batch's queue holds them from their row to
-//! their install, `batch.rs`); the orphans recovery keeps at open within its budget (they are
-//! kept before the table serves anyone).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,6 +57,8 @@ pub struct DraftId(u64);
 enum Held {
     /// Locked while the engine works on it; empty once it ended (then dropped from the table).
     Live(Arc<Mutex<Option<Draft>>>),
+    /// Its descriptor and name are its batch entry's.
+    Staged,
     /// Its name in `drafts/`.
     Orphan(String),
 }
@@ -87,7 +92,7 @@ impl DraftTable {
         let entries = self.lock();
         let orphans = entries.iter().filter_map(|(id, held)| match held {
             Held::Orphan(name) => Some((*id, name.clone())),
-            Held::Live(_) => None,
+            Held::Live(_) | Held::Staged => None,
         });
         orphans.collect()
     }
@@ -96,6 +101,21 @@ impl DraftTable {
     pub(crate) fn forget_orphan(&self, id: DraftId) {
         let mut entries = self.lock();
         if matches!(entries.get(&id), Some(Held::Orphan(_))) {
+            entries.remove(&id);
+        }
+    }
+
+    /// Live draft `id` (its slot emptied by the caller, who holds it) is staged.
+    pub(crate) fn stage(&self, id: DraftId) {
+        if let Some(held) = self.lock().get_mut(&id) {
+            *held = Held::Staged;
+        }
+    }
+
+    /// Staged draft `id` is installed or abandoned: it is no draft any more.
+    pub(crate) fn forget_staged(&self, id: DraftId) {
+        let mut entries = self.lock();
+        if matches!(entries.get(&id), Some(Held::Staged)) {
             entries.remove(&id);
         }
     }
@@ -118,7 +138,11 @@ impl DraftTable {
         }
         let result = f(&mut held);
         if held.is_none() {
-            self.lock().remove(&id);
+            // Ended, unless it went on to another state (staged).
+            let mut entries = self.lock();
+            if matches!(entries.get(&id), Some(Held::Live(live)) if Arc::ptr_eq(live, &slot)) {
+                entries.remove(&id);
+            }
         }
         result
     }
@@ -133,5 +157,27 @@ impl DraftTable {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<DraftId, Held>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphans_are_listed_until_kept_and_are_never_live() {
+        let table = DraftTable::default();
+        let a = table.insert_orphan("a".into());
+        let b = table.insert_orphan("b".into());
+        assert_ne!(a, b);
+        let mut listed = table.orphans();
+        listed.sort();
+        assert_eq!(listed, vec![(a, "a".to_string()), (b, "b".to_string())]);
+        assert!(!table.contains(a), "an orphan is no live draft");
+        assert!(table.with(a, |_| Ok(())).is_err(), "the mount's calls find no orphan");
+        table.forget_staged(a);
+        assert_eq!(table.orphans().len(), 2, "only the committer's forget ends a staged draft");
+        table.forget_orphan(a);
+        assert_eq!(table.orphans(), vec![(b, "b".to_string())]);
     }
 }
