@@ -17,16 +17,8 @@
 # /dev/fuse). Default directory: the cargo target directory, on the repository's disk. About
 # 1 minute after the build.
 set -euo pipefail
-self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-cd "$(dirname "$self")/../.."
-
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$self" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-    esac
-done
+. "$(dirname "$0")/lib.sh"
+bench_help "$@"
 
 agents=${RWFS_AGENTS:-${XDG_CACHE_HOME:-$HOME/.cache}/rwfs/agents}
 integration/agents/setup.sh "$agents" >&2

@@ -17,25 +17,13 @@
 # The blame's output is checked: every line has an origin, and the last version's lines name
 # the last row. --keep: keep the workspace (printed) afterwards.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 
 versions=1000
 lines=300
 rwfs=
 keep=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --versions) versions=$2; shift ;;
-        --lines) lines=$2; shift ;;
-        --rwfs) rwfs=$2; shift ;;
-        --keep) keep=1 ;;
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-        *) echo "blame.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
-    esac
-    shift
-done
+bench_options --versions:versions --lines:lines --rwfs:rwfs --keep:keep=1 -- "$@"
 
 if [ -z "$rwfs" ]; then
     cargo build --release --quiet

@@ -15,14 +15,8 @@
 # Builds rwfs and the benchmark with --release; the table goes to stdout. Targets for
 # `rwfs diff big.txt`: ≤ 100 ms and ≤ 50 MB peak RSS.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-    esac
-done
+. "$(dirname "$0")/lib.sh"
+bench_help "$@"
 cargo build --release --locked --quiet --bin rwfs
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 exec cargo bench --locked --quiet --bench diff -- --rwfs "$target/release/rwfs" "$@"

@@ -23,24 +23,12 @@
 # --dir DIR: where the workspace goes (default: the repository's target/history-bench);
 # --keep: keep it afterwards.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-repo=$PWD
+. "$(dirname "$0")/lib.sh"
 
 dir=
 keep=0
 gen=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --dir) dir=$2; shift ;;
-        --keep) keep=1 ;;
-        --rows|--paths|--files) gen+=("$1" "$2"); shift ;;
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-        *) echo "history.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
-    esac
-    shift
-done
+bench_options --dir:dir --keep:keep=1 --rows:@gen --paths:@gen --files:@gen -- "$@"
 
 cargo build --release --quiet
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')

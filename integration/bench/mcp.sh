@@ -24,16 +24,8 @@
 # with --release, runs the driver. The table goes to stdout, progress to stderr. About 2 minutes
 # after the build on a 2-core VM.
 set -euo pipefail
-self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-cd "$(dirname "$self")/../.."
-
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$self" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-    esac
-done
+. "$(dirname "$0")/lib.sh"
+bench_help "$@"
 
 clients=${RWFS_MCP_CLIENTS:-${XDG_CACHE_HOME:-$HOME/.cache}/rwfs/mcp-clients}
 integration/mcp/setup.sh "$clients" >&2

@@ -47,15 +47,8 @@
 # The table goes to stdout, progress to stderr. About 6 to 7 minutes after the build on a busy
 # 2-core VM (the build itself: 3 to 5 minutes from scratch).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-    esac
-done
+. "$(dirname "$0")/lib.sh"
+bench_help "$@"
 [ "$(id -u)" -eq 0 ] || { echo "mount.sh: run as root (rwfs mounts through /dev/fuse)" >&2; exit 1; }
 [ -e /dev/fuse ] || { echo "mount.sh: /dev/fuse is missing" >&2; exit 1; }
 for tool in cp git cargo; do

@@ -18,26 +18,13 @@
 # Prints each wall time, the native time and the ratio. The machine may be shared: the ratios
 # pair runs made back to back.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-repo=$PWD
+. "$(dirname "$0")/lib.sh"
 
 files=100000
 bytes=2048
 durability=close
 dir=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --files) files=$2; shift ;;
-        --bytes) bytes=$2; shift ;;
-        --durability) durability=$2; shift ;;
-        --dir) dir=$2; shift ;;
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-        *) echo "moves.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
-    esac
-    shift
-done
+bench_options --files:files --bytes:bytes --durability:durability --dir:dir -- "$@"
 
 cargo build --release --quiet
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')

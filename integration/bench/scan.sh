@@ -30,30 +30,14 @@
 # the table to stdout (progress goes to stderr). About 3 minutes with the defaults, most of it
 # detect-secrets (~0.2 MB/s).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-repo=$PWD
+. "$(dirname "$0")/lib.sh"
 
 tools=1
 time_limit=30
 against=
 rounds=3
 pass=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --no-tools) tools=0 ;;
-        --against) against=$2; shift ;;
-        --against=*) against=${1#*=} ;;
-        --rounds) rounds=$2; shift ;;
-        --rounds=*) rounds=${1#*=} ;;
-        --time-limit) time_limit=$2; shift ;;
-        --time-limit=*) time_limit=${1#*=} ;;
-        -h|--help)
-            sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-            exit 0 ;;
-        *) pass+=("$1") ;;
-    esac
-    shift
-done
+bench_options --no-tools:tools=0 --against:against --rounds:rounds --time-limit:time_limit '*:@pass' -- "$@"
 
 cpu=0
 command -v taskset >/dev/null || { echo "scan.sh: taskset (util-linux) is needed to pin to one core" >&2; exit 1; }

@@ -8,20 +8,11 @@
 # Writes the files to target/scan-set2/ (generated anew each run, never committed), prints the
 # table to stdout and the first --show wrong items (missed, false block) to stderr.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 seed=28
 per=6
 show=40
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --seed) seed=$2; shift ;;
-        --per-service) per=$2; shift ;;
-        --show) show=$2; shift ;;
-        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "scan_set2.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
-    esac
-    shift
-done
+bench_options --seed:seed --per-service:per --show:show -- "$@"
 cargo build --release --locked --quiet --bin rwfs
 bin=${CARGO_TARGET_DIR:-$PWD/target}/release/rwfs
 out=${CARGO_TARGET_DIR:-$PWD/target}/scan-set2

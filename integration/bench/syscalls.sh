@@ -21,21 +21,9 @@
 #   --dir DIR           where the workspaces are made (default /tmp; a fresh filesystem gives
 #                       figures free of other programs' deletions)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 rwfs=target/release/rwfs mode=close files=1000 peer=${RWFS_BENCH_PEER:-} workload=create cpu= dir=/tmp
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --rwfs) rwfs=$2; shift 2 ;;
-        --durability) mode=$2; shift 2 ;;
-        --files) files=$2; shift 2 ;;
-        --workload) workload=$2; shift 2 ;;
-        --peer) peer=$2; shift 2 ;;
-        --cpu) cpu=1; shift ;;
-        --dir) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) echo "syscalls.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
-    esac
-done
+bench_options --rwfs:rwfs --durability:mode --files:files --workload:workload --peer:peer --cpu:cpu=1 --dir:dir -- "$@"
 [ -n "$cpu" ] || command -v strace > /dev/null || { echo "syscalls.sh: needs strace (apt-get install strace)" >&2; exit 2; }
 [ -x "$rwfs" ] || cargo build --release --locked --bin rwfs
 
