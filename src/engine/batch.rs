@@ -63,6 +63,7 @@ use crate::sha::Sha256;
 
 use super::Core;
 use super::commit::Current;
+use super::entry::DraftId;
 use super::order::{Kind, Order, Turn};
 use super::room::is_full;
 use super::settle::Token;
@@ -75,7 +76,7 @@ pub(crate) const MAX_STAGED: u64 = 1024;
 /// A version acknowledged at close, waiting for the group commit.
 pub(crate) struct Entry {
     /// Its id in the draft table (state Staged, `drafts.rs`) until it is installed or abandoned.
-    draft: Option<super::DraftId>,
+    draft: Option<DraftId>,
     pub(crate) target: Target,
     pub(crate) staged: Staged,
     /// The row's claim of what it replaces.
@@ -219,7 +220,7 @@ impl Batch {
 
     /// Register an acknowledged version, draft `draft` (its row is written; the caller holds
     /// [`Batch::row_order`]).
-    pub(crate) fn push(&self, draft: super::DraftId, mut entry: Entry) {
+    pub(crate) fn push(&self, draft: DraftId, mut entry: Entry) {
         entry.draft = Some(draft);
         let mut state = self.lock();
         entry.ticket = state.issued;
@@ -543,7 +544,7 @@ impl Core {
     }
 
     /// A staged version is installed or abandoned: its draft is gone from the table.
-    fn forget_staged(&self, draft: Option<super::DraftId>) {
+    fn forget_staged(&self, draft: Option<DraftId>) {
         if let Some(draft) = draft {
             self.draft_table.forget_staged(draft);
         }

@@ -48,7 +48,7 @@ use crate::store::open_or_create;
 
 use super::batch::{Batch, Entry};
 use super::commit::version_row;
-use super::drafts::DraftId;
+use super::entry::DraftId;
 use super::gate::{Judgement, Quarantine, Refusal, SCAN_MAX, next_window};
 use super::{Committed, Core, Engine};
 

@@ -48,10 +48,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::error::{Reason, Result};
 
 use super::draft::Draft;
-
-/// A draft in the engine's table (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DraftId(u64);
+use super::entry::DraftId;
 
 /// A draft in the table, in its state.
 enum Held {

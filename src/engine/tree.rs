@@ -25,14 +25,8 @@ use crate::journal::{Actor, Change, Op};
 use crate::policy::Operation;
 use crate::sha::Sha256;
 
+use super::entry::{DraftId, Entry};
 use super::{Core, Engine};
-
-/// What a mount call acts on: a path of the tree, or the draft of a file being written.
-#[derive(Debug, Clone, Copy)]
-pub enum Entry<'a> {
-    Path(&'a str),
-    Draft(super::DraftId),
-}
 
 /// How a rename treats an existing destination (`renameat2` flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +61,7 @@ impl Engine {
     }
 
     /// The attributes of a draft's file.
-    pub fn stat_draft(&self, id: super::DraftId) -> Result<Stat> {
+    pub fn stat_draft(&self, id: DraftId) -> Result<Stat> {
         self.core.draft_table.with_draft(id, |draft| self.core.disk().file_stat(draft.file()).step("stat draft"))
     }
 
