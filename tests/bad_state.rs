@@ -402,7 +402,7 @@ fn a_lock_file_or_journal_that_is_a_directory_is_a_typed_error() {
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         let before = listing(ws.path());
-        let err = assert_reason(Engine::open(ws.path(), &Options::default()), code);
+        let err = assert_reason(Engine::open(ws.path(), &Default::default()), code);
         assert_eq!(err.kind().as_str(), "policy_violation");
         assert_eq!(listing(ws.path()), before, "{name}");
     }
@@ -445,7 +445,7 @@ fn a_journal_symlinked_outside_is_not_followed() {
     let ws = parent.path().join("ws");
     std::fs::create_dir_all(ws.join(".resilient_write")).unwrap();
     std::os::unix::fs::symlink(&outside, ws.join(JOURNAL)).unwrap();
-    let err = assert_reason(Engine::open(&ws, &Options::default()), "too_many_symlinks");
+    let err = assert_reason(Engine::open(&ws, &Default::default()), "too_many_symlinks");
     assert_eq!(err.kind().as_str(), "policy_violation");
     let err =
         assert_reason(Workspace::open(&ws, &Options::default()).unwrap().read_journal(|_| {}), "too_many_symlinks");
@@ -492,7 +492,7 @@ fn a_state_dir_that_is_a_file_or_a_symlink_is_refused_and_nothing_is_created() {
         std::fs::write(ws.join("kept.txt"), b"kept").unwrap();
         setup(&ws);
         let before = (listing(parent.path()), listing(&ws));
-        let err = assert_reason(Engine::open(&ws, &Options::default()), "not_a_directory");
+        let err = assert_reason(Engine::open(&ws, &Default::default()), "not_a_directory");
         assert_eq!(err.kind().as_str(), "policy_violation", "{what}");
         assert_eq!(err.path(), Some(".resilient_write"), "{what}: {err}");
         assert_reason(Workspace::open(&ws, &Options::default()).map(|_| ()), "not_a_directory");
@@ -522,7 +522,7 @@ fn a_read_only_tmpfs_refuses_to_open_with_a_typed_error_and_reads_still_work() {
     remount(fs.path(), "remount,ro").unwrap();
     let tree = listing(ws.path());
 
-    let err = assert_reason(Engine::open(ws.path(), &Options::default()), "read_only_filesystem");
+    let err = assert_reason(Engine::open(ws.path(), &Default::default()), "read_only_filesystem");
     assert_eq!(err.kind().as_str(), "policy_violation");
     assert_eq!(err.raw_os_error(), Some(nix::libc::EROFS));
     println!("read-only tmpfs: Engine::open -> {}/{} at step {:?}: {err}", err.kind(), err.reason().code(), err.step());
@@ -622,7 +622,7 @@ fn a_filesystem_turning_read_only_under_the_engine_refuses_writes_typed_and_keep
             println!("close: {}/{} at {:?}", e.kind(), e.reason().code(), e.step());
         }
     }
-    let err = assert_reason(Engine::open(ws.path(), &Options::default()), "read_only_filesystem");
+    let err = assert_reason(Engine::open(ws.path(), &Default::default()), "read_only_filesystem");
     println!("reopen: {}/{} at {:?}", err.kind(), err.reason().code(), err.step());
     assert_eq!(listing(ws.path()), tree);
 }

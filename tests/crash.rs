@@ -230,7 +230,7 @@ fn check(
     intents: &[Intent],
     initial: &HashMap<String, Effect>,
 ) -> Result<(), String> {
-    let engine = Engine::open(root, &Options::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
+    let engine = Engine::open(root, &Default::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
     engine.close().map_err(|e| format!("close failed: {e}"))?;
 
     let started = |id: usize| events[..state.prefix].iter().any(|e| matches!(e, Event::Intent { id: i } if *i == id));
@@ -749,7 +749,7 @@ fn racing_scenario(batch: bool) -> (Ws, Image, Files, Arc<Hooked<Recorder>>) {
 /// last acknowledged change, or of a change started after it; every version acknowledged is in
 /// the tree or in `objects/`; and `verify` finds the tree as journaled.
 fn check_no_loss(root: &Path, before: &[Event], ops: &[Acked]) -> Result<(), String> {
-    let engine = Engine::open(root, &Options::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
+    let engine = Engine::open(root, &Default::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
     engine.close().map_err(|e| format!("close failed: {e}"))?;
     let position = |event: &dyn Fn(&Event) -> bool| before.iter().position(event);
     let acked_at = |id: usize| position(&|e| matches!(e, Event::Ack { id: i } if *i == id));
@@ -948,7 +948,7 @@ fn check_prefix(
     initial: &[(String, Vec<u8>)],
     ops: &[Acked],
 ) -> Result<usize, String> {
-    let engine = Engine::open(root, &Options::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
+    let engine = Engine::open(root, &Default::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
     engine.close().map_err(|e| format!("close failed: {e}"))?;
     let before = &events[..*prefix];
     let started = |id: usize| before.iter().any(|e| matches!(e, Event::Intent { id: i } if *i == id));

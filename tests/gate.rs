@@ -1,8 +1,8 @@
 //! The gate: content the policy blocks never reaches the tree, is quarantined, journaled and
 //! explained, and identical retries spend the retry budget.
 
+use rwfs::engine::Options;
 use rwfs::engine::{Engine, WriteMode};
-use rwfs::history::Options;
 use rwfs::journal::Op;
 use rwfs::{ErrorKind, Reason};
 use serde_json::Value;

@@ -204,7 +204,7 @@ impl Fixture {
         std::fs::create_dir(&ws).unwrap();
         make_sentinel(&sentinel);
 
-        let engine = Engine::open(&ws, &Options::default()).expect("open engine");
+        let engine = Engine::open(&ws, &Default::default()).expect("open engine");
         write(&engine, "file", b"file v1", WriteMode::Create).unwrap();
         write(&engine, "file", b"file v2", WriteMode::Overwrite).unwrap();
         write(&engine, "dir/inner.txt", b"inner", WriteMode::Create).unwrap();
@@ -622,7 +622,7 @@ impl RaceFixture {
         std::fs::create_dir(&ws).unwrap();
         make_sentinel(&sentinel);
         // Seed through a plain engine so the files have rows.
-        let engine = Engine::open(&ws, &Options::default()).unwrap();
+        let engine = Engine::open(&ws, &Default::default()).unwrap();
         write(&engine, "sub/target", b"old target", WriteMode::Create).unwrap();
         write(&engine, "a/b/target", b"old deep target", WriteMode::Create).unwrap();
         engine.close().unwrap();
@@ -644,7 +644,7 @@ impl RaceFixture {
     }
 
     fn engine(&self, disk: Arc<Hooked<SwapDisk>>) -> Engine {
-        Engine::open(&self.ws, &Options { disk: Some(disk), ..Options::default() }).expect("open engine")
+        Engine::open(&self.ws, &Options { disk: Some(disk), ..Options::default() }.into()).expect("open engine")
     }
 
     fn read(&self, rel: &str) -> Option<Vec<u8>> {
@@ -834,7 +834,7 @@ fn a_symlink_swapped_onto_the_final_name_is_not_written_through() {
     let history = engine.workspace().history("sub/target").unwrap();
     assert_eq!(history.current, Some(sha(b"new target")));
     drop(engine);
-    Engine::open(&fx.ws, &Options::default()).unwrap().close().unwrap();
+    Engine::open(&fx.ws, &Default::default()).unwrap().close().unwrap();
     assert_eq!(diff(&before, &fx.sentinel_snapshot()), Vec::<String>::new());
     assert_objects_sound(&fx.ws);
 }

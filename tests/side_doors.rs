@@ -208,7 +208,7 @@ fn many_files(root: &Path, dir: &str, n: usize) {
 fn a_tree_past_the_bound_is_refused_with_exdev_and_mv_copies_it_through_the_gate() {
     // On the engine: one file past the bound of files judged in place.
     let ws = Ws::new();
-    let engine = Engine::open(ws.path(), &rwfs::history::Options::default()).unwrap();
+    let engine = Engine::open(ws.path(), &rwfs::engine::Options::default()).unwrap();
     many_files(ws.path(), "node_modules/big", rwfs::engine::MOVE_MAX_FILES + 1);
     std::fs::create_dir(ws.abs("src")).unwrap();
     let err = engine.rename("node_modules/big", "src/big", RenameHow::NoReplace, &actor()).unwrap_err();
@@ -240,7 +240,7 @@ fn a_tree_past_the_bound_is_refused_with_exdev_and_mv_copies_it_through_the_gate
 #[test]
 fn what_was_judged_alike_is_not_read_again_and_what_was_not_is() {
     let ws = Ws::new();
-    let engine = Engine::open(ws.path(), &rwfs::history::Options::default()).unwrap();
+    let engine = Engine::open(ws.path(), &rwfs::engine::Options::default()).unwrap();
     for i in 0..20 {
         crate::support::write(&engine, &format!("src/a/m{i}.py"), b"X = 1\n", rwfs::engine::WriteMode::Create).unwrap();
     }

@@ -7,7 +7,7 @@ use std::os::unix::io::IntoRawFd;
 
 use rwfs::durable::{FileId, OsDisk, content_digest};
 use rwfs::engine::Engine;
-use rwfs::history::Options;
+use rwfs::engine::Options;
 use rwfs::journal::Op;
 
 use crate::support::Ws;

@@ -13,8 +13,9 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 
 use nix::libc;
+use rwfs::engine::Options as EngineOptions;
 use rwfs::engine::{Engine, WriteMode};
-use rwfs::history::{Options as EngineOptions, RestoreTo};
+use rwfs::history::RestoreTo;
 use rwfs::journal::{Actor, Op, Via};
 use rwfs::policy::Durability;
 use rwfs::vfs::{Attr, Caller, Kernel, Options, ROOT, SetAttr, Vfs};
@@ -891,7 +892,13 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
     // sync) would let succeed.
     let fresh = || {
         let disk = Arc::new(crate::support::hooked::Hooked(FailNextSync::default()));
-        let fx = Fx::with(Ws::new(), EngineOptions { disk: Some(disk.clone()), ..EngineOptions::default() });
+        let fx = Fx::with(
+            Ws::new(),
+            EngineOptions {
+                workspace: rwfs::history::Options { disk: Some(disk.clone()), ..Default::default() },
+                ..EngineOptions::default()
+            },
+        );
         fx.put("old.txt", b"v1\n", &process(310)).unwrap();
         (disk, fx)
     };
@@ -979,7 +986,11 @@ fn syncs_of_one_fsync(durability: Durability) -> (usize, usize, bool) {
     let counts = CountSyncs::default();
     let (fs_syncs, file_syncs) = (counts.fs.clone(), counts.files.clone());
     let disk = Arc::new(crate::support::hooked::Hooked(counts));
-    let options = EngineOptions { durability: Some(durability), disk: Some(disk), ..EngineOptions::default() };
+    let options = EngineOptions {
+        durability: Some(durability),
+        workspace: rwfs::history::Options { disk: Some(disk), ..Default::default() },
+        ..EngineOptions::default()
+    };
     let fx = Fx::with(ws, options);
     let p = process(340);
     let fh = fx.open("save.txt.tmp", WRONLY, &p).unwrap();
@@ -1040,7 +1051,11 @@ fn batch_mode_a_failed_filesystem_sync_is_charged_only_to_the_files_that_fail_th
     std::fs::create_dir_all(ws.path().join(".resilient_write")).unwrap();
     std::fs::write(ws.path().join(".resilient_write/policy.yaml"), "batch_window_ms: 10000\n").unwrap();
     let disk = Arc::new(crate::support::hooked::Hooked(FailSyncFs { bad: b"bad\n" }));
-    let options = EngineOptions { durability: Some(Durability::Batch), disk: Some(disk), ..EngineOptions::default() };
+    let options = EngineOptions {
+        durability: Some(Durability::Batch),
+        workspace: rwfs::history::Options { disk: Some(disk), ..Default::default() },
+        ..EngineOptions::default()
+    };
     let fx = Fx::with(ws, options);
     let p = process(320);
     fx.put("good.txt", b"good\n", &p).unwrap();
@@ -1089,8 +1104,11 @@ fn a_write_that_failed_halfway_is_the_errno_of_close_and_never_reaches_the_tree(
     for (path, before, flags, offset) in cases {
         for durability in [Durability::Close, Durability::Batch] {
             let disk = Arc::new(crate::support::hooked::Hooked(FailNextWriteHalfway::default()));
-            let options =
-                EngineOptions { disk: Some(disk.clone()), durability: Some(durability), ..EngineOptions::default() };
+            let options = EngineOptions {
+                workspace: rwfs::history::Options { disk: Some(disk.clone()), ..Default::default() },
+                durability: Some(durability),
+                ..EngineOptions::default()
+            };
             let fx = Fx::with(Ws::new(), options);
             if let Some(bytes) = before {
                 fx.put(path, bytes, &p).unwrap();

@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 mod stats;
 
 use clap::{Parser, ValueEnum};
+use rwfs::engine::Options;
 use rwfs::engine::{Engine, WriteMode, WriteRequest};
-use rwfs::history::Options;
 use rwfs::journal::{Actor, Via};
 use stats::{describe_fs, median, percentile, spread_subdirectories};
 

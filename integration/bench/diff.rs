@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 mod stats;
 
 use clap::Parser;
+use rwfs::engine::Options;
 use rwfs::engine::{Engine, WriteMode, WriteRequest};
-use rwfs::history::Options;
 use rwfs::history::lines::{self, LineDiff};
 use rwfs::journal::{Actor, Via};
 use stats::median;

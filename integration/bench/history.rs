@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use rwfs::durable::{Disk, OsDisk, STATE_DIR};
+use rwfs::engine::Options;
 use rwfs::engine::{Engine, WriteMode, WriteRequest};
-use rwfs::history::Options;
 use rwfs::journal::{Actor, Change, Op, Via};
 use rwfs::sha::Sha256;
 

@@ -27,9 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::control::{self, Daemon};
 use crate::engine::Engine;
+use crate::engine::Options;
 use crate::error::{Error, IoContext, Result};
 use crate::fuse::{Mount, MountOptions};
-use crate::history::Options;
 use crate::mcp;
 use crate::tools::Tools;
 

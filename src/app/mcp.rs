@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use super::control::{self, Daemon};
 use crate::durable::STATE_DIR;
 use crate::engine::Engine;
+use crate::engine::Options;
 use crate::error::Result;
-use crate::history::Options;
 use crate::mcp::{self, Peer};
 use crate::tools::Tools;
 

@@ -12,8 +12,9 @@ use super::reach::{actor, short, with_engine};
 use super::{ApprovalsArgs, ApproveArgs, DenyArgs, Exit};
 use super::{Escaped, errln, outln};
 use crate::app::control::{Request, decided_json};
+use crate::engine::Options;
 use crate::error::Result;
-use crate::history::{ApprovalState, Options, Workspace};
+use crate::history::{ApprovalState, Workspace};
 
 /// `rwfs approvals`.
 pub fn list(ws: &Workspace, args: &ApprovalsArgs) -> Result<Exit> {

@@ -10,9 +10,10 @@ use serde_json::json;
 use super::reach::{actor, existing, parse_time, short, with_engine};
 use super::{BlameArgs, DiffArgs, Escaped, Exit, RewindArgs, UiArgs, errln, outln};
 use crate::app::control::{self, Request, rewound_json, unix_ns};
+use crate::engine::Options;
 use crate::engine::Rewind;
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::history::{Options, Rev, Workspace};
+use crate::history::{Rev, Workspace};
 use crate::journal::query::{self, Selection};
 
 /// `rwfs blame PATH`: `SEQ  TIME  SESSION  PROCESS  N| line`, one row per line.
@@ -168,7 +169,7 @@ fn turn(root: &Path, options: &Options, spec: &str) -> Result<Selection> {
     let answer = if control::answers(root) {
         control::call(root, Request::Turn { spec: spec.to_string() }, &[])?
     } else {
-        control::turn_json(&Workspace::open(root, options)?, spec)?
+        control::turn_json(&Workspace::open(root, &options.workspace)?, spec)?
     };
     let (Some(session), Some(after_seq)) = (answer["session"].as_str(), answer["after_seq"].as_u64()) else {
         return Err(Error::from(Reason::NotFound).at(format!(
@@ -224,8 +225,8 @@ pub fn ui(root: &Path, options: &Options, args: UiArgs) -> Result<Exit> {
         errln!("(served until the workspace is unmounted; the token in the URL is the key to the page)");
         return Ok(Exit::Ok);
     }
-    let ws = Workspace::open(root, options)?;
-    let feed_ws = Workspace::open(root, options)?;
+    let ws = Workspace::open(root, &options.workspace)?;
+    let feed_ws = Workspace::open(root, &options.workspace)?;
     let shown = ws.path().display().to_string();
     let token = crate::http::new_token()?;
     let listener = std::net::TcpListener::bind(args.addr)

@@ -9,8 +9,8 @@ use super::errln;
 use super::{Exit, MountArgs, UnmountArgs};
 use crate::app::control::{self, Request};
 use crate::app::daemon::{self, MountRequest};
+use crate::engine::Options;
 use crate::error::{Error, Reason, Result};
-use crate::history::Options;
 
 /// The filesystem type rwfs mounts show in `/proc/self/mountinfo`.
 const FS_TYPE: &str = "fuse.rwfs";

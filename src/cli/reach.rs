@@ -8,8 +8,9 @@ use std::time::SystemTime;
 
 use crate::app::control::{self, Request};
 use crate::engine::Engine;
+use crate::engine::Options;
 use crate::error::{Reason, Result};
-use crate::history::{Options, Workspace};
+use crate::history::Workspace;
 use crate::journal::{Actor, Via};
 use crate::sha::Sha256;
 
@@ -17,7 +18,7 @@ const CALLER: &str = "rwfs-cli";
 
 /// The workspace at `root`, opened for reading; an error naming it when rwfs never wrote there.
 pub(super) fn existing(root: &Path, options: &Options) -> Result<Workspace> {
-    let ws = Workspace::open(root, options)?;
+    let ws = Workspace::open(root, &options.workspace)?;
     if !ws.is_initialized() {
         return Err(crate::error::Error::from(Reason::NotAWorkspace).at(ws.path().display().to_string()));
     }

@@ -12,9 +12,9 @@ use super::read::{log_tail, print_row};
 use super::{Cli, Command, Escaped, Exit, GcArgs, LogArgs, RestoreArgs, RmArgs, WriteArgs};
 use super::{errln, outln};
 use crate::app::control::{self, Request, committed_json};
-use crate::engine::{Expect, Restored, WriteMode, WriteRequest};
+use crate::engine::{Expect, Options, Restored, WriteMode, WriteRequest};
 use crate::error::{IoContext, Reason, Result};
-use crate::history::{Options, RestoreTo, Workspace, verify};
+use crate::history::{RestoreTo, Workspace, verify};
 use crate::journal::Row;
 
 /// Run `cli`; errors are returned for `main` to print (on stderr). With `--json` a failure's
@@ -67,8 +67,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         }
     };
     let options = Options {
-        allow_unsafe_root: cli.allow_unsafe_root,
-        disk: None,
+        workspace: crate::history::Options { allow_unsafe_root: cli.allow_unsafe_root, disk: None },
         policy_file: std::env::var_os("RW_POLICY_FILE").filter(|f| !f.is_empty()).map(std::path::PathBuf::from),
         pass_through: Vec::new(),
         durability: None,
@@ -135,7 +134,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         }
         Command::Hooks(args) => super::hook::hooks(&root, &args).map(|()| Exit::Ok),
         Command::AgentRules(args) => {
-            let policy = Workspace::open(&root, &options)
+            let policy = Workspace::open(&root, &options.workspace)
                 .and_then(|ws| ws.policy(options.policy_file.as_deref()))
                 .or_else(|_| crate::policy::Policy::parse(""))?;
             super::emit(format_args!("{}", agent_rules(&args, &policy)));

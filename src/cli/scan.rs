@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 
 use super::{Escaped, Exit, ScanArgs};
 use super::{errln, outln};
+use crate::engine::Options;
 use crate::error::{IoContext, Reason, Result};
-use crate::history::{Options, Workspace};
+use crate::history::Workspace;
 use crate::policy::{Action, Decision, Policy};
 use crate::score::{Report, Scanner};
 
@@ -83,7 +84,7 @@ fn check(scanner: &Scanner, policy: &Policy, display: String, policy_path: &str,
 
 /// The workspace's policy; an unsafe root (running from `/`) only means "no workspace policy".
 fn load_policy(root: &Path, options: &Options, file: Option<&Path>) -> Result<Policy> {
-    match Workspace::open(root, options) {
+    match Workspace::open(root, &options.workspace) {
         Ok(ws) => ws.policy(file),
         Err(e) if *e.reason() == Reason::UnsafeRoot => match file {
             Some(path) if path.is_absolute() => {

@@ -3,7 +3,7 @@
 //! (docs/architecture.md, Invariants).
 //!
 //! The classes come from the policy's `pass_through` globs and the extra globs of
-//! [`Options::pass_through`](crate::history::Options::pass_through) (the mount's `--pass-through`), put
+//! [`Options::pass_through`](super::Options::pass_through) (the mount's `--pass-through`), put
 //! into one glob set when the engine opens, and from the state directory's table
 //! ([`crate::durable::layout`]). The state directory comes first: no glob makes a path inside
 //! it writable.
@@ -100,7 +100,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::durable::STATE_DIR;
-    use crate::history::Options;
+    use crate::engine::Options;
 
     #[test]
     fn every_path_has_one_class() {

@@ -67,8 +67,8 @@ pub(crate) struct Gate {
     committed: std::sync::OnceLock<ReadCommitted>,
     /// Which agent was told of which refusal of a write through the mount (`told.rs`).
     pub(crate) told: super::told::Told,
-    /// A writer's command line, from the front end ([`crate::history::Options::command_line`]).
-    command_line: Option<crate::history::CommandLine>,
+    /// A writer's command line, from the front end ([`Options::command_line`](super::Options::command_line)).
+    command_line: Option<super::CommandLine>,
 }
 
 /// Reads the committed version of a workspace path.
@@ -160,7 +160,7 @@ impl Gate {
     }
 
     /// The gate, asking `command_line` for a writer's command line when a name needs it.
-    pub(crate) fn with_command_line(self, command_line: Option<crate::history::CommandLine>) -> Gate {
+    pub(crate) fn with_command_line(self, command_line: Option<super::CommandLine>) -> Gate {
         Gate { command_line, ..self }
     }
 

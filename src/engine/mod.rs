@@ -38,6 +38,7 @@ mod gate;
 mod inherit;
 mod locks;
 mod merge;
+mod options;
 mod order;
 mod protect;
 mod read_guard;
@@ -65,7 +66,7 @@ use crossbeam_channel::Sender;
 use crate::durable::resolve::lookup;
 use crate::durable::{Displaced, STATE_DIR, Scope, WorkspacePath};
 use crate::error::{Error, IoContext, Reason, Result};
-use crate::history::{LOCK_FILE, Options, RestoreTo, Workspace, open_root, pick_version};
+use crate::history::{LOCK_FILE, RestoreTo, Workspace, open_root, pick_version};
 use crate::journal::{self, Actor, Journal};
 use crate::policy::Durability;
 use crate::sha::Sha256;
@@ -80,6 +81,7 @@ pub use encrypt::Encrypted;
 pub use entry::{DraftId, Entry};
 pub use events::{Changed, Subscriber};
 pub use inherit::ACL_ACCESS;
+pub use options::{CommandLine, Options};
 pub use read_guard::{MAX_REDACTED_BYTES, READ_REAL_ENV, ReadView};
 pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
 pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
@@ -160,7 +162,7 @@ pub enum Restored {
 impl Engine {
     /// Open and own the workspace at `path`.
     pub fn open(path: &Path, options: &Options) -> Result<Engine> {
-        let (disk, path, root) = open_root(path, options)?;
+        let (disk, path, root) = open_root(path, &options.workspace)?;
         // Where this user may not write the state directory or its lock, say which, in full.
         let in_full = |e: Error, what: String| match e.reason() {
             Reason::PermissionDenied | Reason::ReadOnlyFilesystem => e.at(what).within(&path),
@@ -186,8 +188,8 @@ impl Engine {
             rewinds.observe(&entry.row);
         })?;
         // Spares only on the real disk: hooked test disks see exactly a commit's calls.
-        let spares = if options.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
-        let reserve = if options.disk.is_none() { Reserve::open(&*disk, &state) } else { Reserve::off() };
+        let spares = if options.workspace.disk.is_none() { Spares::start(disk.clone()) } else { Spares::off() };
+        let reserve = if options.workspace.disk.is_none() { Reserve::open(&*disk, &state) } else { Reserve::off() };
         let ws = Workspace::from_parts(disk, path, root, state);
         let gate =
             Gate::new(ws.policy(options.policy_file.as_deref())?).with_command_line(options.command_line.clone());

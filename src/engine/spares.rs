@@ -17,7 +17,7 @@
 //! - Nothing is durable about a spare (an unlinked inode, freed by a crash or by dropping it),
 //!   so the commit protocol and its crash guarantees are unchanged.
 //! - At most [`MAX_DIRS`] spares, each dropped after [`MAX_AGE`] unused. Only engines on the
-//!   real disk have spares ([`Options::disk`](crate::history::Options) unset): the fault and crash tests'
+//!   real disk have spares ([`Options::disk`](crate::history::Options::disk) unset): the fault and crash tests'
 //!   hooked disks see exactly the calls a commit makes.
 
 use std::collections::HashMap;

@@ -32,6 +32,4 @@ pub use read::{Opened, RestoreTo, pick_version};
 pub(crate) use verify::found_at;
 pub use verify::{Drift, Found, Report, verify};
 pub(crate) use workspace::open_root;
-pub use workspace::{
-    Availability, CommandLine, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root,
-};
+pub use workspace::{Availability, History, Options, POLICY_FILE, Status, Version, Workspace, is_unsafe_root};

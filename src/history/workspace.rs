@@ -24,30 +24,15 @@ pub const POLICY_FILE: &str = crate::durable::layout::POLICY;
 
 const UNSAFE_ROOTS: &[&str] = &["/", "/bin", "/sbin", "/usr", "/etc", "/var", "/tmp", "/proc", "/sys", "/dev", "/boot"];
 
-/// How to open a workspace.
+/// How to open a workspace: what the read side reads (the engine's own options, which only a
+/// writer needs, are `engine::Options`, which holds these).
 #[derive(Clone, Default)]
 pub struct Options {
     /// Accept a system directory or the home directory as root.
     pub allow_unsafe_root: bool,
     /// The I/O seam; [`OsDisk`] when `None`.
     pub disk: Option<Arc<dyn Disk>>,
-    /// The policy file (`RW_POLICY_FILE`); else `.resilient_write/policy.yaml`, else defaults.
-    pub policy_file: Option<PathBuf>,
-    /// Globs of paths written in place besides the policy's `pass_through` (the mount's
-    /// `--pass-through`; see `Engine::class`).
-    pub pass_through: Vec<String>,
-    /// The mount's durability mode; the policy's `durability` when `None`. Only the mount's
-    /// closes are ever acknowledged before they are durable: every other write stays `close`.
-    pub durability: Option<crate::policy::Durability>,
-    /// A writer's command line by pid, handed in by the front end whose writers are processes
-    /// (the mount: `crate::process::args`). A new temporary file whose name does not say which
-    /// file it copies (sed's `sedXXXXXX`) is judged as the one file of its directory the
-    /// command line names; with `None` such a file is judged as itself.
-    pub command_line: Option<CommandLine>,
 }
-
-/// Gives the command line of a process (its arguments), or `None` when it is gone.
-pub type CommandLine = Arc<dyn Fn(u32) -> Option<Vec<String>> + Send + Sync>;
 
 impl Options {
     pub(crate) fn disk(&self) -> Arc<dyn Disk> {

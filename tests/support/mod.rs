@@ -41,11 +41,11 @@ impl Ws {
     }
 
     pub fn open(&self) -> Engine {
-        Engine::open(self.path(), &Options::default()).expect("open engine")
+        Engine::open(self.path(), &Default::default()).expect("open engine")
     }
 
     pub fn open_with(&self, disk: Arc<dyn Disk>) -> rwfs::Result<Engine> {
-        Engine::open(self.path(), &Options { disk: Some(disk), ..Options::default() })
+        Engine::open(self.path(), &Options { disk: Some(disk), ..Options::default() }.into())
     }
 
     pub fn workspace(&self) -> Workspace {
