@@ -14,7 +14,8 @@
 //! - the files of `engine`, `journal`, `cli` and `history` import each other in no circle (a
 //!   file's `super::file` or `super::Item`, the item found through the module's `mod.rs`);
 //! - no Rust file of the repository (`src/`, `tests/`, `integration/`, `examples/`) lacks its
-//!   opening `//!` paragraph.
+//!   opening `//!` paragraph, and no comment of one cites a text outside the repository (the
+//!   design document's sections, a notes file): what the code relies on is in `docs/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -369,6 +370,45 @@ fn every_rust_file_opens_with_a_doc_paragraph() {
     assert!(!opens_with_doc("use std::io;\n//! Too late.\n"));
     assert!(!opens_with_doc("// A plain comment.\n"));
     assert!(!opens_with_doc("//!\n"));
+}
+
+#[test]
+fn no_comment_cites_a_text_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cited = Vec::new();
+    for dir in ["src", "tests", "integration", "examples"] {
+        for file in rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if cites_outside(line) {
+                    cited.push(format!("{}:{}: {}", file.strip_prefix(root).unwrap().display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        cited.is_empty(),
+        "comments citing a text outside the repository (cite docs/ instead):\n{}",
+        cited.join("\n")
+    );
+    assert!(cites_outside("    // as DESIGN \u{a7}3 says"));
+    assert!(cites_outside("//! laid out as the reference does (`notes/reference.md` \u{a7}6)"));
+    assert!(!cites_outside("    // docs/architecture.md, guarantee 5"));
+    assert!(!cites_outside(r#"    m.write("notes/a.md", b"x"); // a file named like a note"#));
+}
+
+/// Does the comment of `line` (its text after `//`, string literals aside) cite the design
+/// document's sections or a notes file?
+fn cites_outside(line: &str) -> bool {
+    let code = strip_strings(line);
+    let Some((_, comment)) = code.split_once("//") else { return false };
+    let design = ["DESIGN \u{a7}", "DESIGN.md"].iter().any(|d| comment.contains(d));
+    let note = comment.match_indices("notes/").any(|(at, _)| {
+        let name: String =
+            comment[at + 6..].chars().take_while(|c| c.is_ascii_alphanumeric() || "_-.".contains(*c)).collect();
+        name.ends_with(".md")
+    });
+    design || note
 }
 
 /// Does `text` start (blank lines aside) with a `//!` line that says something?
