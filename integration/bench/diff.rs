@@ -53,6 +53,9 @@ struct Args {
     /// Internal: run this command and print its wall time (ms) and peak RSS (KiB).
     #[arg(long, hide = true, num_args = 1.., allow_hyphen_values = true)]
     measure: Option<Vec<String>>,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 fn main() {
