@@ -98,6 +98,14 @@ struct Args {
     /// Adversarial inputs to run (default: all): letter, base64, email, sk.
     #[arg(long, value_delimiter = ',')]
     adversarial: Vec<String>,
+    /// Only write the most common four-byte grams of the corpus (lower case, rates per MB) to
+    /// FILE and exit: the table the scorer's gram sieve picks each anchor's rarest gram by
+    /// (`src/score/grams.txt`).
+    #[arg(long = "write-grams", value_name = "FILE")]
+    write_grams: Option<PathBuf>,
+    /// Grams --write-grams lists.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    grams: usize,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -509,6 +517,48 @@ fn main() {
     }
 }
 
+/// The `n` most common four-byte grams of `sources` (ASCII lower case), by rate per MB, one per
+/// line: rate, a tab, the gram with `\\`, `\t`, `\n`, `\r` and `\xNN` escapes (spaces too).
+fn write_grams(out: &Path, sources: &[Source], n: usize) -> io::Result<()> {
+    let mut counts: std::collections::HashMap<[u8; 4], u64> = std::collections::HashMap::new();
+    let mut total = 0;
+    for source in sources {
+        total += source.data.len();
+        for gram in source.data.windows(4) {
+            *counts.entry([gram[0], gram[1], gram[2], gram[3]].map(|b| b.to_ascii_lowercase())).or_default() += 1;
+        }
+    }
+    let mut counts: Vec<([u8; 4], u64)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    counts.truncate(n);
+    let mb = total as f64 / MB;
+    let mut text = format!(
+        "# The {} most common four-byte grams of {} .rs files of the cargo registry ({mb:.1} MB), ASCII lower\n\
+         # case: occurrences per MB, a tab, the gram (escapes \\\\ \\t \\n \\r \\xNN; a space is \\x20). The scorer's gram sieve indexes\n\
+         # each anchor by its rarest four bytes by this table (src/score/grams.rs). Written by\n\
+         # `cargo bench --bench scan -- --write-grams src/score/grams.txt`.\n",
+        counts.len(),
+        sources.len()
+    );
+    for (gram, count) in counts {
+        write!(text, "{:.1}\t", count as f64 / mb).unwrap();
+        for b in gram {
+            match b {
+                b'\\' => text.push_str("\\\\"),
+                b'\t' => text.push_str("\\t"),
+                b'\n' => text.push_str("\\n"),
+                b'\r' => text.push_str("\\r"),
+                b'!'..=b'~' => text.push(char::from(b)),
+                _ => write!(text, "\\x{b:02x}").unwrap(),
+            }
+        }
+        text.push('\n');
+    }
+    fs::write(out, &text)?;
+    eprintln!("wrote {} grams to {}", text.lines().count() - 4, out.display());
+    Ok(())
+}
+
 fn write_inputs(work: &Path, sources: &[Source], subset: &[usize], size: usize) -> io::Result<()> {
     fs::create_dir_all(work)?;
     let mut list = String::new();
@@ -593,6 +643,9 @@ fn run(args: &Args) -> io::Result<()> {
         return Err(io::Error::other("the corpus holds no .rs file"));
     }
     eprintln!("loaded {} files, {:.1} MB in {:.1} s", sources.len(), total as f64 / MB, t.elapsed().as_secs_f64());
+    if let Some(out) = &args.write_grams {
+        return write_grams(out, &sources, args.grams);
+    }
     let (subset, stride) = tool_subset(&sources, args.tool_mb);
     if args.prepare {
         let work = args.work.as_deref().expect("clap requires --work");

@@ -1,28 +1,36 @@
 //! Anchor occurrences by a gram sieve: stage 1 of the scorer over large inputs on CPUs with AVX2.
 //!
-//! Every anchor is found from its first four bytes (all three when it has three): each
-//! position's bytes, folded to lower case, pick one bit of a bitmap — the word by a hash of the
-//! first three bytes, the bit by the fourth byte's low five bits, every bit of the word for a
-//! three-byte anchor — and only where that bit is set are the anchors that start with those
-//! bytes compared ([`Grams::at`]). The AVX2 kernel hashes 32 positions at a time and tests
-//! their bits with one gather per 8: a few independent instructions per byte, where an
-//! automaton's walk is a chain of dependent loads into a table beyond L1 (the
-//! [`super::scan::Table`] this replaces on such CPUs). Positions in source code hardly ever
-//! start an anchor (about 900 hits and a few thousand four-byte prefixes of one per MB of Rust),
-//! so comparing costs little.
+//! Every anchor is found from its rarest four bytes (all three when it has three): the four
+//! bytes of the anchor, at the offset [`Grams::new`] picks, that are least common in source code
+//! by the table of `grams.txt` (the most common four-byte grams of the cargo registry's Rust
+//! sources, with their rates per MB: `contentful` by `ntfu`, not `cont`; `password` by `sswo`).
+//! Each position's bytes, folded to lower case, pick one bit of a bitmap — the byte by a hash
+//! of the first three bytes, the bit by the fourth byte's low three bits, every bit of the byte
+//! for a three-byte anchor — and only where that bit is set are the anchors indexed by those
+//! bytes compared, each whole at its start, `offset` bytes back ([`Grams::at`]). The AVX2
+//! kernel hashes 32 positions at a time and tests their bits with one gather per 8: a few
+//! independent instructions per byte, where an automaton's walk is a chain of dependent loads
+//! into a table beyond L1 (the [`super::scan::Table`] this replaces on such CPUs). Positions in
+//! source code hardly ever hold an anchor's rarest gram (about 1,100 per MB of the registry's
+//! Rust, 900 of them in real hits such as `token` and `key`, against 4,100 for the first four
+//! bytes), so comparing costs little.
 //!
-//! Four bytes, not three: three-byte prefixes of the vendors' anchors are common in code (`pub`
+//! Four bytes, not three: three-byte grams of the vendors' anchors are common in code (`pub`
 //! of `pubd`, `tok`, `cre`), and the trigram sieve tried before this one spent its time
-//! comparing them.
+//! comparing them. A byte of bitmap per hash, not a 32-bit word: a three-byte anchor (`key`,
+//! `0q~`) sets every bit its hash picks, so the smaller that unit, the fewer positions pass for
+//! nothing.
 //!
 //! What this does not do: anchors shorter than three bytes ([`Grams::new`] refuses them; the
 //! caller keeps an automaton), or any matching other than ASCII case-insensitive, every
 //! occurrence of every anchor, overlapping.
 
+use std::collections::HashMap;
+
 use super::scan::Hit;
 
-/// Bits of the hash that picks a bitmap word: 2^13 words, 32 KB.
-const WORD_BITS: u32 = 13;
+/// Bits of the hash that picks a bitmap byte: 2^15 bytes, 32 KB.
+const BYTE_BITS: u32 = 15;
 
 const MULTIPLIER: u32 = 0x9e37_79b1;
 
@@ -33,13 +41,17 @@ const FOLD: u32 = 0x2020_2020;
 /// The first three bytes of a little-endian `u32`.
 const THREE: u32 = 0x00ff_ffff;
 
-/// The word and the bit of folded bytes `f` (a little-endian `u32`).
-fn word_of(f: u32) -> usize {
-    ((f & THREE).wrapping_mul(MULTIPLIER) >> (32 - WORD_BITS)) as usize
+/// The most common four-byte grams of Rust source, lower case, with their rates per MB; written
+/// by `cargo bench --bench scan -- --write-grams src/score/grams.txt`.
+const RATES: &str = include_str!("grams.txt");
+
+/// The bitmap byte and the bit of folded bytes `f` (a little-endian `u32`).
+fn byte_of(f: u32) -> usize {
+    ((f & THREE).wrapping_mul(MULTIPLIER) >> (32 - BYTE_BITS)) as usize
 }
 
 fn bit_of(f: u32) -> u32 {
-    (f >> 24) & 31
+    (f >> 24) & 7
 }
 
 /// Bit `j` of `lanes` (8 bits) moved to bit `4j`.
@@ -49,14 +61,24 @@ fn spread(lanes: u32) -> u32 {
     (x | x << 3) & 0x1111_1111
 }
 
-/// Every anchor, by a bitmap of their folded prefixes.
+/// One anchor in the sieve: its folded gram (four bytes, or three: `mask`) at `offset` bytes
+/// into it.
+#[derive(Clone, Copy)]
+struct Entry {
+    gram: u32,
+    mask: u32,
+    anchor: u32,
+    offset: u32,
+}
+
+/// Every anchor, by a bitmap of their folded rarest grams.
 pub struct Grams {
-    /// Word [`word_of`], bit [`bit_of`]: some anchor may start with those bytes.
-    bits: Vec<u32>,
-    /// The anchors whose prefix falls in word `w`: `entries[first[w]..first[w + 1]]`, each
-    /// (folded prefix, its mask: four or three bytes, anchor).
-    first: Vec<u32>,
-    entries: Vec<(u32, u32, u32)>,
+    /// Byte [`byte_of`], bit [`bit_of`]: some anchor's gram may be those bytes. Three bytes of
+    /// padding: the gather reads four bytes from each byte it picks.
+    bits: Vec<u8>,
+    /// The anchors whose gram falls in byte `b`: `entries[first[b]..first[b + 1]]`.
+    first: Vec<u16>,
+    entries: Vec<Entry>,
     /// Anchor → its bytes, lower case.
     words: Vec<Box<[u8]>>,
 }
@@ -72,11 +94,95 @@ fn load(hay: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes)
 }
 
+/// How common four lower-case bytes are in source code, per MB: the rate of `grams.txt` where
+/// it lists them, else an estimate below the least rate listed (by how common each byte is in
+/// the grams listed, as if independent).
+struct Rates {
+    listed: HashMap<[u8; 4], f64>,
+    least: f64,
+    /// Byte → its share of the listed grams' bytes, weighted by their rates.
+    share: [f64; 256],
+}
+
+impl Rates {
+    fn builtin() -> Rates {
+        let listed: HashMap<[u8; 4], f64> = RATES
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .map(|line| {
+                let (rate, gram) = line.split_once('\t').expect("grams.txt: rate, tab, gram");
+                let gram = unescape(gram);
+                let gram: [u8; 4] = gram.try_into().expect("grams.txt: four bytes");
+                (gram, rate.parse::<f64>().expect("grams.txt: a rate"))
+            })
+            .collect();
+        let least = listed.values().copied().fold(f64::INFINITY, f64::min);
+        let mut share = [0f64; 256];
+        for (gram, rate) in &listed {
+            for &b in gram {
+                share[usize::from(b)] += rate;
+            }
+        }
+        let total: f64 = share.iter().sum();
+        let floor = share.iter().copied().filter(|&s| s > 0.0).fold(f64::INFINITY, f64::min) / 2.0;
+        for s in &mut share {
+            *s = (*s).max(floor) / total;
+        }
+        Rates { listed, least, share }
+    }
+
+    fn of(&self, gram: [u8; 4]) -> f64 {
+        if let Some(&rate) = self.listed.get(&gram) {
+            return rate;
+        }
+        let most = self.share.iter().copied().fold(0.0, f64::max);
+        self.least * gram.iter().map(|&b| self.share[usize::from(b)] / most).product::<f64>()
+    }
+
+    /// The offset of `word`'s rarest four bytes (the first of equally rare ones).
+    fn rarest(&self, word: &[u8]) -> usize {
+        let mut best = (0, f64::INFINITY);
+        for (offset, gram) in word.windows(4).enumerate() {
+            let rate = self.of([gram[0], gram[1], gram[2], gram[3]]);
+            if rate < best.1 {
+                best = (offset, rate);
+            }
+        }
+        best.0
+    }
+}
+
+/// `grams.txt`'s escapes: `\\`, `\t`, `\n`, `\r`, `\xNN`.
+fn unescape(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b't') => out.push(b'\t'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b'x') => {
+                let hex: Vec<u8> = bytes.by_ref().take(2).collect();
+                let hex = std::str::from_utf8(&hex).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                out.push(hex.expect("grams.txt: \\x and two hex digits"));
+            }
+            Some(other) => out.push(other),
+            None => out.push(b'\\'),
+        }
+    }
+    out
+}
+
 impl Grams {
     pub fn new(words: &[String]) -> Result<Grams, String> {
+        let rates = Rates::builtin();
         let words: Vec<Box<[u8]>> =
             words.iter().map(|w| w.to_ascii_lowercase().into_bytes().into_boxed_slice()).collect();
-        let mut bits = vec![0u32; 1 << WORD_BITS];
+        let mut bits = vec![0u8; (1 << BYTE_BITS) + 3];
         let mut entries = Vec::with_capacity(words.len());
         for (anchor, word) in words.iter().enumerate() {
             let anchor = u32::try_from(anchor).map_err(|_| "too many anchors".to_string())?;
@@ -84,18 +190,24 @@ impl Grams {
                 let word = String::from_utf8_lossy(word);
                 return Err(format!("the anchor {word:?} is shorter than 3 bytes (the gram sieve takes 3 or more)"));
             }
-            let folded = load(word, 0) | FOLD;
-            let w = word_of(folded);
+            let offset = if word.len() == 3 { 0 } else { rates.rarest(word) };
+            let folded = load(word, offset) | FOLD;
+            let b = byte_of(folded);
+            let offset = offset as u32;
             if word.len() == 3 {
-                bits[w] = u32::MAX;
-                entries.push((folded & THREE, THREE, anchor));
+                bits[b] = u8::MAX;
+                entries.push(Entry { gram: folded & THREE, mask: THREE, anchor, offset });
             } else {
-                bits[w] |= 1 << bit_of(folded);
-                entries.push((folded, u32::MAX, anchor));
+                bits[b] |= 1 << bit_of(folded);
+                entries.push(Entry { gram: folded, mask: u32::MAX, anchor, offset });
             }
         }
-        entries.sort_by_key(|&(gram, _, anchor)| (word_of(gram), anchor));
-        let first = (0..=bits.len()).map(|w| entries.partition_point(|&(gram, ..)| word_of(gram) < w) as u32).collect();
+        if u16::try_from(entries.len()).is_err() {
+            return Err("too many anchors for the gram sieve".to_string());
+        }
+        entries.sort_by_key(|e| (byte_of(e.gram), e.anchor));
+        let first =
+            (0..=1usize << BYTE_BITS).map(|b| entries.partition_point(|e| byte_of(e.gram) < b) as u16).collect();
         Ok(Grams { bits, first, entries, words })
     }
 
@@ -112,26 +224,29 @@ impl Grams {
         for at in done..hay.len() {
             self.at(hay, at, &mut hits);
         }
-        // Found in order of start: put in order of end, then start (each anchor is reported
-        // once per start, so no two hits are equal in both). Nearly sorted already: the stable
-        // sort takes the runs as they are (10 MB of `sk-` is one run).
+        // Found in order of their gram's position: put in order of end, then start (each anchor
+        // is reported once per start, so no two hits are equal in both). Nearly sorted already:
+        // the stable sort takes the runs as they are (10 MB of `sk-` is one run).
         hits.sort_by_key(|h| (h.start + self.words[h.anchor].len(), h.start));
         hits
     }
 
-    /// The anchors that start at `at`.
+    /// The anchors whose gram is at `at`.
     #[inline]
     fn at(&self, hay: &[u8], at: usize, hits: &mut Vec<Hit>) {
         let folded = load(hay, at) | FOLD;
-        let w = word_of(folded);
-        if self.bits[w] >> bit_of(folded) & 1 == 0 {
+        let b = byte_of(folded);
+        if self.bits[b] >> bit_of(folded) & 1 == 0 {
             return;
         }
-        let rest = &hay[at..];
-        for &(gram, mask, anchor) in &self.entries[self.first[w] as usize..self.first[w + 1] as usize] {
-            let word = &self.words[anchor as usize];
-            if folded & mask == gram && rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word) {
-                hits.push(Hit { start: at, anchor: anchor as usize });
+        for e in &self.entries[usize::from(self.first[b])..usize::from(self.first[b + 1])] {
+            if folded & e.mask != e.gram {
+                continue;
+            }
+            let Some(start) = at.checked_sub(e.offset as usize) else { continue };
+            let word = &self.words[e.anchor as usize];
+            if hay.get(start..start + word.len()).is_some_and(|bytes| bytes.eq_ignore_ascii_case(word)) {
+                hits.push(Hit { start, anchor: e.anchor as usize });
             }
         }
     }
@@ -152,7 +267,7 @@ impl Grams {
         let fold = _mm256_set1_epi32(FOLD as i32);
         let multiplier = _mm256_set1_epi32(MULTIPLIER as i32);
         let three = _mm256_set1_epi32(THREE as i32);
-        let low5 = _mm256_set1_epi32(31);
+        let low3 = _mm256_set1_epi32(7);
         let bits = self.bits.as_ptr().cast::<i32>();
         let mut p = 0;
         // The last load reads `p + 3..p + 35`.
@@ -162,16 +277,18 @@ impl Grams {
                 // SAFETY: `p + o + 32 <= p + 35 <= hay.len()`; the load is unaligned.
                 let x = unsafe { _mm256_loadu_si256(hay.as_ptr().add(p + o).cast::<__m256i>()) };
                 let folded = _mm256_or_si256(x, fold);
-                let w = _mm256_srli_epi32::<{ 32 - WORD_BITS as i32 }>(_mm256_mullo_epi32(
+                let b = _mm256_srli_epi32::<{ 32 - BYTE_BITS as i32 }>(_mm256_mullo_epi32(
                     _mm256_and_si256(folded, three),
                     multiplier,
                 ));
-                // SAFETY: `w < 2^WORD_BITS`, a word of the bitmap.
-                let words = unsafe { _mm256_i32gather_epi32::<4>(bits, w) };
-                let set = _mm256_srlv_epi32(words, _mm256_and_si256(_mm256_srli_epi32::<24>(folded), low5));
+                // SAFETY: `b < 2^BYTE_BITS`, and the bitmap has three bytes past its last one:
+                // the four bytes read from `bits + b` are inside it (scale 1: `b` is in bytes).
+                let words = unsafe { _mm256_i32gather_epi32::<1>(bits, b) };
+                let set = _mm256_srlv_epi32(words, _mm256_and_si256(_mm256_srli_epi32::<24>(folded), low3));
                 *out = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(set))) as u32;
             }
-            // Bit `4j + o` for lane `j` of load `o`: positions in order, so that hits come by start.
+            // Bit `4j + o` for lane `j` of load `o`: positions in order, so that hits come by
+            // their gram's position.
             let mut set = sifted.iter().enumerate().fold(0, |all, (o, &lanes)| all | spread(lanes) << o);
             while set != 0 {
                 self.at(hay, p + set.trailing_zeros() as usize, hits);
@@ -202,9 +319,25 @@ mod tests {
     }
 
     #[test]
+    fn the_table_parses_and_anchors_are_indexed_by_their_rarest_grams() {
+        let rates = Rates::builtin();
+        assert!(rates.listed.len() >= 1000, "{} grams", rates.listed.len());
+        assert!(rates.listed[b"toke"] > 100.0 && rates.least > 0.0);
+        // Below the least listed rate when not listed, and rarer for rarer bytes.
+        assert!(rates.of(*b"ntfu") < rates.least && rates.of(*b"qzjx") < rates.of(*b"ntfu"));
+        let gram = |word: &str| word[rates.rarest(word.as_bytes())..][..4].to_string();
+        assert_ne!(gram("contentful"), "cont");
+        assert_ne!(gram("password"), "pass");
+        assert_eq!(gram("token"), "toke");
+        assert_eq!(unescape(r"a\tb\n\x7f\\"), b"a\tb\n\x7f\\");
+    }
+
+    #[test]
     fn every_occurrence_of_every_anchor_in_order_of_end() {
         let words: Vec<String> =
-            ["sk-", "SK-PROJ", "ghp_", "token", "key", "tokentokentoken", "pubd"].map(String::from).to_vec();
+            ["sk-", "SK-PROJ", "ghp_", "token", "key", "tokentokentoken", "pubd", "contentful", "password", "kenk"]
+                .map(String::from)
+                .to_vec();
         let grams = Grams::new(&words).expect("grams");
         let oracle = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).expect("oracle");
         let mut rng = super::super::sample::Rng::new(29);
@@ -216,7 +349,7 @@ mod tests {
                     let word = words[rng.below(words.len())].as_bytes();
                     hay.extend(word.iter().map(|b| if rng.below(2) == 0 { b.to_ascii_uppercase() } else { *b }));
                 } else {
-                    hay.push(b"skSK-proghp_tkenyubdPUBD .x\xc0"[rng.below(28)]);
+                    hay.push(b"skSK-proghp_tkenyubdPUBD .x\xc0cntfulasswrd"[rng.below(40)]);
                 }
             }
             hay.truncate(len);

@@ -471,6 +471,51 @@ pub struct Classes {
 }
 
 /// The class bitmaps of one 64-byte chunk (bit `j` is byte `j`).
+/// The classes of [`Masks`] as bits of one byte, for the AVX-512 kernel's table.
+mod flag {
+    pub const DIGIT: u8 = 1;
+    pub const UPPER: u8 = 2;
+    pub const NEWLINE: u8 = 4;
+    pub const CONTROL: u8 = 8;
+    pub const DOT: u8 = 16;
+    pub const BASE64: u8 = 32;
+    pub const AT: u8 = 64;
+}
+
+/// ASCII byte → its [`flag`]s.
+const FLAGS: [u8; 128] = {
+    let mut table = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let byte = b as u8;
+        let mut f = 0;
+        if byte.is_ascii_digit() {
+            f |= flag::DIGIT | flag::BASE64;
+        }
+        if byte.is_ascii_uppercase() {
+            f |= flag::UPPER | flag::BASE64;
+        }
+        if byte.is_ascii_lowercase() || matches!(byte, b'+' | b'/' | b'=') {
+            f |= flag::BASE64;
+        }
+        if byte == b'\n' {
+            f |= flag::NEWLINE;
+        }
+        if (byte < 0x20 && !matches!(byte, b'\t' | b'\n' | b'\r' | 0x0c)) || byte == 0x7f {
+            f |= flag::CONTROL;
+        }
+        if byte == b'.' {
+            f |= flag::DOT;
+        }
+        if byte == AT {
+            f |= flag::AT;
+        }
+        table[b] = f;
+        b += 1;
+    }
+    table
+};
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Masks {
     digits: u64,
@@ -542,6 +587,34 @@ impl Masks {
         masks
     }
 
+    /// 64 bytes at once (AVX-512 with VBMI, when the CPU has it: [`Classes::of`] asks): one
+    /// byte-table lookup ([`FLAGS`], 128 entries in two registers) gives each byte its classes
+    /// as bits, and one test per class turns them into its mask; bytes above ASCII have none.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[inline]
+    fn avx512(chunk: &[u8; CHUNK], table: &[std::arch::x86_64::__m512i; 2]) -> Masks {
+        use std::arch::x86_64::{
+            _mm512_loadu_si512, _mm512_movepi8_mask, _mm512_permutex2var_epi8, _mm512_set1_epi8, _mm512_test_epi8_mask,
+        };
+        // SAFETY: a 64-byte array; the load is unaligned.
+        let v = unsafe { _mm512_loadu_si512(chunk.as_ptr().cast()) };
+        let high = _mm512_movepi8_mask(v);
+        // Index bit 6 picks the table's half, bit 7 is ignored: bytes above ASCII are masked.
+        let flags = _mm512_permutex2var_epi8(table[0], v, table[1]);
+        let class = |flag: u8| _mm512_test_epi8_mask(flags, _mm512_set1_epi8(flag as i8)) & !high;
+        Masks {
+            digits: class(flag::DIGIT),
+            upper: class(flag::UPPER),
+            newlines: class(flag::NEWLINE),
+            controls: class(flag::CONTROL),
+            dots: class(flag::DOT),
+            base64: class(flag::BASE64),
+            ats: class(flag::AT),
+            non_ascii: high != 0,
+        }
+    }
+
     /// The same, 8 bytes at a time in a `u64` (SWAR): CPUs without AVX2.
     fn portable(chunk: &[u8; CHUNK]) -> Masks {
         let mut masks = Masks::default();
@@ -565,8 +638,27 @@ impl Masks {
     }
 }
 
+/// [`FLAGS`] in two registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn flags_avx512() -> [std::arch::x86_64::__m512i; 2] {
+    use std::arch::x86_64::_mm512_loadu_si512;
+    // SAFETY: bytes 0..64 and 64..128 of a 128-byte array; the loads are unaligned.
+    unsafe { [_mm512_loadu_si512(FLAGS.as_ptr().cast()), _mm512_loadu_si512(FLAGS.as_ptr().add(64).cast())] }
+}
+
 impl Classes {
     pub fn of(hay: &[u8]) -> Classes {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
+            && std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
+        {
+            // SAFETY: the CPU has AVX-512 (F, BW, VBMI), POPCNT and BMI1 (just asked).
+            return unsafe { Classes::of_avx512(hay) };
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("popcnt")
@@ -583,6 +675,14 @@ impl Classes {
     #[target_feature(enable = "avx2,popcnt,bmi1")]
     fn of_avx2(hay: &[u8]) -> Classes {
         Classes::of_by(hay, &|chunk| Masks::avx2(chunk))
+    }
+
+    /// The bitmaps by [`Masks::avx512`]; counting and finding bits by `popcnt` and `tzcnt`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,bmi1")]
+    fn of_avx512(hay: &[u8]) -> Classes {
+        let table = flags_avx512();
+        Classes::of_by(hay, &|chunk| Masks::avx512(chunk, &table))
     }
 
     /// The classes of `hay`, each 64-byte chunk's masks by `kernel`.
@@ -629,11 +729,23 @@ impl Classes {
             }
             let mut newlines = cur.newlines;
             out.lines += newlines.count_ones() as usize;
-            while newlines != 0 {
-                let at = k * CHUNK + newlines.trailing_zeros() as usize;
-                out.longest_line = out.longest_line.max(at - line_start);
-                line_start = at + 1;
+            if newlines != 0 {
+                // Lines that end inside the chunk but for the first are shorter than a chunk:
+                // they matter only while no line has been that long.
+                let first = k * CHUNK + newlines.trailing_zeros() as usize;
+                out.longest_line = out.longest_line.max(first - line_start);
+                line_start = first + 1;
                 newlines &= newlines - 1;
+                while out.longest_line < CHUNK && newlines != 0 {
+                    let at = k * CHUNK + newlines.trailing_zeros() as usize;
+                    out.longest_line = out.longest_line.max(at - line_start);
+                    line_start = at + 1;
+                    newlines &= newlines - 1;
+                }
+                if newlines != 0 {
+                    // The start of the chunk's last line.
+                    line_start = k * CHUNK + (CHUNK - newlines.leading_zeros() as usize);
+                }
             }
             out.ascii &= !cur.non_ascii;
             // The zero padding past the end is not content.
@@ -909,6 +1021,26 @@ mod tests {
     }
 
     #[test]
+    fn lines_and_the_longest_line_match_a_byte_by_byte_reading() {
+        let mut rng = super::super::sample::Rng::new(5);
+        for round in 0..300 {
+            // Lines of a few bytes to a few hundred, so that chunks hold many or none.
+            let longest = [3, 40, 70, 300][round % 4];
+            let mut text = Vec::new();
+            for _ in 0..rng.below(40) {
+                text.extend(std::iter::repeat_n(b'x', rng.below(longest + 1)));
+                text.push(b'\n');
+            }
+            text.extend(std::iter::repeat_n(b'y', rng.below(3) * rng.below(longest + 1)));
+            let classes = Classes::of(&text);
+            let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+            let want_lines = lines.len() - usize::from(lines.last().is_some_and(|l| l.is_empty()));
+            let want_longest = lines.iter().map(|l| l.len()).max().unwrap_or(0);
+            assert_eq!((classes.lines, classes.longest_line), (want_lines, want_longest), "round {round}");
+        }
+    }
+
+    #[test]
     fn masks_kernels_agree_with_the_definition() {
         let mut rng = super::super::sample::Rng::new(11);
         for round in 0..2000 {
@@ -936,6 +1068,14 @@ mod tests {
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU has AVX2.
                 kernels.push(unsafe { Masks::avx2(&chunk) });
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vbmi")
+            {
+                // SAFETY: the CPU has AVX-512 (F, BW, VBMI).
+                kernels.push(unsafe { Masks::avx512(&chunk, &flags_avx512()) });
             }
             for got in kernels {
                 let got =
