@@ -2,24 +2,26 @@
 //!
 //! Every anchor is found from its rarest four bytes (all three when it has three): the four
 //! bytes of the anchor, at the offset [`Grams::new`] picks, that are least common in source code
-//! by the table of `grams.txt` (the most common four-byte grams of the cargo registry's Rust
-//! sources, with their rates per MB: `contentful` by `ntfu`, not `cont`; `password` by `sswo`).
-//! Each position's bytes, folded to lower case, pick one bit of a bitmap — the byte by a hash
-//! of the first three bytes, the bit by the fourth byte's low three bits, every bit of the byte
-//! for a three-byte anchor — and only where that bit is set are the anchors indexed by those
-//! bytes compared, each whole at its start, `offset` bytes back ([`Grams::at`]). The AVX2
-//! kernel hashes 32 positions at a time and tests their bits with one gather per 8: a few
-//! independent instructions per byte, where an automaton's walk is a chain of dependent loads
-//! into a table beyond L1 (the [`super::scan::Table`] this replaces on such CPUs). Positions in
-//! source code hardly ever hold an anchor's rarest gram (about 1,100 per MB of the registry's
-//! Rust, 900 of them in real hits such as `token` and `key`, against 4,100 for the first four
-//! bytes), so comparing costs little.
+//! by the table of `grams.txt` (the 4,096 most common four-byte grams of the cargo registry's
+//! Rust sources with their rates per MB; a gram not listed is rarer than all listed, estimated
+//! from its bytes): `contentful` by `ntfu`, not `cont`; `password` by `sswo`. Each position's
+//! bytes, folded to lower case, pick one bit of a bitmap — the word by a hash of the first three
+//! bytes, the bit by the fourth byte's low five bits, every bit of the word for a three-byte
+//! anchor — and only where that bit is set are the anchors indexed by those bytes compared, each
+//! whole at its start, `offset` bytes back ([`Grams::at`]). Of [`MULTIPLIERS`] hashes the one
+//! kept lets the least of the listed grams' rate through for nothing (a hash that sent four
+//! spaces to an anchor's word would compare a tenth of all positions). The AVX2 kernel hashes 32
+//! positions at a time and tests their bits with one gather per 8: a few independent
+//! instructions per byte, where an automaton's walk is a chain of dependent loads into a table
+//! beyond L1 (the [`super::scan::Table`] this replaces on such CPUs). Positions in source code
+//! hardly ever hold an anchor's rarest gram (about 1,100 per MB of the registry's Rust, most of
+//! them in real hits such as `token` and `key`, against 4,100 for the first four bytes), so
+//! comparing costs little.
 //!
 //! Four bytes, not three: three-byte grams of the vendors' anchors are common in code (`pub`
 //! of `pubd`, `tok`, `cre`), and the trigram sieve tried before this one spent its time
-//! comparing them. A byte of bitmap per hash, not a 32-bit word: a three-byte anchor (`key`,
-//! `0q~`) sets every bit its hash picks, so the smaller that unit, the fewer positions pass for
-//! nothing.
+//! comparing them. A 32-bit word per hash, not a byte: the sixteen `pub0`…`pubf` share their
+//! first three bytes, and eight bits for their fourth would let `pub ` through.
 //!
 //! What this does not do: anchors shorter than three bytes ([`Grams::new`] refuses them; the
 //! caller keeps an automaton), or any matching other than ASCII case-insensitive, every
@@ -29,10 +31,13 @@ use std::collections::HashMap;
 
 use super::scan::Hit;
 
-/// Bits of the hash that picks a bitmap byte: 2^15 bytes, 32 KB.
-const BYTE_BITS: u32 = 15;
+/// Bits of the hash that picks a bitmap word: 2^13 words, 32 KB.
+const WORD_BITS: u32 = 13;
 
-const MULTIPLIER: u32 = 0x9e37_79b1;
+/// Multipliers of the hash tried: [`Grams::new`] keeps the one under which the least common
+/// code passes the sieve for nothing (a hash that sends four spaces to an anchor's bit would
+/// compare a tenth of all positions).
+const MULTIPLIERS: usize = 32;
 
 /// Bytes folded so that ASCII letters of either case meet (other bytes may meet too: the
 /// comparison after the sieve tells them apart).
@@ -45,13 +50,30 @@ const THREE: u32 = 0x00ff_ffff;
 /// by `cargo bench --bench scan -- --write-grams src/score/grams.txt`.
 const RATES: &str = include_str!("grams.txt");
 
-/// The bitmap byte and the bit of folded bytes `f` (a little-endian `u32`).
-fn byte_of(f: u32) -> usize {
-    ((f & THREE).wrapping_mul(MULTIPLIER) >> (32 - BYTE_BITS)) as usize
+/// The bitmap word and the bit of folded bytes `f` (a little-endian `u32`).
+fn word_of(f: u32, multiplier: u32) -> usize {
+    ((f & THREE).wrapping_mul(multiplier) >> (32 - WORD_BITS)) as usize
 }
 
 fn bit_of(f: u32) -> u32 {
-    (f >> 24) & 7
+    (f >> 24) & 31
+}
+
+/// The first multiplier tried (the golden ratio's); the others step from it.
+const MULTIPLIER_SEED: u32 = 0x9e37_79b1;
+
+/// The sieve's bitmap of `entries` under `multiplier`.
+fn bitmap(entries: &[Entry], multiplier: u32) -> Vec<u32> {
+    let mut bits = vec![0u32; 1 << WORD_BITS];
+    for e in entries {
+        let w = word_of(e.gram, multiplier);
+        if e.mask == THREE {
+            bits[w] = u32::MAX;
+        } else {
+            bits[w] |= 1 << bit_of(e.gram);
+        }
+    }
+    bits
 }
 
 /// Bit `j` of `lanes` (8 bits) moved to bit `4j`.
@@ -59,6 +81,38 @@ fn spread(lanes: u32) -> u32 {
     let x = (lanes | lanes << 12) & 0x000f_000f;
     let x = (x | x << 6) & 0x0303_0303;
     (x | x << 3) & 0x1111_1111
+}
+
+/// How [`Grams::find`] sifts: the widest the CPU has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Kernel {
+    fn best() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("bmi1") {
+                return Kernel::Avx2;
+            }
+        }
+        Kernel::Scalar
+    }
+
+    /// Every kernel this CPU can run.
+    #[cfg(test)]
+    fn all() -> Vec<Kernel> {
+        let mut all = vec![Kernel::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        if Kernel::best() == Kernel::Avx2 {
+            all.push(Kernel::Avx2);
+        }
+        all
+    }
 }
 
 /// One anchor in the sieve: its folded gram (four bytes, or three: `mask`) at `offset` bytes
@@ -73,14 +127,15 @@ struct Entry {
 
 /// Every anchor, by a bitmap of their folded rarest grams.
 pub struct Grams {
-    /// Byte [`byte_of`], bit [`bit_of`]: some anchor's gram may be those bytes. Three bytes of
-    /// padding: the gather reads four bytes from each byte it picks.
-    bits: Vec<u8>,
-    /// The anchors whose gram falls in byte `b`: `entries[first[b]..first[b + 1]]`.
+    /// Word [`word_of`], bit [`bit_of`]: some anchor's gram may be those bytes.
+    bits: Vec<u32>,
+    /// The anchors whose gram falls in word `w`: `entries[first[w]..first[w + 1]]`.
     first: Vec<u16>,
     entries: Vec<Entry>,
     /// Anchor → its bytes, lower case.
     words: Vec<Box<[u8]>>,
+    /// Of the hash ([`word_of`]).
+    multiplier: u32,
 }
 
 /// The bytes at `at..at + 4`, zero past the end, little-endian.
@@ -99,6 +154,8 @@ fn load(hay: &[u8], at: usize) -> u32 {
 /// the grams listed, as if independent).
 struct Rates {
     listed: HashMap<[u8; 4], f64>,
+    /// The grams listed, in the table's order.
+    order: Vec<([u8; 4], f64)>,
     least: f64,
     /// Byte → its share of the listed grams' bytes, weighted by their rates.
     share: [f64; 256],
@@ -106,7 +163,7 @@ struct Rates {
 
 impl Rates {
     fn builtin() -> Rates {
-        let listed: HashMap<[u8; 4], f64> = RATES
+        let order: Vec<([u8; 4], f64)> = RATES
             .lines()
             .filter(|line| !line.starts_with('#') && !line.is_empty())
             .map(|line| {
@@ -116,9 +173,10 @@ impl Rates {
                 (gram, rate.parse::<f64>().expect("grams.txt: a rate"))
             })
             .collect();
-        let least = listed.values().copied().fold(f64::INFINITY, f64::min);
+        let listed: HashMap<[u8; 4], f64> = order.iter().copied().collect();
+        let least = order.iter().map(|&(_, rate)| rate).fold(f64::INFINITY, f64::min);
         let mut share = [0f64; 256];
-        for (gram, rate) in &listed {
+        for (gram, rate) in &order {
             for &b in gram {
                 share[usize::from(b)] += rate;
             }
@@ -128,7 +186,7 @@ impl Rates {
         for s in &mut share {
             *s = (*s).max(floor) / total;
         }
-        Rates { listed, least, share }
+        Rates { listed, order, least, share }
     }
 
     fn of(&self, gram: [u8; 4]) -> f64 {
@@ -182,7 +240,6 @@ impl Grams {
         let rates = Rates::builtin();
         let words: Vec<Box<[u8]>> =
             words.iter().map(|w| w.to_ascii_lowercase().into_bytes().into_boxed_slice()).collect();
-        let mut bits = vec![0u8; (1 << BYTE_BITS) + 3];
         let mut entries = Vec::with_capacity(words.len());
         for (anchor, word) in words.iter().enumerate() {
             let anchor = u32::try_from(anchor).map_err(|_| "too many anchors".to_string())?;
@@ -192,35 +249,50 @@ impl Grams {
             }
             let offset = if word.len() == 3 { 0 } else { rates.rarest(word) };
             let folded = load(word, offset) | FOLD;
-            let b = byte_of(folded);
-            let offset = offset as u32;
-            if word.len() == 3 {
-                bits[b] = u8::MAX;
-                entries.push(Entry { gram: folded & THREE, mask: THREE, anchor, offset });
-            } else {
-                bits[b] |= 1 << bit_of(folded);
-                entries.push(Entry { gram: folded, mask: u32::MAX, anchor, offset });
-            }
+            let (gram, mask) = if word.len() == 3 { (folded & THREE, THREE) } else { (folded, u32::MAX) };
+            entries.push(Entry { gram, mask, anchor, offset: offset as u32 });
         }
+        // The listed grams folded, rates in tenths per MB: the cost of a multiplier is the rate
+        // of the grams that pass its sieve.
+        let common: Vec<(u32, u64)> =
+            rates.order.iter().map(|&(gram, rate)| (u32::from_le_bytes(gram) | FOLD, (rate * 10.0) as u64)).collect();
+        let (_, multiplier, bits) = (0..MULTIPLIERS as u32)
+            .map(|i| {
+                let multiplier = MULTIPLIER_SEED.wrapping_add(i.wrapping_mul(0x6a09_e668)) | 1;
+                let bits = bitmap(&entries, multiplier);
+                let passing: u64 = common
+                    .iter()
+                    .filter(|&&(f, _)| bits[word_of(f, multiplier)] >> bit_of(f) & 1 != 0)
+                    .map(|&(_, rate)| rate)
+                    .sum();
+                (passing, multiplier, bits)
+            })
+            .min_by_key(|&(passing, multiplier, _)| (passing, multiplier))
+            .expect("MULTIPLIERS > 0");
         if u16::try_from(entries.len()).is_err() {
             return Err("too many anchors for the gram sieve".to_string());
         }
-        entries.sort_by_key(|e| (byte_of(e.gram), e.anchor));
-        let first =
-            (0..=1usize << BYTE_BITS).map(|b| entries.partition_point(|e| byte_of(e.gram) < b) as u16).collect();
-        Ok(Grams { bits, first, entries, words })
+        entries.sort_by_key(|e| (word_of(e.gram, multiplier), e.anchor));
+        let first = (0..=1usize << WORD_BITS)
+            .map(|w| entries.partition_point(|e| word_of(e.gram, multiplier) < w) as u16)
+            .collect();
+        Ok(Grams { bits, first, entries, words, multiplier })
     }
 
     /// Every occurrence of every anchor, in order of their end (and of their start among those
     /// that end together).
     pub fn find(&self, hay: &[u8]) -> Vec<Hit> {
+        self.find_by(hay, Kernel::best())
+    }
+
+    fn find_by(&self, hay: &[u8], kernel: Kernel) -> Vec<Hit> {
         let mut hits = Vec::new();
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi1") {
-            // SAFETY: the CPU has AVX2 and BMI1 (just asked).
-            done = unsafe { self.sift_avx2(hay, &mut hits) };
-        }
+        let done = match kernel {
+            Kernel::Scalar => 0,
+            // SAFETY: `Kernel::best` found AVX2 and BMI1 (or a test did).
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { self.sift_avx2(hay, &mut hits) },
+        };
         for at in done..hay.len() {
             self.at(hay, at, &mut hits);
         }
@@ -235,11 +307,11 @@ impl Grams {
     #[inline]
     fn at(&self, hay: &[u8], at: usize, hits: &mut Vec<Hit>) {
         let folded = load(hay, at) | FOLD;
-        let b = byte_of(folded);
-        if self.bits[b] >> bit_of(folded) & 1 == 0 {
+        let w = word_of(folded, self.multiplier);
+        if self.bits[w] >> bit_of(folded) & 1 == 0 {
             return;
         }
-        for e in &self.entries[usize::from(self.first[b])..usize::from(self.first[b + 1])] {
+        for e in &self.entries[usize::from(self.first[w])..usize::from(self.first[w + 1])] {
             if folded & e.mask != e.gram {
                 continue;
             }
@@ -265,9 +337,9 @@ impl Grams {
         };
         const STEP: usize = 32;
         let fold = _mm256_set1_epi32(FOLD as i32);
-        let multiplier = _mm256_set1_epi32(MULTIPLIER as i32);
+        let multiplier = _mm256_set1_epi32(self.multiplier as i32);
         let three = _mm256_set1_epi32(THREE as i32);
-        let low3 = _mm256_set1_epi32(7);
+        let low5 = _mm256_set1_epi32(31);
         let bits = self.bits.as_ptr().cast::<i32>();
         let mut p = 0;
         // The last load reads `p + 3..p + 35`.
@@ -277,14 +349,13 @@ impl Grams {
                 // SAFETY: `p + o + 32 <= p + 35 <= hay.len()`; the load is unaligned.
                 let x = unsafe { _mm256_loadu_si256(hay.as_ptr().add(p + o).cast::<__m256i>()) };
                 let folded = _mm256_or_si256(x, fold);
-                let b = _mm256_srli_epi32::<{ 32 - BYTE_BITS as i32 }>(_mm256_mullo_epi32(
+                let w = _mm256_srli_epi32::<{ 32 - WORD_BITS as i32 }>(_mm256_mullo_epi32(
                     _mm256_and_si256(folded, three),
                     multiplier,
                 ));
-                // SAFETY: `b < 2^BYTE_BITS`, and the bitmap has three bytes past its last one:
-                // the four bytes read from `bits + b` are inside it (scale 1: `b` is in bytes).
-                let words = unsafe { _mm256_i32gather_epi32::<1>(bits, b) };
-                let set = _mm256_srlv_epi32(words, _mm256_and_si256(_mm256_srli_epi32::<24>(folded), low3));
+                // SAFETY: `w < 2^WORD_BITS`, a word of the bitmap.
+                let words = unsafe { _mm256_i32gather_epi32::<4>(bits, w) };
+                let set = _mm256_srlv_epi32(words, _mm256_and_si256(_mm256_srli_epi32::<24>(folded), low5));
                 *out = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(set))) as u32;
             }
             // Bit `4j + o` for lane `j` of load `o`: positions in order, so that hits come by
@@ -341,7 +412,7 @@ mod tests {
         let grams = Grams::new(&words).expect("grams");
         let oracle = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).expect("oracle");
         let mut rng = super::super::sample::Rng::new(29);
-        for len in [0, 1, 3, 4, 31, 34, 35, 36, 67, 100, 1000, 20_000] {
+        for len in [0, 1, 3, 4, 31, 34, 35, 36, 66, 67, 68, 100, 131, 1000, 20_000] {
             // Random bytes with anchors (in either case) planted now and then.
             let mut hay: Vec<u8> = Vec::new();
             while hay.len() < len {
@@ -356,9 +427,14 @@ mod tests {
             let mut want: Vec<(usize, usize, usize)> =
                 oracle.find_overlapping_iter(&hay).map(|m| (m.end(), m.start(), m.pattern().as_usize())).collect();
             want.sort();
-            let got: Vec<(usize, usize, usize)> =
-                grams.find(&hay).iter().map(|h| (h.start + words[h.anchor].len(), h.start, h.anchor)).collect();
-            assert_eq!(got, want, "len {len}");
+            for kernel in Kernel::all() {
+                let got: Vec<(usize, usize, usize)> = grams
+                    .find_by(&hay, kernel)
+                    .iter()
+                    .map(|h| (h.start + words[h.anchor].len(), h.start, h.anchor))
+                    .collect();
+                assert_eq!(got, want, "len {len}, {kernel:?}");
+            }
         }
     }
 }
