@@ -401,7 +401,8 @@ impl fmt::Display for Reason {
             ),
             FuseUnavailable => f.write_str(
                 "the kernel refused the FUSE mount: mounting needs /dev/fuse (modprobe fuse) and, as a normal \
-                 user, fusermount3 (package fuse3) on PATH; or run as root",
+                 user, /dev/fuse open to that user (most distributions make it 0666; root can `chmod 0666 \
+                 /dev/fuse`) and fusermount3 (package fuse3) on PATH; or run as root",
             ),
             VersionNotFound => f.write_str("the journal has no such version of this path"),
             AmbiguousVersion => f.write_str("several versions match; give more digits"),
