@@ -1,7 +1,7 @@
 //! Who is calling: what Linux's `/proc` says of a process, read in this one place.
 //!
 //! A process's name ([`comm`]), its `stat` line parsed once ([`Stat`]: name, parent, start
-//! time; [`StatFile`] keeps it open to be read again), its command line ([`args`]), one variable of the environment it started with
+//! time; [`Pinned`] holds a process to ask again whether it is still running), its command line ([`args`]), one variable of the environment it started with
 //! ([`env_var`]), a thread's process and supplementary groups ([`thread_group`], [`groups`]),
 //! where its standard error points ([`fd_path`], [`fd_target`]), this machine's mounts
 //! ([`mounts`]) and the clock of start times ([`ticks_since_boot`]). Every answer is `None`
@@ -69,26 +69,67 @@ pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&read_line(&format!("/proc/{pid}/stat"))?)
 }
 
-/// `/proc/<pid>/stat` kept open, to ask again in one `pread` (no open, no close) whether
-/// `pid` is still the process it was: once that process is gone its file answers nothing, and
-/// a later process given the same pid has a `/proc` entry of its own.
-pub struct StatFile(std::fs::File);
+/// A process held by a descriptor that stays with it, to ask cheaply whether `pid` is still
+/// the process it was when it was pinned (a pid is recycled once its process is gone).
+///
+/// A pidfd where the kernel gives one (`pidfd_open`, Linux 5.3; a thread group's leader): it
+/// becomes readable when its process exits, so the question is one `poll` that reads nothing.
+/// Else `/proc/<pid>/stat` kept open with the start time read then: one `pread` (the kernel
+/// formats the whole line) tells, since a gone process's file answers nothing and a later
+/// process given the same pid has a `/proc` entry of its own.
+pub struct Pinned(Pin);
 
-impl StatFile {
-    pub fn open(pid: u32) -> Option<StatFile> {
-        std::fs::File::open(format!("/proc/{pid}/stat")).ok().map(StatFile)
+enum Pin {
+    Pidfd(std::os::fd::OwnedFd),
+    Stat { file: std::fs::File, start: u64 },
+}
+
+impl Pinned {
+    /// Pin process `pid`; `None` when it is gone.
+    pub fn open(pid: u32) -> Option<Pinned> {
+        if let Some(fd) = pidfd_open(pid) {
+            return Some(Pinned(Pin::Pidfd(fd)));
+        }
+        let file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+        let start = parse_stat(&read_whole(&file)?)?.start;
+        Some(Pinned(Pin::Stat { file, start }))
     }
 
-    /// What the file says now; `None` once its process is gone.
-    pub fn read(&self) -> Option<Stat> {
-        parse_stat(&read_whole(&self.0)?)
+    /// Is the pinned process still running (not exited, and so its pid not given to another)?
+    pub fn is_alive(&self) -> bool {
+        match &self.0 {
+            Pin::Pidfd(fd) => {
+                use std::os::fd::AsFd;
+                let mut polled = [nix::poll::PollFd::new(fd.as_fd(), nix::poll::PollFlags::POLLIN)];
+                // Readable (or an error) once the process has exited.
+                nix::poll::poll(&mut polled, nix::poll::PollTimeout::ZERO) == Ok(0)
+            }
+            Pin::Stat { file, start } => {
+                read_whole(file).and_then(|line| parse_stat(&line)).is_some_and(|now| now.start == *start)
+            }
+        }
     }
 }
 
-impl std::fmt::Debug for StatFile {
+impl std::fmt::Debug for Pinned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StatFile")
+        f.write_str(match self.0 {
+            Pin::Pidfd(_) => "Pinned(pidfd)",
+            Pin::Stat { .. } => "Pinned(stat)",
+        })
     }
+}
+
+/// `pidfd_open(pid, 0)`; `None` where the kernel refuses (gone, not a thread group's leader, a
+/// kernel without it).
+fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let pid = nix::libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: a plain system call with integer arguments; it returns a new descriptor or -1.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: `fd` was just returned by the kernel for this process and is owned by no one else.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// A `stat` line: the name is between the first `(` and the last `)` (it may hold either);

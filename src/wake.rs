@@ -22,6 +22,9 @@ pub struct Queue<T> {
 struct QueueState<T> {
     items: VecDeque<T>,
     closed: bool,
+    /// Takers asleep on `ready`: a push wakes one only when there is one (a futex call saved
+    /// per item while the taker is busy).
+    sleeping: usize,
 }
 
 /// What [`Queue::pop`] found.
@@ -44,7 +47,7 @@ impl<T> Queue<T> {
     /// A queue that refuses items beyond `capacity` ([`Queue::push`] hands them back).
     pub fn bounded(capacity: usize) -> Queue<T> {
         Queue {
-            state: Mutex::new(QueueState { items: VecDeque::new(), closed: false }),
+            state: Mutex::new(QueueState { items: VecDeque::new(), closed: false, sleeping: 0 }),
             ready: Condvar::new(),
             capacity,
         }
@@ -61,9 +64,27 @@ impl<T> Queue<T> {
             return Err(item);
         }
         state.items.push_back(item);
+        let sleeping = state.sleeping > 0;
         drop(state);
-        self.ready.notify_one();
+        if sleeping {
+            self.ready.notify_one();
+        }
         Ok(())
+    }
+
+    /// Sleep on `ready` (counted in `sleeping`, so that a push knows to wake us).
+    fn sleep<'a>(
+        &self,
+        mut state: MutexGuard<'a, QueueState<T>>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, QueueState<T>> {
+        state.sleeping += 1;
+        let mut state = match timeout {
+            None => self.ready.wait(state).unwrap_or_else(PoisonError::into_inner),
+            Some(timeout) => self.ready.wait_timeout(state, timeout).unwrap_or_else(PoisonError::into_inner).0,
+        };
+        state.sleeping -= 1;
+        state
     }
 
     /// The next item, waiting for one at most `timeout` (`None`: as long as it takes).
@@ -78,13 +99,13 @@ impl<T> Queue<T> {
                 return Popped::Closed;
             }
             state = match deadline {
-                None => self.ready.wait(state).unwrap_or_else(PoisonError::into_inner),
+                None => self.sleep(state, None),
                 Some(deadline) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return Popped::TimedOut;
                     }
-                    self.ready.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0
+                    self.sleep(state, Some(left))
                 }
             };
         }
@@ -95,10 +116,31 @@ impl<T> Queue<T> {
     pub fn take(&self, max: usize) -> Vec<T> {
         let mut state = self.lock();
         while state.items.is_empty() && !state.closed {
-            state = self.ready.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state = self.sleep(state, None);
         }
         let n = state.items.len().min(max);
         state.items.drain(..n).collect()
+    }
+
+    /// What is queued, up to `max` items, without waiting (maybe none); `None` once closed (what
+    /// is still queued then is for the takers that drain it).
+    pub fn take_now(&self, max: usize) -> Option<Vec<T>> {
+        let mut state = self.lock();
+        if state.closed {
+            return None;
+        }
+        let n = state.items.len().min(max);
+        Some(state.items.drain(..n).collect())
+    }
+
+    /// Wait until something is queued (true) or the queue is closed and drained (false); takes
+    /// nothing.
+    pub fn wait_for_items(&self) -> bool {
+        let mut state = self.lock();
+        while state.items.is_empty() && !state.closed {
+            state = self.sleep(state, None);
+        }
+        !state.items.is_empty()
     }
 
     /// Refuse new items; takers get what is queued, then [`Popped::Closed`] (or nothing).
@@ -110,13 +152,15 @@ impl<T> Queue<T> {
 
 /// A one-shot reply: the [`Replier`] sends one value, the [`Reply`] waits for it.
 pub fn reply<T>() -> (Replier<T>, Reply<T>) {
-    let slot = Arc::new(Slot { value: Mutex::new(Sent::Waiting), sent: Condvar::new() });
+    let slot = Arc::new(Slot { value: Mutex::new(Sent::Waiting), sent: Condvar::new(), sleeping: false.into() });
     (Replier(Some(slot.clone())), Reply(slot))
 }
 
 struct Slot<T> {
     value: Mutex<Sent<T>>,
     sent: Condvar,
+    /// The waiter sleeps on `sent` (a reply sent before anyone waits wakes nobody: no futex call).
+    sleeping: std::sync::atomic::AtomicBool,
 }
 
 enum Sent<T> {
@@ -128,8 +172,14 @@ enum Sent<T> {
 
 impl<T> Slot<T> {
     fn set(&self, sent: Sent<T>) {
-        *self.value.lock().unwrap_or_else(PoisonError::into_inner) = sent;
-        self.sent.notify_all();
+        let mut value = self.value.lock().unwrap_or_else(PoisonError::into_inner);
+        *value = sent;
+        // Read under the lock the waiter sets it under: it cannot start sleeping unseen.
+        let sleeping = self.sleeping.load(std::sync::atomic::Ordering::Relaxed);
+        drop(value);
+        if sleeping {
+            self.sent.notify_all();
+        }
     }
 }
 
@@ -158,9 +208,11 @@ pub struct Reply<T>(Arc<Slot<T>>);
 impl<T> Reply<T> {
     /// The value, once sent; `None` if the replier went away without sending.
     pub fn wait(self) -> Option<T> {
-        let value = self.0.value.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut value =
-            self.0.sent.wait_while(value, |v| matches!(v, Sent::Waiting)).unwrap_or_else(PoisonError::into_inner);
+        let mut value = self.0.value.lock().unwrap_or_else(PoisonError::into_inner);
+        while matches!(*value, Sent::Waiting) {
+            self.0.sleeping.store(true, std::sync::atomic::Ordering::Relaxed);
+            value = self.0.sent.wait(value).unwrap_or_else(PoisonError::into_inner);
+        }
         match std::mem::replace(&mut *value, Sent::Dropped) {
             Sent::Value(v) => Some(v),
             _ => None,

@@ -29,6 +29,9 @@ bench_options --rwfs:rwfs --durability:mode --files:files --workload:workload --
 
 # cpu_ticks PID: user + system clock ticks of PID and its threads so far.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# switches PID: context switches of PID's threads so far (a thread that sleeps and is woken
+# counts one each time: the hand-offs between threads, which cost more CPU than most calls).
+switches() { cat /proc/"$1"/task/*/status 2> /dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 
 # count NAME PID MNT: create the files in MNT/d while strace counts PID's calls; print the table.
 count() {
@@ -38,9 +41,10 @@ count() {
     python3 -c "
 for i in range(50):
     open('$mnt/d/warm%d' % i, 'wb').write(b'x' * 4096)"
-    local tracer= ticks
+    local tracer= ticks switched
     if [ -n "$cpu" ]; then
         ticks=$(cpu_ticks "$pid")
+        switched=$(switches "$pid")
     else
         strace -f -c -p "$pid" -o "$out" & tracer=$!
         sleep 1
@@ -66,7 +70,9 @@ for i in range($files):
     if [ -n "$cpu" ]; then
         # Clock ticks of 1/100 s (USER_HZ) to ms per file.
         last_ms=$(awk -v t="$(( $(cpu_ticks "$pid") - ticks ))" -v n="$files" 'BEGIN { printf "%.3f", t * 10 / n }')
-        printf "%-24s daemon CPU per %s %s ms\n" "$name" "$unit" "$last_ms"
+        local per_switch
+        per_switch=$(awk -v s="$(( $(switches "$pid") - switched ))" -v n="$files" 'BEGIN { printf "%.1f", s / n }')
+        printf "%-24s daemon CPU per %s %s ms   (context switches %s)\n" "$name" "$unit" "$last_ms" "$per_switch"
         rm -f "$out"
         return
     fi

@@ -55,6 +55,11 @@ use super::{Committed, Core, Engine};
 /// The drafts' directory inside the state directory.
 pub const DRAFTS_DIR: &str = crate::durable::layout::DRAFTS;
 use crate::durable::layout::DRAFT_TARGET_XATTR as TARGET_XATTR;
+
+/// The largest draft whose commit in `batch` durability is cheap enough for a request thread
+/// ([`Engine::commits_quickly`]): most of its judgement and digest ran at its writes; the rest
+/// is at most this much to hash and scan.
+const QUICK_COMMIT: u64 = 256 << 10;
 /// Bytes before a write that the early check sees with it (a token split across two writes).
 const EARLY_CONTEXT: usize = 1024;
 /// Read size when a draft is hashed or judged.
@@ -249,6 +254,17 @@ impl Engine {
         })
     }
 
+    /// Whether committing draft `id` now is quick enough to run on a thread that reads the
+    /// kernel's requests: in `batch` durability a commit judges and stages the draft and writes
+    /// its row, without any sync, so a small one ([`QUICK_COMMIT`] bytes or fewer) while the
+    /// batch has room costs microseconds. A commit in `close` durability waits for `fsync`s:
+    /// never quick. A guess, not a promise: a commit that must wait (for a barrier, a full
+    /// disk's room) still waits where it runs.
+    pub fn commits_quickly(&self, id: DraftId) -> bool {
+        self.core.batch.as_ref().is_some_and(|batch| batch.has_room())
+            && self.core.draft_table.with_draft(id, |draft| Ok(draft.len <= QUICK_COMMIT)).unwrap_or(false)
+    }
+
     /// Make draft `id` the new version of `path`, durably, or refuse it. Committed or refused,
     /// the draft is gone; any other failure leaves it in the table for the next commit point
     /// ([`Engine::has_draft`] says which).
@@ -347,16 +363,19 @@ impl Core {
     fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
         // A draft becomes the installed version: rwfs reading it at commit must not change the
-        // access time a writer set (`touch -t`) or the one it will have. `create_temp`'s files
-        // are quiet from the start. The kept `drafts/` is used as it is (no check per draft):
-        // one removed behind rwfs's back refuses a new file, and is made again.
+        // access time a writer set (`touch -t`) or the one it will have. `create_named_temp`'s
+        // files are quiet from the start. The kept `drafts/` is used as it is (no check per
+        // draft): one removed behind rwfs's back refuses a new file, and is made again.
+        // Named at once (one `openat`; an anonymous file and its `linkat` cost twice that): a
+        // crash before the note below leaves an empty draft without one, which recovery keeps
+        // as it keeps every orphan, naming no file.
         let mut dir = self.drafts_home()?;
-        let temp = match disk.create_temp(&dir, 0o600) {
+        let temp = match disk.create_named_temp(&dir, 0o600) {
             Err(e) => match self.drafts_dir()? {
                 again if Arc::ptr_eq(&again, &dir) => Err(e),
                 again => {
                     dir = again;
-                    disk.create_temp(&dir, 0o600)
+                    disk.create_named_temp(&dir, 0o600)
                 }
             },
             made => made,
@@ -368,17 +387,9 @@ impl Core {
             let xattrs = vec![(TARGET_XATTR.into(), path.as_bytes().to_vec())];
             let _ = disk.set_attrs(&temp.file, &Attrs { xattrs, ..Attrs::default() });
         }
-        let name = match temp.name {
-            Some(name) => name,
-            None => loop {
-                let name = crate::durable::temp_name();
-                match disk.link(&temp.file, &dir, &name) {
-                    Ok(()) => break name,
-                    Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
-                    Err(e) => return Err(Error::io("name draft", e)),
-                }
-            },
-        };
+        let name = temp
+            .name
+            .ok_or_else(|| Error::io("name draft", std::io::Error::other("a named temp file without a name")))?;
         Ok((dir, temp.file, name))
     }
 

@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use crate::process::{Stat, StatFile, stat};
+use crate::process::{Pinned, Stat, stat};
 
 /// The environment variable that names a session explicitly.
 pub const ENV: &str = "RWFS_SESSION";
@@ -51,12 +51,11 @@ pub struct Sessions {
     cache: Mutex<HashMap<u32, Known>>,
 }
 
-/// A process named before: its `stat` file kept open (one `pread` tells it is still the same
-/// process), its start time, and its session.
+/// A process named before, pinned (one cheap call tells it is still the same process), and
+/// its session.
 #[derive(Debug)]
 struct Known {
-    stat: StatFile,
-    start: u64,
+    process: Pinned,
     named: Option<Named>,
 }
 
@@ -96,14 +95,13 @@ impl Sessions {
         {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(known) = cache.get(&pid) {
-                if known.stat.read().is_some_and(|now| now.start == known.start) {
+                if known.process.is_alive() {
                     return known.named.clone();
                 }
                 cache.remove(&pid);
             }
         }
-        let stat = StatFile::open(pid)?;
-        let start = stat.read()?.start;
+        let process = Pinned::open(pid)?;
         let named = {
             let hosts = self.hosts.read().unwrap_or_else(PoisonError::into_inner);
             resolve(pid, &hosts)
@@ -112,7 +110,7 @@ impl Sessions {
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
-        cache.insert(pid, Known { stat, start, named: named.clone() });
+        cache.insert(pid, Known { process, named: named.clone() });
         named
     }
 }

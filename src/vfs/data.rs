@@ -592,6 +592,31 @@ impl Vfs {
         Ok(())
     }
 
+    /// Whether [`Vfs::flush_file`] of `ino` is quick enough for a thread that reads the kernel's
+    /// requests: nothing to commit, or a commit that only stages
+    /// ([`crate::engine::Engine::commits_quickly`]). Not while another thread holds the file.
+    pub fn flushes_quickly(&self, ino: u64) -> bool {
+        let Ok(file_node) = self.file_node(ino) else { return true };
+        let Some(state) = file_node.try_lock() else { return false };
+        state.drafting().is_none_or(|draft| self.engine.commits_quickly(draft))
+    }
+
+    /// Whether [`Vfs::finish_release`] of `closing` is quick enough for a thread that reads the
+    /// kernel's requests: not the last close, or a last close with nothing to commit or keep
+    /// (its writer's close committed), or whose commit only stages.
+    pub fn finishes_quickly(&self, closing: &Closing) -> bool {
+        let Some(file_node) = closing.file_node.as_ref().filter(|_| closing.last) else { return true };
+        let Some(state) = file_node.try_lock() else { return false };
+        if state.has_reported_failure() {
+            // Its bytes are kept in objects/ (hashed, synced).
+            return false;
+        }
+        match state.drafting() {
+            Some(draft) if state.needs_commit() => self.engine.commits_quickly(draft),
+            _ => true,
+        }
+    }
+
     /// The release of a handle, both halves at once.
     pub fn release(&self, fh: u64, caller: &Caller) {
         if let Some(closing) = self.release_handle(fh) {

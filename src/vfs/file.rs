@@ -114,6 +114,8 @@ pub struct FileState {
     pub handles: u32,
     /// Releases of the last handle whose last close is still to run.
     pub closing: u32,
+    /// Threads waiting in [`FileNode::lock_closed`] for `closing` to reach 0.
+    waiting_for_close: u32,
     /// The committed version, open for reads while there is no draft (and for the handles of
     /// a file that lost its name).
     pub backing: Option<Arc<File>>,
@@ -364,13 +366,31 @@ impl FileNode {
     /// the release, so a `stat` right after `close()` can overtake the commit the release
     /// makes; it waits for it here and sees the committed version.
     pub fn lock_closed(&self) -> MutexGuard<'_, FileState> {
-        let state = self.lock();
-        self.closed.wait_while(state, |s| s.closing > 0).unwrap_or_else(PoisonError::into_inner)
+        let mut state = self.lock();
+        while state.closing > 0 {
+            state.waiting_for_close += 1;
+            state = self.closed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state.waiting_for_close -= 1;
+        }
+        state
     }
 
-    /// A last close is done: wake whoever waits in [`FileNode::lock_closed`].
+    /// Like [`FileNode::lock`], but `None` instead of waiting while another thread holds the
+    /// state (a commit may hold it across an `fsync`).
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, FileState>> {
+        match self.state.try_lock() {
+            Ok(state) => Some(state),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// A last close is done: wake whoever waits in [`FileNode::lock_closed`] (a futex call
+    /// only when someone does).
     pub fn closed(&self, state: &mut FileState) {
         state.closing = state.closing.saturating_sub(1);
-        self.closed.notify_all();
+        if state.closing == 0 && state.waiting_for_close > 0 {
+            self.closed.notify_all();
+        }
     }
 }
