@@ -363,19 +363,18 @@ impl Core {
     fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
         // A draft becomes the installed version: rwfs reading it at commit must not change the
-        // access time a writer set (`touch -t`) or the one it will have. `create_named_temp`'s
-        // files are quiet from the start. The kept `drafts/` is used as it is (no check per
-        // draft): one removed behind rwfs's back refuses a new file, and is made again.
-        // Named at once (one `openat`; an anonymous file and its `linkat` cost twice that): a
-        // crash before the note below leaves an empty draft without one, which recovery keeps
-        // as it keeps every orphan, naming no file.
+        // access time a writer set (`touch -t`) or the one it will have. `create_temp`'s files
+        // are quiet from the start. The kept `drafts/` is used as it is (no check per draft):
+        // one removed behind rwfs's back refuses a new file, and is made again.
+        // Anonymous until noted, then named (`linkat`): a draft in drafts/ always names the file
+        // it is for, whenever the daemon is killed (recovery's note; `mount::fifty_kills_…`).
         let mut dir = self.drafts_home()?;
-        let temp = match disk.create_named_temp(&dir, 0o600) {
+        let temp = match disk.create_temp(&dir, 0o600) {
             Err(e) => match self.drafts_dir()? {
                 again if Arc::ptr_eq(&again, &dir) => Err(e),
                 again => {
                     dir = again;
-                    disk.create_named_temp(&dir, 0o600)
+                    disk.create_temp(&dir, 0o600)
                 }
             },
             made => made,
@@ -387,9 +386,17 @@ impl Core {
             let xattrs = vec![(TARGET_XATTR.into(), path.as_bytes().to_vec())];
             let _ = disk.set_attrs(&temp.file, &Attrs { xattrs, ..Attrs::default() });
         }
-        let name = temp
-            .name
-            .ok_or_else(|| Error::io("name draft", std::io::Error::other("a named temp file without a name")))?;
+        let name = match temp.name {
+            Some(name) => name,
+            None => loop {
+                let name = crate::durable::temp_name();
+                match disk.link(&temp.file, &dir, &name) {
+                    Ok(()) => break name,
+                    Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
+                    Err(e) => return Err(Error::io("name draft", e)),
+                }
+            },
+        };
         Ok((dir, temp.file, name))
     }
 
