@@ -114,10 +114,7 @@ impl<T> Queue<T> {
     /// Everything queued, up to `max` items, waiting until there is at least one; empty once the
     /// queue is closed and drained.
     pub fn take(&self, max: usize) -> Vec<T> {
-        let mut state = self.lock();
-        while state.items.is_empty() && !state.closed {
-            state = self.sleep(state, None);
-        }
+        let mut state = self.lock_with_items();
         let n = state.items.len().min(max);
         state.items.drain(..n).collect()
     }
@@ -136,11 +133,16 @@ impl<T> Queue<T> {
     /// Wait until something is queued (true) or the queue is closed and drained (false); takes
     /// nothing.
     pub fn wait_for_items(&self) -> bool {
+        !self.lock_with_items().items.is_empty()
+    }
+
+    /// The state once something is queued or the queue is closed (waiting as long as it takes).
+    fn lock_with_items(&self) -> MutexGuard<'_, QueueState<T>> {
         let mut state = self.lock();
         while state.items.is_empty() && !state.closed {
             state = self.sleep(state, None);
         }
-        !state.items.is_empty()
+        state
     }
 
     /// Refuse new items; takers get what is queued, then [`Popped::Closed`] (or nothing).

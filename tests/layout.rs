@@ -351,16 +351,8 @@ fn the_checker_catches_violations() {
 
 #[test]
 fn every_rust_file_opens_with_a_doc_paragraph() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut missing = Vec::new();
-    for dir in ["src", "tests", "integration", "examples"] {
-        for file in rust_files(&root.join(dir)) {
-            let text = std::fs::read_to_string(&file).unwrap();
-            if !opens_with_doc(&text) {
-                missing.push(file.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
+    let missing: Vec<String> =
+        repository_rust_files().into_iter().filter(|(_, text)| !opens_with_doc(text)).map(|(file, _)| file).collect();
     assert!(
         missing.is_empty(),
         "files without an opening `//!` paragraph (what it is for, key types, what it does not do):\n{}",
@@ -374,15 +366,11 @@ fn every_rust_file_opens_with_a_doc_paragraph() {
 
 #[test]
 fn no_comment_cites_a_text_outside_the_repository() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cited = Vec::new();
-    for dir in ["src", "tests", "integration", "examples"] {
-        for file in rust_files(&root.join(dir)) {
-            let text = std::fs::read_to_string(&file).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                if cites_outside(line) {
-                    cited.push(format!("{}:{}: {}", file.strip_prefix(root).unwrap().display(), n + 1, line.trim()));
-                }
+    for (file, text) in repository_rust_files() {
+        for (n, line) in text.lines().enumerate() {
+            if cites_outside(line) {
+                cited.push(format!("{file}:{}: {}", n + 1, line.trim()));
             }
         }
     }
@@ -539,6 +527,19 @@ fn names_after(code: &str, prefix: &str) -> Vec<String> {
         rest = after;
     }
     out
+}
+
+/// Every Rust file of the repository's code (`src`, `tests`, `integration`, `examples`): its
+/// path from the repository's root, and its text.
+fn repository_rust_files() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = ["src", "tests", "integration", "examples"].into_iter().flat_map(|dir| rust_files(&root.join(dir)));
+    files
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap();
+            (file.strip_prefix(root).unwrap().display().to_string(), text)
+        })
+        .collect()
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {

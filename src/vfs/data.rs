@@ -598,7 +598,15 @@ impl Vfs {
     pub fn flushes_quickly(&self, ino: u64) -> bool {
         let Ok(file_node) = self.file_node(ino) else { return true };
         let Some(state) = file_node.try_lock() else { return false };
-        state.drafting().is_none_or(|draft| self.engine.commits_quickly(draft))
+        self.commit_is_quick(&state)
+    }
+
+    /// Whether committing what `state` holds is quick: nothing to commit, or only staging.
+    fn commit_is_quick(&self, state: &FileState) -> bool {
+        match state.drafting() {
+            Some(draft) if state.needs_commit() => self.engine.commits_quickly(draft),
+            _ => true,
+        }
     }
 
     /// Whether [`Vfs::finish_release`] of `closing` is quick enough for a thread that reads the
@@ -611,10 +619,7 @@ impl Vfs {
             // Its bytes are kept in objects/ (hashed, synced).
             return false;
         }
-        match state.drafting() {
-            Some(draft) if state.needs_commit() => self.engine.commits_quickly(draft),
-            _ => true,
-        }
+        self.commit_is_quick(&state)
     }
 
     /// The release of a handle, both halves at once.
