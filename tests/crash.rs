@@ -858,16 +858,16 @@ fn stage_close(engine: &Engine, rec: &Recorder, ops: &Mutex<Vec<Acked>>, path: &
     } else {
         DraftBase::New { perm: 0o644, owner: rwfs::engine::Owner { uid: 0, gid: 0, umask: 0 } }
     };
-    let draft = engine.start_draft(path, base).unwrap();
-    engine.write_draft(draft, path, 0, bytes, &who).unwrap();
+    let draft = engine.drafts().start(path, base).unwrap();
+    engine.drafts().write(draft, path, 0, bytes, &who).unwrap();
     let id = next_id(rec);
-    let committed = engine.commit_draft(draft, path, &who, rwfs::engine::CommitAt::Close).unwrap();
+    let committed = engine.drafts().commit(draft, path, &who, rwfs::engine::CommitAt::Close).unwrap();
     rec.mark(Event::Ack { id });
     ops.lock().unwrap().push(Acked::close(id, committed.seq, path, bytes));
     // Acknowledged means visible at once, through the engine's view of the path.
-    let file = engine.open_file(path).unwrap();
+    let file = engine.files().open(path).unwrap();
     let mut seen = vec![0u8; bytes.len() + 16];
-    let n = engine.read_at(&file, &mut seen, 0).unwrap();
+    let n = engine.files().read_at(&file, &mut seen, 0).unwrap();
     assert_eq!(&seen[..n], bytes, "{path} right after its close");
 }
 

@@ -15,7 +15,9 @@
 //!   file's `super::file` or `super::Item`, the item found through the module's `mod.rs`);
 //! - no Rust file of the repository (`src/`, `tests/`, `integration/`, `examples/`) lacks its
 //!   opening `//!` paragraph, and no comment of one cites a text outside the repository (the
-//!   design document's sections, a notes file): what the code relies on is in `docs/`.
+//!   design document's sections, a notes file): what the code relies on is in `docs/`;
+//! - `Engine` has at most [`ENGINE_PUB_FNS`] public functions: a new one joins a facade (its
+//!   drafts, its state files, xattrs, open files) or raises the bound with a reason.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -383,6 +385,67 @@ fn no_comment_cites_a_text_outside_the_repository() {
     assert!(cites_outside("//! laid out as the reference does (`notes/reference.md` \u{a7}6)"));
     assert!(!cites_outside("    // docs/architecture.md, guarantee 5"));
     assert!(!cites_outside(r#"    m.write("notes/a.md", b"x"); // a file named like a note"#));
+}
+
+/// The most `pub fn`s the `impl Engine` blocks of `src/engine/` may have (issue 26 found 71,
+/// then 82; the facades `Engine::drafts`, `state`, `xattrs` and `files` brought it to 53). Growth
+/// is a decision, not a drift: see the assertion's message.
+const ENGINE_PUB_FNS: usize = 53;
+
+#[test]
+fn engine_has_few_public_functions() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut found: Vec<String> = rust_files(&dir)
+        .into_iter()
+        .flat_map(|file| {
+            let name = file.strip_prefix(&dir).unwrap().display().to_string();
+            let text = std::fs::read_to_string(&file).unwrap();
+            engine_pub_fns(&text).into_iter().map(move |f| format!("{name}: {f}"))
+        })
+        .collect();
+    found.sort();
+    assert!(
+        found.len() <= ENGINE_PUB_FNS,
+        "`impl Engine` has {} public functions, more than the {ENGINE_PUB_FNS} allowed. Put the new one \
+         on the facade whose concept it belongs to (`Engine::drafts()` → `Drafts`, `state()` → `State`, \
+         `xattrs()` → `Xattrs`, `files()` → `Files`, or a new facade for a new concept, documented in \
+         docs/architecture.md's code map), or raise ENGINE_PUB_FNS in tests/layout.rs with the reason in \
+         the commit message. Today's:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+    let sample = "impl Engine {\n    pub fn a(&self) {}\n    fn b() {}\n    pub(crate) fn c() {}\n    \
+                  pub const fn d() {}\n}\nimpl Core {\n    pub fn e() {}\n}\nimpl<'a> Engine {\n    pub fn f() {}\n}\n";
+    assert_eq!(engine_pub_fns(sample), ["a", "d", "f"]);
+}
+
+/// The names of the `pub fn`s (`const`, `async`, `unsafe` ones too) directly inside the
+/// `impl Engine { … }` blocks of `text` (rustfmt's layout: the block closes at column 0).
+fn engine_pub_fns(text: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if !inside {
+            let head = line.strip_prefix("impl").map(|rest| match rest.strip_prefix('<') {
+                Some(generic) => generic.split_once('>').map_or("", |(_, after)| after),
+                None => rest,
+            });
+            inside = head.is_some_and(|h| h.trim() == "Engine {");
+            continue;
+        }
+        if line.starts_with('}') {
+            inside = false;
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("    pub ") else { continue };
+        let mut words = rest.split_whitespace().skip_while(|w| ["const", "async", "unsafe"].contains(w));
+        if words.next() == Some("fn")
+            && let Some(name) = words.next()
+        {
+            out.push(name.split(['(', '<']).next().unwrap_or(name).to_string());
+        }
+    }
+    out
 }
 
 /// Does the comment of `line` (its text after `//`, string literals aside) cite the design

@@ -25,7 +25,7 @@ fn every_name_rwfs_writes_in_the_state_directory_is_in_the_layout_table() {
     mcp.call("rw_safe_write", json!({"path": "a.txt", "content": "one\n", "mode": "overwrite"})).ok();
     mcp.call("rw_safe_write", json!({"path": "a.txt", "content": "two\n", "mode": "overwrite"})).ok();
     mcp.call("rw_safe_write", json!({"path": "config.py", "content": aws_secret_line(7), "mode": "create"})).err();
-    let _draft = engine.start_draft("a.txt", DraftBase::Current).unwrap();
+    let _draft = engine.drafts().start("a.txt", DraftBase::Current).unwrap();
     // Every tool that keeps files there.
     mcp.call("rw_chunk_write", json!({"session": "s", "index": 1, "content": "x", "total_expected": 1})).ok();
     mcp.call("rw_scratch_put", json!({"content": "out of band"})).ok();

@@ -1403,11 +1403,11 @@ fn check(fx: &Fx, m: &Model, ctx: &str, tree: bool) {
 /// The content the engine gives `path` now: its staged version in batch mode, else the tree's.
 fn engine_view(fx: &Fx, path: &str) -> Option<Vec<u8>> {
     fx.engine.stat(path).unwrap()?;
-    let file = fx.engine.open_file(path).unwrap();
+    let file = fx.engine.files().open(path).unwrap();
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        match fx.engine.read_at(&file, &mut buf, out.len() as u64).unwrap() {
+        match fx.engine.files().read_at(&file, &mut buf, out.len() as u64).unwrap() {
             0 => return Some(out),
             n => out.extend_from_slice(&buf[..n]),
         }

@@ -453,7 +453,7 @@ fn untold_json(pid: Option<u32>, paths: &[String], engine: &Engine) -> Value {
 /// Stream the journal's lines past `offset` to `stream` until the client leaves.
 fn follow(stream: UnixStream, offset: u64, daemon: &dyn Daemon) -> Result<()> {
     stream.set_read_timeout(None).step("socket timeout")?;
-    let journal = daemon.engine().state_dir_path()?.join(crate::journal::JOURNAL_FILE);
+    let journal = daemon.engine().state().dir_path()?.join(crate::journal::JOURNAL_FILE);
     let mut out = std::io::BufWriter::new(stream.try_clone().step("clone socket")?);
     crate::journal::follow::follow(&journal, offset, Some(std::os::fd::AsFd::as_fd(&stream)), |line| {
         out.write_all(line).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_ok()

@@ -88,7 +88,7 @@ fn serve(request: &MountRequest, ready: Option<&Ready>) -> Result<()> {
     std::env::set_current_dir("/").step("leave the starting directory")?;
     // The state directory's real path: /proc/self/fd/N of the engine's descriptor does not go
     // through the mount, even over the workspace itself.
-    let state = engine.state_dir_path()?;
+    let state = engine.state().dir_path()?;
     let mount = Mount::start(
         engine.clone(),
         MountOptions {

@@ -37,7 +37,7 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
     let tools = Arc::new(Tools::new(engine.clone(), mcp::settings_from_env()));
     let owner = Arc::new(Owner { engine: engine.clone(), tools: tools.clone(), sessions: AtomicUsize::new(0) });
     let workspace: PathBuf = engine.workspace().path().to_path_buf();
-    let state = engine.state_dir_path()?;
+    let state = engine.state().dir_path()?;
     control::start(&workspace, &state, owner.clone())?;
     let served = mcp::serve_stdio(tools, control::agent_host(std::process::id()));
     // Relayed sessions keep the engine until they end.
@@ -59,7 +59,7 @@ pub fn run_http(root: &Path, options: &Options, addr: std::net::SocketAddr) -> R
     let tools = Arc::new(Tools::new(engine.clone(), mcp::settings_from_env()));
     let owner = Arc::new(Owner { engine: engine.clone(), tools: tools.clone(), sessions: AtomicUsize::new(0) });
     let workspace: PathBuf = engine.workspace().path().to_path_buf();
-    let state = engine.state_dir_path()?;
+    let state = engine.state().dir_path()?;
     let (token, new) = mcp::http_token(&engine)?;
     let listener =
         std::net::TcpListener::bind(addr).map_err(|e| Error::io("bind MCP HTTP address", e).at(addr.to_string()))?;

@@ -126,7 +126,7 @@ pub fn on_engine(engine: &Arc<crate::engine::Engine>) -> Result<Arc<Ui>> {
             Ok(super::control::decided_json(&decided))
         }),
         follow: Box::new(move |offset, line| {
-            let journal = follower.state_dir_path()?.join(crate::journal::JOURNAL_FILE);
+            let journal = follower.state().dir_path()?.join(crate::journal::JOURNAL_FILE);
             crate::journal::follow::follow(&journal, offset, None, |l| line(l)).step("follow journal")
         }),
     }))

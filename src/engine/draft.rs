@@ -3,7 +3,7 @@
 //! A draft is a file in `.resilient_write/drafts/`, on the tree's filesystem, carrying the mode,
 //! owner and extended attributes the new version will have. The mount keeps one per inode being
 //! written (every handle of the inode writes to it, and reads see it); the tree keeps the last
-//! committed version until [`Engine::commit_draft`]:
+//! committed version until [`Drafts::commit`]:
 //!
 //! ```text
 //!   start    empty (a new file, or O_TRUNC) or a copy of the current version (copy_file_range)
@@ -37,7 +37,7 @@ use std::ffi::OsStr;
 use std::sync::{Arc, PoisonError};
 
 use crate::durable::{
-    Attrs, Dir, File, FileKind, SPARSE_DIGEST_MIN, Scope, Source, Staged, WorkspacePath, content_digest,
+    Attrs, Dir, File, FileKind, SPARSE_DIGEST_MIN, Scope, Source, Staged, Stat, WorkspacePath, content_digest,
     resolve::resolve, stage,
 };
 use crate::error::{Error, IoContext, Reason, Result};
@@ -57,7 +57,7 @@ pub const DRAFTS_DIR: &str = crate::durable::layout::DRAFTS;
 use crate::durable::layout::DRAFT_TARGET_XATTR as TARGET_XATTR;
 
 /// The largest draft whose commit in `batch` durability is cheap enough for a request thread
-/// ([`Engine::commits_quickly`]): most of its judgement and digest ran at its writes; the rest
+/// ([`Drafts::commits_quickly`]): most of its judgement and digest ran at its writes; the rest
 /// is at most this much to hash and scan.
 const QUICK_COMMIT: u64 = 256 << 10;
 /// Bytes before a write that the early check sees with it (a token split across two writes).
@@ -187,21 +187,44 @@ impl Draft {
 }
 
 impl Engine {
+    /// The drafts of files being written through the mount: see [`Drafts`].
+    pub fn drafts(&self) -> Drafts<'_> {
+        Drafts { core: &self.core }
+    }
+}
+
+/// The mount's drafts, as the engine lends them: every call names a live draft by the
+/// [`DraftId`] [`Drafts::start`] (or [`Drafts::start_unlinked`]) gave, and runs with that draft's
+/// entry of the engine's table locked (`drafts.rs`).
+///
+/// It owns a draft's whole life: start, write, read, truncate and allocate, then exactly one
+/// end — [`commit`](Drafts::commit) (the draft becomes the file's version), a refusal by the
+/// gate at a write or a commit (quarantined in `objects/`), [`keep`](Drafts::keep) (kept in
+/// `objects/` with a `recover` row), or [`discard`](Drafts::discard) (nobody needs its bytes).
+/// Invariants: the bytes never leave the engine (the caller holds an id, plain data); a draft's
+/// bytes reach the tree only through the gate and the commit protocol; any failure that is not
+/// an end leaves the draft in its slot, and [`has`](Drafts::has) says whether it is still held.
+#[derive(Clone, Copy)]
+pub struct Drafts<'a> {
+    core: &'a Core,
+}
+
+impl Drafts<'_> {
     /// Start a draft of `path` (workspace-relative).
-    pub fn start_draft(&self, path: &str, base: DraftBase) -> Result<DraftId> {
+    pub fn start(&self, path: &str, base: DraftBase) -> Result<DraftId> {
         let draft = self.core.start_draft(path, base).map_err(|e| e.at(path))?;
         Ok(self.core.draft_table.insert(draft))
     }
 
     /// Whether draft `id` is still held (not committed, quarantined, kept or discarded).
-    pub fn has_draft(&self, id: DraftId) -> bool {
+    pub fn has(&self, id: DraftId) -> bool {
         self.core.draft_table.contains(id)
     }
 
     /// Write `data` at `offset` into draft `id` of `path`. When the written window alone is
     /// certainly refused, the draft is quarantined and journaled and `Err(blocked)` returned
-    /// with the draft gone ([`Engine::has_draft`] is false).
-    pub fn write_draft(&self, id: DraftId, path: &str, offset: u64, data: &[u8], actor: &Actor) -> Result<()> {
+    /// with the draft gone ([`Drafts::has`] is false).
+    pub fn write(&self, id: DraftId, path: &str, offset: u64, data: &[u8], actor: &Actor) -> Result<()> {
         let need = data.len() as u64;
         let table = &self.core.draft_table;
         self.core
@@ -213,14 +236,14 @@ impl Engine {
     /// open), copied from `from`, the version its handles still read. Such a draft never
     /// becomes a version: the mount discards it at the file's last close.
     /// `former` is the path the file had, for recovery's note.
-    pub fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<DraftId> {
+    pub fn start_unlinked(&self, from: &File, former: Option<&str>) -> Result<DraftId> {
         let draft = self.core.start_unlinked_draft(from, former)?;
         Ok(self.core.draft_table.insert(draft))
     }
 
     /// Write into the draft of a file that has no name any more. Its bytes can never reach the
     /// tree (the draft is discarded at the last close), so nothing is judged.
-    pub fn write_unlinked_draft(&self, id: DraftId, offset: u64, data: &[u8]) -> Result<()> {
+    pub fn write_unlinked(&self, id: DraftId, offset: u64, data: &[u8]) -> Result<()> {
         self.core.draft_table.with_draft(id, |draft| {
             self.core.disk().write_at(&draft.file, data, offset).step("write draft")?;
             draft.wrote(offset, data);
@@ -228,21 +251,21 @@ impl Engine {
         })
     }
 
-    pub fn read_draft(&self, id: DraftId, offset: u64, buf: &mut [u8]) -> Result<usize> {
+    pub fn read(&self, id: DraftId, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.core
             .draft_table
             .with_draft(id, |draft| self.core.disk().read_at(&draft.file, buf, offset).step("read draft"))
     }
 
     /// Cut or extend the draft to `len` bytes.
-    pub fn truncate_draft(&self, id: DraftId, len: u64) -> Result<()> {
+    pub fn truncate(&self, id: DraftId, len: u64) -> Result<()> {
         self.core.draft_table.with_draft(id, |draft| self.core.truncate_draft(draft, len))
     }
 
     /// `fallocate` of a draft: blocks for `len` bytes from `offset`, and unless `keep_size` the
-    /// draft grown (with zeros, as by [`Engine::truncate_draft`]) to cover them. Returns whether
+    /// draft grown (with zeros, as by [`Drafts::truncate`]) to cover them. Returns whether
     /// the draft's bytes changed.
-    pub fn allocate_draft(&self, id: DraftId, offset: u64, len: u64, keep_size: bool) -> Result<bool> {
+    pub fn allocate(&self, id: DraftId, offset: u64, len: u64, keep_size: bool) -> Result<bool> {
         self.core.draft_table.with_draft(id, |draft| {
             let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", super::tree::efbig()))?;
             let grows = !keep_size && end > draft.len;
@@ -267,9 +290,9 @@ impl Engine {
 
     /// Make draft `id` the new version of `path`, durably, or refuse it. Committed or refused,
     /// the draft is gone; any other failure leaves it in the table for the next commit point
-    /// ([`Engine::has_draft`] says which).
+    /// ([`Drafts::has`] says which).
     /// On a full disk, old versions make room and the commit is tried once more (`room.rs`).
-    pub fn commit_draft(&self, id: DraftId, path: &str, actor: &Actor, at: CommitAt) -> Result<Committed> {
+    pub fn commit(&self, id: DraftId, path: &str, actor: &Actor, at: CommitAt) -> Result<Committed> {
         self.core
             .draft_table
             .with(id, |slot| match self.core.commit_draft(id, slot, path, actor, at) {
@@ -285,7 +308,7 @@ impl Engine {
     /// failed and the writer was told so) in `objects/`, with a `recover` row naming `path`; an
     /// empty one is discarded. The draft is gone from the table either way; on failure its
     /// file stays in `drafts/`, where the next start keeps it.
-    pub fn keep_draft(&self, id: DraftId, path: &str, actor: &Actor) -> Result<()> {
+    pub fn keep(&self, id: DraftId, path: &str, actor: &Actor) -> Result<()> {
         self.core.draft_table.with(id, |slot| {
             let Some(draft) = slot.take() else { return Ok(()) };
             if draft.is_empty() {
@@ -308,7 +331,7 @@ impl Engine {
     }
 
     /// Drop a draft nobody needs (the file it was for is gone).
-    pub fn discard_draft(&self, id: DraftId) {
+    pub fn discard(&self, id: DraftId) {
         let _ = self.core.draft_table.with(id, |slot| {
             if let Some(draft) = slot.take() {
                 self.core.discard(&draft);
@@ -318,13 +341,18 @@ impl Engine {
     }
 
     /// Re-point the draft's recovery note after the file it is for was renamed.
-    pub fn retarget_draft(&self, id: DraftId, path: &str) {
+    pub fn retarget(&self, id: DraftId, path: &str) {
         let _ = self.core.draft_table.with_draft(id, |draft| {
             let dir = self.core.drafts_home()?;
             let note = path.as_bytes();
             let _ = self.core.disk().set_xattr(&dir, &draft.name, OsStr::new(TARGET_XATTR), note, 0);
             Ok(())
         });
+    }
+
+    /// The attributes of draft `id`'s file.
+    pub fn stat(&self, id: DraftId) -> Result<Stat> {
+        self.core.draft_table.with_draft(id, |draft| self.core.disk().file_stat(draft.file()).step("stat draft"))
     }
 }
 
@@ -683,7 +711,7 @@ impl Core {
         Ok(buf)
     }
 
-    /// Commit the draft in `slot` (see [`Engine::commit_draft`]): the slot is emptied once
+    /// Commit the draft in `slot` (see [`Drafts::commit`]): the slot is emptied once
     /// the draft's bytes left `drafts/` (installed, quarantined, kept by a protection); every
     /// other failure leaves the draft in it.
     fn commit_draft(

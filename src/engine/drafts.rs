@@ -14,8 +14,8 @@
 //!
 //! The mount keeps ids, plain `Copy` data; the bytes, the descriptor and what the gate judged
 //! of a draft stay here ([`Draft`], `draft.rs`), and never travel back up. Each engine call on a
-//! live draft ([`Engine::write_draft`](super::Engine::write_draft),
-//! [`Engine::commit_draft`](super::Engine::commit_draft), …) runs with that draft's entry
+//! live draft ([`Drafts::write`](super::Drafts::write),
+//! [`Drafts::commit`](super::Drafts::commit), …) runs with that draft's entry
 //! locked, through [`DraftTable::with`], on its slot (`&mut Option<Draft>`): an operation that
 //! ends the draft (commits it, quarantines it, keeps it in `objects/`, discards it) empties
 //! the slot, and the id is gone from the table with it; any other outcome, an error included,
@@ -34,7 +34,7 @@
 //!   learnt of it forgotten (its running digest, what was judged: the next commit reads and
 //!   judges it again), unless the failure came after its bytes left `drafts/` (quarantined,
 //!   kept by a protection, installed) — then the id is gone.
-//!   [`Engine::has_draft`](super::Engine::has_draft) (live drafts only) says which.
+//!   [`Drafts::has`](super::Drafts::has) (live drafts only) says which.
 //! - What a crash leaves: the table is memory only; every draft it held is a file in `drafts/`.
 //!   The next open installs a staged one whose row is durable (recovery's roll-forward) and
 //!   keeps every other one in `objects/` with a `recover` row naming the file it was for (its

@@ -76,7 +76,7 @@ pub use admit::{MAX_BYTES as MOVE_MAX_BYTES, MAX_FILES as MOVE_MAX_FILES, MAX_WA
 pub use approve::Decided;
 pub use class::PathClass;
 pub use commit::{Committed, Expect, WriteMode, WriteRequest};
-pub use draft::{CommitAt, DRAFTS_DIR, DraftBase};
+pub use draft::{CommitAt, DRAFTS_DIR, DraftBase, Drafts};
 pub use encrypt::Encrypted;
 pub use entry::{DraftId, Entry};
 pub use events::{Changed, Subscriber};
@@ -86,9 +86,9 @@ pub use read_guard::{MAX_REDACTED_BYTES, READ_REAL_ENV, ReadView};
 pub use recovery::{RECOVERY_HASH_BUDGET, Recovery};
 pub use retention::{Gc, Kept, Plan, Why, plan as retention_plan};
 pub use rewind::{Action, Rewind, Rewound, Step, describe as describe_selection};
-pub use state::StateLock;
+pub use state::{State, StateLock};
 pub use tool_call::{HookEvent, HookOutcome};
-pub use tree::{Owner, RenameHow};
+pub use tree::{Files, Owner, RenameHow, Xattrs};
 
 use batch::Batch;
 use class::Classes;
@@ -121,7 +121,7 @@ pub(crate) struct Core {
     owner: OwnerLock,
     pub(crate) tracker: Tracker,
     pub(crate) locks: PathLocks,
-    /// The locks [`Engine::state_lock`] hands out: a set apart from `locks`, so a holder can
+    /// The locks [`State::lock`] hands out: a set apart from `locks`, so a holder can
     /// write state files (which take `locks`) without waiting on itself.
     pub(crate) state_locks: PathLocks,
     pub(crate) cache: DigestCache,
@@ -274,14 +274,6 @@ impl Engine {
     /// The read-only view of this workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.core.ws
-    }
-
-    /// A path to the state directory that reaches it through the engine's own descriptor
-    /// (valid while the engine is open, in this process), even when a mount covers the
-    /// workspace.
-    pub fn state_dir_path(&self) -> Result<std::path::PathBuf> {
-        let state = self.core.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
-        Ok(state.fd_path())
     }
 
     /// What recovery did when this engine opened.

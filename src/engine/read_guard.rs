@@ -77,8 +77,8 @@ impl Engine {
     /// The redacted view of `path`'s committed content under `rule`; a file over
     /// [`MAX_REDACTED_BYTES`] is refused instead ([`Reason::ReadGuarded`]).
     pub fn redacted_view(&self, path: &str, rule: &str) -> Result<Vec<u8>> {
-        let file = self.open_file(path)?;
-        let size = self.stat_file(&file)?.size;
+        let file = self.files().open(path)?;
+        let size = self.files().stat(&file)?.size;
         if size > MAX_REDACTED_BYTES {
             let rule = format!("{rule}; a redacted view over {MAX_REDACTED_BYTES} bytes is refused");
             return Err(Error::from(Reason::ReadGuarded { rule, redacted: false }).at(path));

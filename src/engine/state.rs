@@ -10,7 +10,7 @@
 //! - a state file is written by the same protocol as any workspace file (temp, fsync, install,
 //!   fsync(dir), a row), so it is whole after a crash and every version of it is kept; the only
 //!   difference is that it is not gated (the scratchpad holds secrets by design);
-//! - an index file (`state_append_line`) only ever grows by whole lines: a torn last line left
+//! - an index file ([`State::append_line`]) only ever grows by whole lines: a torn last line left
 //!   by a crash is closed with a newline before the next line, so readers can skip it;
 //! - [`StateLock`] serialises read-modify-write sequences on one name within the engine (one
 //!   engine per workspace, so that is every writer); its locks are not the ones writes take, so
@@ -18,15 +18,25 @@
 
 use std::sync::MutexGuard;
 
-use crate::durable::Scope;
 use crate::durable::resolve::{open_parent, resolve};
+use crate::durable::{STATE_DIR, Scope};
 use crate::error::{Error, IoContext, Reason, Result};
 use crate::journal::Actor;
 use crate::sha::Sha256;
 
 use crate::history::read::state_path;
 
-use super::{Committed, Engine};
+use super::{Committed, Core, Engine};
+
+/// The state directory's files as the tool layers write them (chunk sessions, the scratchpad,
+/// checkpoints, handoff archives, the HTTP token): names relative to `.resilient_write/`,
+/// resolved beneath the root. It owns the invariants above: whole versions written by the
+/// commit protocol and journaled (never gated), index files that grow by whole lines, and
+/// per-name locks apart from the ones writes take.
+#[derive(Clone, Copy)]
+pub struct State<'a> {
+    core: &'a Core,
+}
 
 /// Holds the engine's lock of one state name.
 pub struct StateLock<'a> {
@@ -60,10 +70,10 @@ pub(crate) fn ensure_gitignore(disk: &dyn crate::durable::Disk, state: &crate::d
     }
 }
 
-impl Engine {
+impl<'a> State<'a> {
     /// Write the state file `rel` (create-only or replace), journaled; `private` files are
     /// created mode 0600.
-    pub fn state_write(
+    pub fn write(
         &self,
         rel: &str,
         content: &[u8],
@@ -77,7 +87,7 @@ impl Engine {
 
     /// Remove the state file `rel` (its content is kept in `objects/` and journaled); `false`
     /// when it did not exist.
-    pub fn state_remove(&self, rel: &str, actor: &Actor) -> Result<bool> {
+    pub fn remove(&self, rel: &str, actor: &Actor) -> Result<bool> {
         match self.core.delete(&state_path(rel), None, Scope::State, actor) {
             Ok(_) => Ok(true),
             Err(e) if *e.reason() == Reason::NotFound => Ok(false),
@@ -85,9 +95,9 @@ impl Engine {
         }
     }
 
-    /// [`state_remove`](Engine::state_remove) only while the file still holds `sha`: what a
+    /// [`remove`](State::remove) only while the file still holds `sha`: what a
     /// caller judged is what goes (a changed file is a `stale_precondition` error).
-    pub fn state_remove_if(&self, rel: &str, sha: Sha256, actor: &Actor) -> Result<bool> {
+    pub fn remove_if(&self, rel: &str, sha: Sha256, actor: &Actor) -> Result<bool> {
         match self.core.delete(&state_path(rel), Some(super::Expect::Sha(sha)), Scope::State, actor) {
             Ok(_) => Ok(true),
             Err(e) if *e.reason() == Reason::NotFound => Ok(false),
@@ -96,7 +106,7 @@ impl Engine {
     }
 
     /// Remove the directory `rel` if it is empty (missing is fine).
-    pub fn state_remove_dir(&self, rel: &str) -> Result<()> {
+    pub fn remove_dir(&self, rel: &str) -> Result<()> {
         let path = state_path(rel);
         let (parent, name) = match path.rsplit_once('/') {
             Some(split) => split,
@@ -117,7 +127,7 @@ impl Engine {
 
     /// Append one line to the state file `rel` (created 0600 if missing) and make it durable.
     /// A torn last line is closed first.
-    pub fn state_append_line(&self, rel: &str, line: &[u8]) -> Result<()> {
+    pub fn append_line(&self, rel: &str, line: &[u8]) -> Result<()> {
         let path = state_path(rel);
         let disk = self.core.disk();
         let target = resolve(disk, &self.core.ws.root, &path, Scope::State, true)?;
@@ -149,10 +159,26 @@ impl Engine {
     /// Hold the engine's lock of the state name `rel` (read-modify-write sequences). These
     /// locks are apart from the ones writes take, so the holder may write any state file,
     /// `rel` included; it must not take a second state lock (two names may share a stripe).
-    pub fn state_lock(&self, rel: &str) -> Result<StateLock<'_>> {
+    pub fn lock(&self, rel: &str) -> Result<StateLock<'a>> {
         let path =
             crate::durable::resolve::lookup(self.core.disk(), &self.core.ws.root, &state_path(rel), Scope::State)?;
         Ok(StateLock { _guard: self.core.state_locks.lock(&path) })
+    }
+
+    /// A path to the state directory that reaches it through the engine's own descriptor
+    /// (valid while the engine is open, in this process), even when a mount covers the
+    /// workspace.
+    pub fn dir_path(&self) -> Result<std::path::PathBuf> {
+        let state = self.core.ws.state.as_ref().ok_or_else(|| Error::from(Reason::NotFound).at(STATE_DIR))?;
+        Ok(state.fd_path())
+    }
+}
+
+impl Engine {
+    /// The engine's own files under `.resilient_write/`, as the tool layers write them: see
+    /// [`State`].
+    pub fn state(&self) -> State<'_> {
+        State { core: &self.core }
     }
 
     /// Score `content` (as the new version of `path`, when given) and judge it by the policy,

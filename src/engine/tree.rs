@@ -25,7 +25,7 @@ use crate::journal::{Actor, Change, Op};
 use crate::policy::Operation;
 use crate::sha::Sha256;
 
-use super::entry::{DraftId, Entry};
+use super::entry::Entry;
 use super::{Core, Engine};
 
 /// How a rename treats an existing destination (`renameat2` flags).
@@ -60,11 +60,6 @@ impl Engine {
         }
     }
 
-    /// The attributes of a draft's file.
-    pub fn stat_draft(&self, id: DraftId) -> Result<Stat> {
-        self.core.draft_table.with_draft(id, |draft| self.core.disk().file_stat(draft.file()).step("stat draft"))
-    }
-
     /// The entries of a directory (without `.` and `..`).
     pub fn list(&self, path: &str) -> Result<Vec<(OsString, FileKind)>> {
         let disk = self.core.disk();
@@ -89,34 +84,6 @@ impl Engine {
     pub fn read_link(&self, path: &str) -> Result<OsString> {
         let (dir, name) = self.core.locate(Entry::Path(path), Scope::State)?;
         self.core.disk().read_link(&dir, &name).step("readlink").map_err(|e| e.at(path))
-    }
-
-    /// Open a regular file for reading (never through a symlink).
-    pub fn open_file(&self, path: &str) -> Result<File> {
-        let disk = self.core.disk();
-        self.core
-            .on(Entry::Path(path), Scope::State, |dir, name| disk.open_read(dir, name))?
-            .step("open file")
-            .map_err(|e| e.at(path))
-    }
-
-    /// Open a file written in place (a pass-through path) for reading and writing, creating it
-    /// exclusively with `create`. `writer`: who opens it to write (protect rules apply, see
-    /// `protect.rs`); `None` for an open that writes nothing itself.
-    pub fn open_in_place(&self, path: &str, create: Option<(u32, Owner)>, writer: Option<&Actor>) -> Result<File> {
-        if let Some(actor) = writer {
-            self.core.guard(super::protect::version_op(create.is_none()), path, actor, None, || None)?;
-        }
-        let disk = self.core.disk();
-        let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
-        let opened = match create {
-            None => disk.open_write(&dir, &name, false, 0),
-            Some((perm, owner)) => disk.create_new(&dir, &name, perm).and_then(|file| {
-                self.core.give(&dir, &name, FileKind::File, perm, owner)?;
-                Ok(file)
-            }),
-        };
-        opened.step("open file in place").map_err(|e| e.at(path))
     }
 
     pub fn mkdir(&self, path: &str, perm: u32, owner: Owner) -> Result<()> {
@@ -208,78 +175,6 @@ impl Engine {
         self.core.on(entry, Scope::Workspace, |dir, name| disk.set_times(dir, name, atime, mtime))?.step("set times")
     }
 
-    pub fn get_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
-        // The draft's recovery note is rwfs's, not the file's.
-        if attr == crate::durable::layout::DRAFT_TARGET_XATTR && self.core.in_drafts(entry) {
-            return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
-        }
-        if let Entry::Draft(id) = entry {
-            // Through the draft's own descriptor: the kernel asks for `security.capability`
-            // before the first write to every file it has not checked yet.
-            let disk = self.core.disk();
-            return self.core.draft_table.with_draft(id, |draft| disk.file_xattr(draft.file(), attr).step("getxattr"));
-        }
-        let disk = self.core.disk();
-        self.core.on(entry, Scope::State, |dir, name| disk.get_xattr(dir, name, attr))?.step("getxattr")
-    }
-
-    pub fn list_xattrs(&self, entry: Entry<'_>) -> Result<Vec<OsString>> {
-        let disk = self.core.disk();
-        let mut names =
-            self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")?;
-        if self.core.in_drafts(entry) {
-            // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062, 097).
-            names.retain(|name| name != crate::durable::layout::DRAFT_TARGET_XATTR);
-        }
-        Ok(names)
-    }
-
-    pub fn set_xattr(&self, entry: Entry<'_>, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
-        let disk = self.core.disk();
-        self.core
-            .on(entry, Scope::Workspace, |dir, name| disk.set_xattr(dir, name, attr, value, flags))?
-            .step("setxattr")
-    }
-
-    pub fn remove_xattr(&self, entry: Entry<'_>, attr: &OsStr) -> Result<()> {
-        let disk = self.core.disk();
-        self.core.on(entry, Scope::Workspace, |dir, name| disk.remove_xattr(dir, name, attr))?.step("removexattr")
-    }
-
-    /// Read from a file opened by [`Engine::open_file`] or [`Engine::open_in_place`].
-    pub fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> Result<usize> {
-        self.core.disk().read_at(file, buf, offset).step("read")
-    }
-
-    /// Write to a file opened in place (a pass-through path).
-    pub fn write_at(&self, file: &File, data: &[u8], offset: u64) -> Result<()> {
-        self.core.disk().write_at(file, data, offset).step("write")
-    }
-
-    pub fn set_len(&self, file: &File, len: u64) -> Result<()> {
-        self.core.disk().set_len(file, len).step("truncate")
-    }
-
-    /// `fallocate` of a file opened in place: blocks for `len` bytes from `offset`, and unless
-    /// `keep_size` the file grown (with zeros) to cover them.
-    pub fn allocate(&self, file: &File, offset: u64, len: u64, keep_size: bool) -> Result<()> {
-        let disk = self.core.disk();
-        let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", efbig()))?;
-        if !keep_size && end > disk.file_stat(file).step("stat")?.size {
-            disk.set_len(file, end).step("fallocate")?;
-        }
-        disk.reserve(file, offset, len).step("fallocate")
-    }
-
-    pub fn sync_file(&self, file: &File, data_only: bool) -> Result<()> {
-        let disk = self.core.disk();
-        if data_only { disk.sync_data(file) } else { disk.sync(file) }.step("fsync")
-    }
-
-    pub fn stat_file(&self, file: &File) -> Result<Stat> {
-        self.core.disk().file_stat(file).step("stat")
-    }
-
     pub fn statfs(&self) -> Result<FsStats> {
         self.core.disk().statfs(&self.core.ws.root).step("statfs")
     }
@@ -308,6 +203,145 @@ impl Engine {
         paths: &[String],
     ) -> Vec<crate::notice::Notice> {
         self.core.gate.told.untold(agent, paths)
+    }
+}
+
+impl Engine {
+    /// The extended attributes of entries, as the mount shows them: see [`Xattrs`].
+    pub fn xattrs(&self) -> Xattrs<'_> {
+        Xattrs { core: &self.core }
+    }
+
+    /// Files the engine opens for the mount to read and write by descriptor: see [`Files`].
+    pub fn files(&self) -> Files<'_> {
+        Files { core: &self.core }
+    }
+}
+
+/// The extended attributes of an [`Entry`] (a path, or a draft by its id), read and changed
+/// where the entry's current bytes are: an open draft's file, a version staged in batch mode
+/// and not installed yet, else the tree's entry. Invariant: the draft's recovery note
+/// (`user.rwfs.target`, `durable/layout.rs`) is rwfs's, not the file's: never listed nor read
+/// through here, so a file shows the same attributes before, during and after a draft.
+#[derive(Clone, Copy)]
+pub struct Xattrs<'a> {
+    core: &'a Core,
+}
+
+impl Xattrs<'_> {
+    pub fn get(&self, entry: Entry<'_>, attr: &OsStr) -> Result<Vec<u8>> {
+        // The draft's recovery note is rwfs's, not the file's.
+        if attr == crate::durable::layout::DRAFT_TARGET_XATTR && self.core.in_drafts(entry) {
+            return Err(Error::io("getxattr", std::io::Error::from_raw_os_error(nix::libc::ENODATA)));
+        }
+        if let Entry::Draft(id) = entry {
+            // Through the draft's own descriptor: the kernel asks for `security.capability`
+            // before the first write to every file it has not checked yet.
+            let disk = self.core.disk();
+            return self.core.draft_table.with_draft(id, |draft| disk.file_xattr(draft.file(), attr).step("getxattr"));
+        }
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::State, |dir, name| disk.get_xattr(dir, name, attr))?.step("getxattr")
+    }
+
+    pub fn list(&self, entry: Entry<'_>) -> Result<Vec<OsString>> {
+        let disk = self.core.disk();
+        let mut names =
+            self.core.on(entry, Scope::State, |dir, name| disk.list_xattrs(dir, name))?.step("listxattr")?;
+        if self.core.in_drafts(entry) {
+            // The draft's recovery note is rwfs's, not the file's (xfstests 020, 062, 097).
+            names.retain(|name| name != crate::durable::layout::DRAFT_TARGET_XATTR);
+        }
+        Ok(names)
+    }
+
+    pub fn set(&self, entry: Entry<'_>, attr: &OsStr, value: &[u8], flags: i32) -> Result<()> {
+        let disk = self.core.disk();
+        self.core
+            .on(entry, Scope::Workspace, |dir, name| disk.set_xattr(dir, name, attr, value, flags))?
+            .step("setxattr")
+    }
+
+    pub fn remove(&self, entry: Entry<'_>, attr: &OsStr) -> Result<()> {
+        let disk = self.core.disk();
+        self.core.on(entry, Scope::Workspace, |dir, name| disk.remove_xattr(dir, name, attr))?.step("removexattr")
+    }
+}
+
+/// The files the mount holds open by descriptor rather than through a draft, and the I/O on
+/// them: a committed version opened read-only ([`open`](Files::open)), and a pass-through file
+/// (policy globs such as `.git/**`) opened to be written in place
+/// ([`open_in_place`](Files::open_in_place), where the protect rules guard a writer's open).
+/// Every call goes through the engine's `Disk`, the I/O seam (a hooked test disk sees it).
+/// Nothing here is judged or journaled, so the mount writes through these descriptors only
+/// where [`Engine::class`] says nothing is: a gated path's bytes change only through
+/// [`Drafts`](super::Drafts) and the commit protocol.
+#[derive(Clone, Copy)]
+pub struct Files<'a> {
+    core: &'a Core,
+}
+
+impl Files<'_> {
+    /// Open a regular file for reading (never through a symlink).
+    pub fn open(&self, path: &str) -> Result<File> {
+        let disk = self.core.disk();
+        self.core
+            .on(Entry::Path(path), Scope::State, |dir, name| disk.open_read(dir, name))?
+            .step("open file")
+            .map_err(|e| e.at(path))
+    }
+
+    /// Open a file written in place (a pass-through path) for reading and writing, creating it
+    /// exclusively with `create`. `writer`: who opens it to write (protect rules apply, see
+    /// `protect.rs`); `None` for an open that writes nothing itself.
+    pub fn open_in_place(&self, path: &str, create: Option<(u32, Owner)>, writer: Option<&Actor>) -> Result<File> {
+        if let Some(actor) = writer {
+            self.core.guard(super::protect::version_op(create.is_none()), path, actor, None, || None)?;
+        }
+        let disk = self.core.disk();
+        let (dir, name) = self.core.locate(Entry::Path(path), Scope::Workspace)?;
+        let opened = match create {
+            None => disk.open_write(&dir, &name, false, 0),
+            Some((perm, owner)) => disk.create_new(&dir, &name, perm).and_then(|file| {
+                self.core.give(&dir, &name, FileKind::File, perm, owner)?;
+                Ok(file)
+            }),
+        };
+        opened.step("open file in place").map_err(|e| e.at(path))
+    }
+
+    /// Read from a file opened by [`Files::open`] or [`Files::open_in_place`].
+    pub fn read_at(&self, file: &File, buf: &mut [u8], offset: u64) -> Result<usize> {
+        self.core.disk().read_at(file, buf, offset).step("read")
+    }
+
+    /// Write to a file opened in place (a pass-through path).
+    pub fn write_at(&self, file: &File, data: &[u8], offset: u64) -> Result<()> {
+        self.core.disk().write_at(file, data, offset).step("write")
+    }
+
+    pub fn set_len(&self, file: &File, len: u64) -> Result<()> {
+        self.core.disk().set_len(file, len).step("truncate")
+    }
+
+    /// `fallocate` of a file opened in place: blocks for `len` bytes from `offset`, and unless
+    /// `keep_size` the file grown (with zeros) to cover them.
+    pub fn allocate(&self, file: &File, offset: u64, len: u64, keep_size: bool) -> Result<()> {
+        let disk = self.core.disk();
+        let end = offset.checked_add(len).ok_or_else(|| Error::io("fallocate", efbig()))?;
+        if !keep_size && end > disk.file_stat(file).step("stat")?.size {
+            disk.set_len(file, end).step("fallocate")?;
+        }
+        disk.reserve(file, offset, len).step("fallocate")
+    }
+
+    pub fn sync(&self, file: &File, data_only: bool) -> Result<()> {
+        let disk = self.core.disk();
+        if data_only { disk.sync_data(file) } else { disk.sync(file) }.step("fsync")
+    }
+
+    pub fn stat(&self, file: &File) -> Result<Stat> {
+        self.core.disk().file_stat(file).step("stat")
     }
 }
 

@@ -216,7 +216,7 @@ pub fn http_token(engine: &Engine) -> Result<(String, bool)> {
         return Ok((token, false));
     }
     let token = crate::http::new_token()?;
-    match engine.state_write(TOKEN_FILE, format!("{token}\n").as_bytes(), create, true, &Actor::engine()) {
+    match engine.state().write(TOKEN_FILE, format!("{token}\n").as_bytes(), create, true, &Actor::engine()) {
         Ok(_) => Ok((token, true)),
         // Created meanwhile: that one is the token.
         Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => engine

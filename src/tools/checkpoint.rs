@@ -237,7 +237,7 @@ impl Tools {
                 .unwrap_or_else(|| now.clone());
             let first = existing.is_none();
             let text = document(&args.name, &args.data, args.format, &args.ttl, &created_at, &now);
-            match self.engine().state_write(&rel, text.as_bytes(), first, false, &call.actor) {
+            match self.engine().state().write(&rel, text.as_bytes(), first, false, &call.actor) {
                 Ok(committed) => {
                     return Ok(ok(json!({
                         "name": args.name, "format": args.format.as_str(), "ttl": args.ttl,
@@ -344,7 +344,7 @@ impl Tools {
                 kept += 1;
                 continue;
             };
-            match self.engine().state_remove_if(&rel, sha, &call.actor) {
+            match self.engine().state().remove_if(&rel, sha, &call.actor) {
                 Ok(true) => removed.push(json!({"name": name, "ttl": ttl, "reason": reason, "sha256": sha})),
                 Ok(false) => {}
                 // Saved again since it was judged: it is not the checkpoint that expired.

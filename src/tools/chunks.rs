@@ -147,7 +147,8 @@ impl Tools {
         chunks.manifest(&session)?;
         let committed = self
             .engine()
-            .state_write(&session.part(args.index), args.content.as_bytes(), false, false, &call.actor)
+            .state()
+            .write(&session.part(args.index), args.content.as_bytes(), false, false, &call.actor)
             .map_err(|e| self.fail(call, e, None))?;
         chunks.record(&session, args.total_expected)?;
         Ok(chunk_written(&session, args.index, &committed))
@@ -163,7 +164,7 @@ impl Tools {
             // Another append may have taken `index` without it being listed yet.
             index = (highest + 1).max(index + 1);
             chunks.check_index(index, args.total_expected)?;
-            match self.engine().state_write(&session.part(index), args.content.as_bytes(), true, false, &call.actor) {
+            match self.engine().state().write(&session.part(index), args.content.as_bytes(), true, false, &call.actor) {
                 Ok(committed) => break committed,
                 Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => continue,
                 Err(e) => return Err(self.fail(call, e, None)),
@@ -351,7 +352,7 @@ impl Chunks<'_> {
     /// given wins, `updated_at` now.
     fn record(&self, session: &Session<'_>, total_expected: Option<i64>) -> Result<(), Failure> {
         let rel = session.manifest();
-        let _lock = self.tools.engine().state_lock(&rel).map_err(|e| self.tools.fail(self.call, e, None))?;
+        let _lock = self.tools.engine().state().lock(&rel).map_err(|e| self.tools.fail(self.call, e, None))?;
         let existing = self.manifest(session)?.unwrap_or_default();
         let now = now_utc();
         let manifest = json!({
@@ -367,7 +368,8 @@ impl Chunks<'_> {
         text.push('\n');
         self.tools
             .engine()
-            .state_write(&rel, text.as_bytes(), false, false, &self.call.actor)
+            .state()
+            .write(&rel, text.as_bytes(), false, false, &self.call.actor)
             .map_err(|e| self.tools.fail(self.call, e, None))?;
         Ok(())
     }
@@ -445,7 +447,7 @@ impl Chunks<'_> {
     /// Remove the session, under its manifest's lock: how many files were removed.
     fn reset(&self, session: &Session<'_>) -> Result<u64, Failure> {
         let _lock =
-            self.tools.engine().state_lock(&session.manifest()).map_err(|e| self.tools.fail(self.call, e, None))?;
+            self.tools.engine().state().lock(&session.manifest()).map_err(|e| self.tools.fail(self.call, e, None))?;
         self.wipe(&session.dir())
     }
 
@@ -458,11 +460,11 @@ impl Chunks<'_> {
             let rel = format!("{dir}/{name}");
             if kind == FileKind::Dir {
                 removed += self.wipe(&rel)?;
-            } else if self.tools.engine().state_remove(&rel, &self.call.actor).map_err(fail)? {
+            } else if self.tools.engine().state().remove(&rel, &self.call.actor).map_err(fail)? {
                 removed += 1;
             }
         }
-        self.tools.engine().state_remove_dir(dir).map_err(fail)?;
+        self.tools.engine().state().remove_dir(dir).map_err(fail)?;
         Ok(removed)
     }
 }

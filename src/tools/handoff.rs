@@ -445,7 +445,7 @@ impl Tools {
         let now = SystemTime::now();
         for n in 1..=ARCHIVE_TRIES {
             let rel = format!("{ARCHIVE_DIR}/{}", archive_name(now, task_id, n));
-            match self.engine().state_write(&rel, &bytes, true, false, &call.actor) {
+            match self.engine().state().write(&rel, &bytes, true, false, &call.actor) {
                 Ok(committed) => return Ok((Some(Expect::Sha(sha)), Some(committed.path.to_string()))),
                 Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => continue,
                 Err(e) => return Err(self.fail(call, e, None)),

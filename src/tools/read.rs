@@ -553,7 +553,7 @@ impl Tools {
                 getrandom::fill(&mut key).map_err(|e| {
                     self.fail(call, Error::io("generate cursor key", io::Error::other(e.to_string())), None)
                 })?;
-                match engine.state_write(CURSOR_KEY, &key, true, true, &call.actor) {
+                match engine.state().write(CURSOR_KEY, &key, true, true, &call.actor) {
                     Ok(_) => key.to_vec(),
                     Err(e) if matches!(e.reason(), Reason::AlreadyExists { .. }) => read(engine)?
                         .ok_or_else(|| self.fail(call, Error::from(Reason::NotFound).at(CURSOR_KEY), None))?,

@@ -123,14 +123,15 @@ impl Tools {
         let sha = Sha256::of(&payload);
         let rel = blob(&sha.to_hex());
         let engine = self.engine();
-        let journal_id = match engine.state_write(&rel, &payload, true, true, &call.actor) {
+        let journal_id = match engine.state().write(&rel, &payload, true, true, &call.actor) {
             Ok(committed) => Some(committed.journal_id),
             Err(e) => match *e.reason() {
                 Reason::AlreadyExists { existing } if existing == sha => None,
                 // The blob does not hold what its name says: put the right bytes back.
                 Reason::AlreadyExists { .. } => Some(
                     engine
-                        .state_write(&rel, &payload, false, true, &call.actor)
+                        .state()
+                        .write(&rel, &payload, false, true, &call.actor)
                         .map_err(|e| self.fail(call, e, None))?
                         .journal_id,
                 ),
@@ -147,7 +148,7 @@ impl Tools {
             "sha256": sha,
         });
         let line = serde_json::to_vec(&row).expect("index row serializes");
-        engine.state_append_line(INDEX, &line).map_err(|e| self.fail(call, e, None))?;
+        engine.state().append_line(INDEX, &line).map_err(|e| self.fail(call, e, None))?;
         Ok(ok(json!({
             "sha256": sha,
             "scratch_path": format!("{STATE_DIR}/{rel}"),

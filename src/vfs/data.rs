@@ -108,7 +108,7 @@ impl Vfs {
     /// The attributes of a regular file: its draft's while it has one.
     pub(crate) fn file_attr(&self, ino: u64, state: &FileState) -> Result<Option<Attr>> {
         match state.draft() {
-            Some(draft) => Ok(Some(Attr { ino, stat: self.engine.stat_draft(draft)? })),
+            Some(draft) => Ok(Some(Attr { ino, stat: self.engine.drafts().stat(draft)? })),
             None => Ok(None),
         }
     }
@@ -139,16 +139,17 @@ impl Vfs {
         if self.engine.class(&path).in_place() && !self.is_pending(ino) {
             let file = if writable {
                 self.engine
+                    .files()
                     .open_in_place(&path, None, Some(&self.actor(caller)))
                     .inspect_err(|e| self.tell_refusal(caller, e))?
             } else {
-                self.engine.open_file(&path)?
+                self.engine.files().open(&path)?
             };
             if truncate {
-                self.engine.set_len(&file, 0)?;
+                self.engine.files().set_len(&file, 0)?;
             }
             // Written in place, through the kernel or not: the file's own version says.
-            let version = Version::from(&self.engine.stat_file(&file)?);
+            let version = Version::from(&self.engine.files().stat(&file)?);
             let keep_cache = file_node.lock().open_pages(Some(version)) && !self.engine.is_read_guarded(&path);
             self.set_opens(ino, 1);
             let fh = self.new_handle(Handle::InPlace { ino, file });
@@ -164,7 +165,7 @@ impl Vfs {
         }
         let version = match (state.draft(), &state.backing) {
             (Some(_), _) => None,
-            (None, Some(backing)) => Some(Version::from(&self.engine.stat_file(backing)?)),
+            (None, Some(backing)) => Some(Version::from(&self.engine.files().stat(backing)?)),
             (None, None) if self.is_pending(ino) => None,
             (None, None) => self.engine.stat(&path)?.as_ref().map(Version::from),
         };
@@ -215,7 +216,8 @@ impl Vfs {
             })
             .ok()?;
         let first = self.table().get(ino).is_some_and(|n| n.opens <= 1);
-        let backing = first.then(|| self.path(ino).and_then(|path| self.engine.open_in_place(&path, None, None)));
+        let backing =
+            first.then(|| self.path(ino).and_then(|path| self.engine.files().open_in_place(&path, None, None)));
         Some(InPlaceOpen { ino, backing })
     }
 
@@ -228,13 +230,13 @@ impl Vfs {
         }
         match state.drafting() {
             Some(draft) => {
-                self.engine.truncate_draft(draft, 0)?;
+                self.engine.drafts().truncate(draft, 0)?;
                 state.changed_by(actor);
             }
             None => {
-                let draft = self.engine.start_draft(path, DraftBase::Truncated)?;
+                let draft = self.engine.drafts().start(path, DraftBase::Truncated)?;
                 if let Some(old) = state.start(draft, true, Some(actor)) {
-                    self.engine.discard_draft(old);
+                    self.engine.drafts().discard(old);
                 }
             }
         }
@@ -267,15 +269,16 @@ impl Vfs {
         if self.engine.class(&path).in_place() {
             let file = self
                 .engine
+                .files()
                 .open_in_place(&path, Some((perm, owner)), Some(&self.actor(caller)))
                 .inspect_err(|e| self.tell_refusal(caller, e))?;
-            let stat = self.engine.stat_file(&file)?;
+            let stat = self.engine.files().stat(&file)?;
             let ino = self.table().insert(parent, name, crate::durable::FileKind::File, None);
             self.set_opens(ino, 1);
             return Ok((Attr { ino, stat }, self.new_handle(Handle::InPlace { ino, file })));
         }
-        let draft = self.engine.start_draft(&path, DraftBase::New { perm, owner: caller.owner() })?;
-        let stat = self.engine.stat_draft(draft)?;
+        let draft = self.engine.drafts().start(&path, DraftBase::New { perm, owner: caller.owner() })?;
+        let stat = self.engine.drafts().stat(draft)?;
         let file_node = Arc::new(FileNode::default());
         {
             let mut state = file_node.lock();
@@ -318,7 +321,7 @@ impl Vfs {
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; size as usize];
         let n = self.with_handle(fh, |vfs, handle| match handle {
-            Handle::InPlace { file, .. } => vfs.engine.read_at(file, &mut buf, offset),
+            Handle::InPlace { file, .. } => vfs.engine.files().read_at(file, &mut buf, offset),
             Handle::File { ino, .. } => vfs.read_file(*ino, &mut buf, offset),
             Handle::Redacted { view, .. } => {
                 let from = usize::try_from(offset).unwrap_or(usize::MAX).min(view.len());
@@ -336,24 +339,24 @@ impl Vfs {
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
         if let Some(draft) = state.draft() {
-            return read_full(|b, at| self.engine.read_draft(draft, at, b), buf, offset);
+            return read_full(|b, at| self.engine.drafts().read(draft, at, b), buf, offset);
         }
         let backing = match &state.backing {
             Some(backing) => backing.clone(),
             None => {
-                let opened = Arc::new(self.engine.open_file(&self.path(ino)?)?);
+                let opened = Arc::new(self.engine.files().open(&self.path(ino)?)?);
                 state.backing = Some(opened.clone());
                 opened
             }
         };
         drop(state);
-        read_full(|b, at| self.engine.read_at(&backing, b, at), buf, offset)
+        read_full(|b, at| self.engine.files().read_at(&backing, b, at), buf, offset)
     }
 
     /// `write(2)`: all of `data` at `offset`, or the errno of a refusal.
     pub fn write(&self, fh: u64, offset: u64, data: &[u8], caller: &Caller) -> Result<u32> {
         let target = self.with_handle(fh, |vfs, handle| match handle {
-            Handle::InPlace { file, .. } => vfs.engine.write_at(file, data, offset).map(|()| None),
+            Handle::InPlace { file, .. } => vfs.engine.files().write_at(file, data, offset).map(|()| None),
             Handle::File { ino, writable: true, opener } => Ok(Some((*ino, opener.clone()))),
             Handle::File { .. } | Handle::Redacted { .. } => Err(os_error("write", libc::EBADF)),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
@@ -368,14 +371,14 @@ impl Vfs {
         let mut state = file_node.lock();
         if self.is_unlinked(ino) {
             let draft = self.unlinked_draft(ino, &mut state)?;
-            self.engine.write_unlinked_draft(draft, offset, data)?;
+            self.engine.drafts().write_unlinked(draft, offset, data)?;
             return Ok(data.len() as u32);
         }
         let path = self.path(ino)?;
         self.ensure_draft(&path, &mut state)?;
         let actor = self.actor(caller);
-        let write = |draft| self.engine.write_draft(draft, &path, offset, data, &actor);
-        match state.write_with(write, |draft| self.engine.has_draft(draft)) {
+        let write = |draft| self.engine.drafts().write(draft, &path, offset, data, &actor);
+        match state.write_with(write, |draft| self.engine.drafts().has(draft)) {
             Ok(()) => {
                 state.changed_by(actor);
                 Ok(data.len() as u32)
@@ -403,7 +406,7 @@ impl Vfs {
         }
         let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
         let target = self.with_handle(fh, |vfs, handle| match handle {
-            Handle::InPlace { file, .. } => vfs.engine.allocate(file, offset, len, keep_size).map(|()| None),
+            Handle::InPlace { file, .. } => vfs.engine.files().allocate(file, offset, len, keep_size).map(|()| None),
             Handle::File { ino, writable: true, .. } => Ok(Some(*ino)),
             Handle::File { .. } | Handle::Redacted { .. } => Err(os_error("fallocate", libc::EBADF)),
             Handle::Dir { .. } => Err(Reason::IsDirectory.into()),
@@ -413,12 +416,12 @@ impl Vfs {
         let mut state = file_node.lock();
         if self.is_unlinked(ino) {
             let draft = self.unlinked_draft(ino, &mut state)?;
-            return self.engine.allocate_draft(draft, offset, len, keep_size).map(drop);
+            return self.engine.drafts().allocate(draft, offset, len, keep_size).map(drop);
         }
         let path = self.path(ino)?;
         self.ensure_draft(&path, &mut state)?;
         let grew = match state.drafting() {
-            Some(draft) => self.engine.allocate_draft(draft, offset, len, keep_size)?,
+            Some(draft) => self.engine.drafts().allocate(draft, offset, len, keep_size)?,
             None => false,
         };
         if grew {
@@ -434,7 +437,7 @@ impl Vfs {
             return Err(Reason::StillBlocked.into());
         }
         if state.drafting().is_none() {
-            let draft = self.engine.start_draft(path, DraftBase::Current)?;
+            let draft = self.engine.drafts().start(path, DraftBase::Current)?;
             state.start(draft, false, None);
         }
         Ok(())
@@ -452,7 +455,7 @@ impl Vfs {
         }
         let backing = state.backing.clone().ok_or_else(|| Error::from(Reason::NotFound))?;
         let former = self.table().former_path(ino);
-        let draft = self.engine.start_unlinked_draft(&backing, former.as_deref())?;
+        let draft = self.engine.drafts().start_unlinked(&backing, former.as_deref())?;
         state.start(draft, false, None);
         Ok(draft)
     }
@@ -477,12 +480,12 @@ impl Vfs {
         let placeholder = if self.is_pending(ino)
             && let Ok(path) = self.path(ino)
         {
-            self.engine.start_draft(&path, DraftBase::New { perm: 0o600, owner: caller.owner() }).ok()
+            self.engine.drafts().start(&path, DraftBase::New { perm: 0o600, owner: caller.owner() }).ok()
         } else {
             None
         };
         if let Some(old) = state.refuse(placeholder) {
-            self.engine.discard_draft(old);
+            self.engine.drafts().discard(old);
         }
         self.kernel.forget_node(ino);
     }
@@ -498,16 +501,17 @@ impl Vfs {
             let file_node = self.file_node(ino)?;
             let mut state = file_node.lock();
             let draft = self.unlinked_draft(ino, &mut state)?;
-            return self.engine.truncate_draft(draft, size);
+            return self.engine.drafts().truncate(draft, size);
         }
         let path = self.path(ino)?;
         self.check_writable(&path)?;
         if self.engine.class(&path).in_place() && !self.is_pending(ino) {
             let file = self
                 .engine
+                .files()
                 .open_in_place(&path, None, Some(&self.actor(caller)))
                 .inspect_err(|e| self.tell_refusal(caller, e))?;
-            return self.engine.set_len(&file, size);
+            return self.engine.files().set_len(&file, size);
         }
         let file_node = self.file_node(ino)?;
         let mut state = file_node.lock();
@@ -515,13 +519,13 @@ impl Vfs {
             self.rewrite(&path, &mut state, caller)?;
             // Marked written: a close after `ftruncate(fd, 0)` commits the empty version.
             if let Some(draft) = state.drafting() {
-                self.engine.truncate_draft(draft, 0)?;
+                self.engine.drafts().truncate(draft, 0)?;
                 state.changed();
             }
         } else {
             self.ensure_draft(&path, &mut state)?;
             if let Some(draft) = state.drafting() {
-                self.engine.truncate_draft(draft, size)?;
+                self.engine.drafts().truncate(draft, size)?;
             }
             state.changed_by(self.actor(caller));
         }
@@ -545,7 +549,7 @@ impl Vfs {
     /// of a file written in place is done here. `None` is cheap enough for a request thread.
     pub fn flush_target(&self, fh: u64, sync: bool) -> Result<Option<u64>> {
         self.with_handle(fh, |vfs, handle| match handle {
-            Handle::InPlace { file, .. } if sync => vfs.engine.sync_file(file, false).map(|()| None),
+            Handle::InPlace { file, .. } if sync => vfs.engine.files().sync(file, false).map(|()| None),
             Handle::InPlace { .. } | Handle::Dir { .. } | Handle::Redacted { .. } => Ok(None),
             Handle::File { ino, writable, .. } if *writable || sync => Ok(Some(*ino)),
             Handle::File { .. } => Ok(None),
@@ -594,7 +598,7 @@ impl Vfs {
 
     /// Whether [`Vfs::flush_file`] of `ino` is quick enough for a thread that reads the kernel's
     /// requests: nothing to commit, or a commit that only stages
-    /// ([`crate::engine::Engine::commits_quickly`]). Not while another thread holds the file.
+    /// ([`crate::engine::Drafts::commits_quickly`]). Not while another thread holds the file.
     pub fn flushes_quickly(&self, ino: u64) -> bool {
         let Ok(file_node) = self.file_node(ino) else { return true };
         let Some(state) = file_node.try_lock() else { return false };
@@ -604,7 +608,7 @@ impl Vfs {
     /// Whether committing what `state` holds is quick: nothing to commit, or only staging.
     fn commit_is_quick(&self, state: &FileState) -> bool {
         match state.drafting() {
-            Some(draft) if state.needs_commit() => self.engine.commits_quickly(draft),
+            Some(draft) if state.needs_commit() => self.engine.drafts().commits_quickly(draft),
             _ => true,
         }
     }
@@ -706,7 +710,7 @@ impl Vfs {
             false
         };
         if !keep && let Some(draft) = state.discard() {
-            self.engine.discard_draft(draft);
+            self.engine.drafts().discard(draft);
         }
         let pending = self.table().get(ino).is_some_and(|n| n.pending);
         if drop_it && pending {
@@ -739,7 +743,7 @@ impl Vfs {
             }
         };
         let actor = writer.unwrap_or_else(|| self.actor(caller));
-        match self.engine.commit_draft(draft, &path, &actor, at) {
+        match self.engine.drafts().commit(draft, &path, &actor, at) {
             Ok(_) => {
                 state.committed();
                 state.backing = None;
@@ -767,7 +771,7 @@ impl Vfs {
                 Ok(())
             }
             Err(error) => {
-                if self.engine.has_draft(draft) {
+                if self.engine.drafts().has(draft) {
                     state.commit_failed();
                 } else {
                     state.committed();
@@ -786,7 +790,7 @@ impl Vfs {
     fn keep_reported_failure(&self, ino: u64, state: &mut FileState, caller: &Caller) {
         let Some(draft) = state.discard() else { return };
         let path = self.path(ino).unwrap_or_default();
-        if let Err(e) = self.engine.keep_draft(draft, &path, &self.actor(caller)) {
+        if let Err(e) = self.engine.drafts().keep(draft, &path, &self.actor(caller)) {
             tracing::warn!(path, error = %e, "a draft whose close failed stays in drafts/ for the next start");
         }
     }

@@ -80,7 +80,7 @@ impl Vfs {
                 // Unlinked while the kernel still holds it (an open file, or a refused new file
                 // about to be written again): what it was, with no link left.
                 let stat = match &state.backing {
-                    Some(backing) => Some(self.engine.stat_file(backing)?),
+                    Some(backing) => Some(self.engine.files().stat(backing)?),
                     None => None,
                 };
                 return Ok(detached_attr(ino, stat));
@@ -366,7 +366,7 @@ impl Vfs {
                 if state.handles == 0
                     && let Some(draft) = state.discard()
                 {
-                    self.engine.discard_draft(draft);
+                    self.engine.drafts().discard(draft);
                 }
                 let mut table = self.table();
                 if let Some(node) = table.get_mut(ino) {
@@ -391,7 +391,7 @@ impl Vfs {
     /// The file at `path` is about to be removed or replaced: its open handles keep reading it.
     fn keep_open_version(&self, state: &mut FileState, path: &str) {
         if state.handles > 0 && state.draft().is_none() && state.backing.is_none() {
-            state.backing = self.engine.open_file(path).ok().map(std::sync::Arc::new);
+            state.backing = self.engine.files().open(path).ok().map(std::sync::Arc::new);
         }
     }
 
@@ -544,7 +544,7 @@ impl Vfs {
         for (ino, file_node) in nodes {
             let state = file_node.lock();
             if let (Some(draft), Ok(path)) = (state.draft(), self.path(ino)) {
-                self.engine.retarget_draft(draft, &path);
+                self.engine.drafts().retarget(draft, &path);
             }
         }
     }
@@ -676,12 +676,12 @@ impl Vfs {
     }
 
     pub fn getxattr(&self, ino: u64, attr: &OsStr) -> Result<Vec<u8>> {
-        self.with_entry(ino, |vfs, entry| vfs.engine.get_xattr(entry, attr))
+        self.with_entry(ino, |vfs, entry| vfs.engine.xattrs().get(entry, attr))
     }
 
     pub fn listxattr(&self, ino: u64) -> Result<Vec<u8>> {
         use std::os::unix::ffi::OsStrExt;
-        let names = self.with_entry(ino, |vfs, entry| vfs.engine.list_xattrs(entry))?;
+        let names = self.with_entry(ino, |vfs, entry| vfs.engine.xattrs().list(entry))?;
         Ok(names.iter().flat_map(|n| n.as_bytes().iter().copied().chain([0])).collect())
     }
 
@@ -690,7 +690,7 @@ impl Vfs {
     /// filesystem: the backing filesystem sees rwfs's own credentials, which may keep it.
     pub fn setxattr(&self, ino: u64, attr: &OsStr, value: &[u8], flags: i32, caller: &Caller) -> Result<()> {
         self.check_writable(&self.path(ino)?)?;
-        self.each_entry(ino, |vfs, entry| vfs.engine.set_xattr(entry, attr, value, flags))?;
+        self.each_entry(ino, |vfs, entry| vfs.engine.xattrs().set(entry, attr, value, flags))?;
         if attr == crate::engine::ACL_ACCESS && caller.uid != 0 {
             let stat = self.getattr(ino)?.stat;
             if stat.perm & SETGID != 0 && !caller.may_set_setgid(stat.gid) {
@@ -703,7 +703,7 @@ impl Vfs {
 
     pub fn removexattr(&self, ino: u64, attr: &OsStr) -> Result<()> {
         self.check_writable(&self.path(ino)?)?;
-        self.each_entry(ino, |vfs, entry| vfs.engine.remove_xattr(entry, attr))
+        self.each_entry(ino, |vfs, entry| vfs.engine.xattrs().remove(entry, attr))
     }
 
     /// Read from the draft when there is one, else from the tree.

@@ -277,10 +277,10 @@ fn cleanup_removes_only_the_version_it_judged() {
     let mcp = Mcp::start();
     mcp.call("rw_checkpoint", json!({"name": "s", "data": 1})).ok();
     // A save between cleanup's read and its delete: the delete is refused, the new save stays.
-    let e = mcp.engine.state_remove_if("checkpoints/s.json", sha(b"what cleanup judged"), &actor()).unwrap_err();
+    let e = mcp.engine.state().remove_if("checkpoints/s.json", sha(b"what cleanup judged"), &actor()).unwrap_err();
     assert_eq!(e.kind(), rwfs::ErrorKind::StalePrecondition);
     assert!(mcp.ws.read(&file("s")).is_some());
     let current = sha(&mcp.ws.read(&file("s")).unwrap());
-    assert!(mcp.engine.state_remove_if("checkpoints/s.json", current, &actor()).unwrap());
-    assert!(!mcp.engine.state_remove_if("checkpoints/s.json", current, &actor()).unwrap(), "already gone");
+    assert!(mcp.engine.state().remove_if("checkpoints/s.json", current, &actor()).unwrap());
+    assert!(!mcp.engine.state().remove_if("checkpoints/s.json", current, &actor()).unwrap(), "already gone");
 }

@@ -15,7 +15,7 @@ fn put(mcp: &Mcp, path: &str, content: &str, mode: &str) -> Value {
 /// A chunk part as the chunk tools write it.
 fn chunk(mcp: &Mcp, session: &str, index: u32, content: &str) {
     let rel = format!("chunks/{session}/part-{index:03}.txt");
-    mcp.engine.state_write(&rel, content.as_bytes(), false, false, &actor()).unwrap();
+    mcp.engine.state().write(&rel, content.as_bytes(), false, false, &actor()).unwrap();
 }
 
 #[test]
@@ -78,8 +78,8 @@ fn analytics_reports_the_reference_shape() {
     put(&mcp, "a.txt", "12345", "create");
     put(&mcp, "a.txt", "123", "append");
     put(&mcp, "b.txt", "1", "create");
-    mcp.engine.state_write("checkpoints/plan.json", b"{}", false, false, &actor()).unwrap();
-    mcp.engine.state_write("checkpoints/plan.json", b"{\"a\":1}", false, false, &actor()).unwrap();
+    mcp.engine.state().write("checkpoints/plan.json", b"{}", false, false, &actor()).unwrap();
+    mcp.engine.state().write("checkpoints/plan.json", b"{\"a\":1}", false, false, &actor()).unwrap();
     let out = mcp.call("rw_analytics", json!({})).ok();
     assert_eq!(out["total_writes"], 5);
     assert_eq!(out["unique_paths"], 3);
@@ -108,7 +108,7 @@ fn analytics_counts_composes_from_the_rows_reference_bug_27() {
     chunk(&mcp, "s1", 1, "hello ");
     chunk(&mcp, "s1", 2, "world!");
     put(&mcp, "notes.txt", "an unrelated write, longer than any join of the parts", "create");
-    mcp.engine.state_write("scratch/abc.bin", b"scratch bytes", false, true, &actor()).unwrap();
+    mcp.engine.state().write("scratch/abc.bin", b"scratch bytes", false, true, &actor()).unwrap();
     // The compose: the parts joined with a one-byte separator.
     write(&mcp.engine, "out.txt", b"hello \nworld!", WriteMode::Create).unwrap();
     put(&mcp, "HANDOFF.md", "# handoff written after the compose\n", "create");
