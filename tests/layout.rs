@@ -11,8 +11,9 @@
 //!   `tools`, `fuse` over `vfs` (it imports nothing else but the types it converts);
 //! - `fuse` and `mcp` never use each other;
 //! - `score` is pure: no filesystem, network, process, environment or clock;
-//! - the files of `engine`, `journal`, `cli` and `history` import each other in no circle (a
-//!   file's `super::file` or `super::Item`, the item found through the module's `mod.rs`);
+//! - the files of `engine`, `journal`, `cli`, `history` and `score` import each other in no
+//!   circle (a file's `super::file` or `super::Item`, the item found through the module's
+//!   `mod.rs`);
 //! - no Rust file of the repository (`src/`, `tests/`, `integration/`, `examples/`) lacks its
 //!   opening `//!` paragraph, and no comment of one cites a text outside the repository (the
 //!   design document's sections, a notes file): what the code relies on is in `docs/`;
@@ -124,8 +125,9 @@ fn module_boundaries_hold() {
 }
 
 /// Modules whose files import each other in no circle (the engine's write path shares its
-/// vocabulary through `engine/entry.rs`, below the files that use it).
-const ACYCLIC: &[&str] = &["engine", "journal", "cli", "history"];
+/// vocabulary through `engine/entry.rs`, below the files that use it; the scorer's two
+/// detectors split words with `score/words.rs`).
+const ACYCLIC: &[&str] = &["engine", "journal", "cli", "history", "score"];
 
 #[test]
 fn no_circle_among_a_modules_files() {

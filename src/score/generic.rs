@@ -173,7 +173,7 @@ pub fn only_mentions_secret_unless(key: &str, is_name: impl Fn(&[u8]) -> bool) -
         return true;
     }
     let mut found = false;
-    super::service::for_each_word(b, |w| {
+    super::words::for_words(b, |w| {
         let ends = |x: &str| w.len() > x.len() && w[w.len() - x.len()..].eq_ignore_ascii_case(x.as_bytes());
         found |= NOT_SECRET_WORDS.iter().any(|x| x.as_bytes().eq_ignore_ascii_case(w))
             || (NOT_SECRET_ENDINGS.iter().any(|x| ends(x)) && !is_name(&w.to_ascii_lowercase()));

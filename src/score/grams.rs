@@ -29,7 +29,13 @@
 
 use std::collections::HashMap;
 
-use super::scan::Hit;
+/// An anchor occurrence: where it starts and which anchor. What every stage-1 finder gives (this
+/// sieve, and `scan.rs`'s automata, which import it from here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    pub start: usize,
+    pub anchor: usize,
+}
 
 /// Bits of the hash that picks a bitmap word: 2^13 words, 32 KB.
 const WORD_BITS: u32 = 13;

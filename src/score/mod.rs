@@ -40,6 +40,7 @@ pub mod sample;
 mod scan;
 pub mod service;
 mod structured;
+mod words;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, MatchKind, PatternID, dfa};
 
-use super::grams::Grams;
+use super::grams::{Grams, Hit};
 
 /// Every anchor, found ASCII case-insensitively, all overlapping occurrences: small inputs by
 /// `aho-corasick`'s NFA, built in a fraction of a millisecond, until the input is large or
@@ -139,13 +139,6 @@ pub struct Table {
     /// Anchor → its length.
     lens: Vec<usize>,
     longest: usize,
-}
-
-/// An anchor occurrence: where it starts and which anchor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hit {
-    pub start: usize,
-    pub anchor: usize,
 }
 
 /// Lanes walked side by side; more stop paying off on two-wide hardware.

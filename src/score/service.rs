@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 use super::filter::{char_classes, entropy, is_placeholder};
 use super::generic::is_key_byte;
 pub use super::generic::key_around;
+use super::words::{for_word_spans, for_words};
 
 /// The catalogue's text.
 pub const CATALOGUE: &str = include_str!("services.txt");
@@ -400,41 +401,6 @@ fn has_word(key: &str, words: &[&str]) -> bool {
     let mut found = false;
     for_words(key.as_bytes(), |w| found |= words.iter().any(|x| x.as_bytes().eq_ignore_ascii_case(w)));
     found
-}
-
-/// Call `f` with each word of `text` (see [`for_words`]).
-pub fn for_each_word(text: &[u8], f: impl FnMut(&[u8])) {
-    for_words(text, f);
-}
-
-/// Call `f` with each word of `text`: runs of letters and digits, split where lower case turns
-/// upper (`apiKey`) and before the last capital of a capital run followed by lower case
-/// (`APIKey` → `API`, `Key`); digits stay with their letters (`auth0`, `s3`).
-fn for_words(text: &[u8], mut f: impl FnMut(&[u8])) {
-    for_word_spans(text, |r| f(&text[r]));
-}
-
-fn for_word_spans(text: &[u8], mut f: impl FnMut(Range<usize>)) {
-    let mut i = 0;
-    while i < text.len() {
-        if !text[i].is_ascii_alphanumeric() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        i += 1;
-        while i < text.len() && text[i].is_ascii_alphanumeric() {
-            let (prev, b) = (text[i - 1], text[i]);
-            let next_lower = text.get(i + 1).is_some_and(u8::is_ascii_lowercase);
-            if (prev.is_ascii_lowercase() && b.is_ascii_uppercase())
-                || ((prev.is_ascii_uppercase() || prev.is_ascii_digit()) && b.is_ascii_uppercase() && next_lower)
-            {
-                break;
-            }
-            i += 1;
-        }
-        f(start..i);
-    }
 }
 
 /// The value given to the key that ends at `key.end`, if there is one on the same line.
