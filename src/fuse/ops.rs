@@ -52,31 +52,29 @@ impl Answer for Open {
     }
 }
 
-/// A create's reply with what it answers.
-struct Create(ReplyCreate, Attr, FileHandle);
+/// A create's reply with what it answers, and how long the kernel may keep the new file's
+/// attributes. They are its draft's until its first commit, and they are kept as any file's:
+/// a write through the mount makes the kernel ask again (it drops size and times itself), and
+/// every commit drops them ([`crate::vfs::Kernel::forget_attr`], before the committing
+/// close returns). The one thing a stat can then see stale is a file created and closed with
+/// nothing written, whose commit runs at its release, which the kernel does not wait for: its
+/// ctime, until that commit drops it (the bytes, none, the size, the mode and the inode number
+/// are the committed version's). A program that `fstat`s what it just created (Python's
+/// `open`, `cp`) is answered by the kernel, one round trip fewer per file.
+struct Create(ReplyCreate, Attr, FileHandle, Duration);
 
 impl Answer for Create {
     fn register(&self, file: &crate::durable::File) -> std::io::Result<fuser::BackingId> {
         self.0.open_backing(file)
     }
     fn passthrough(self, backing: &fuser::BackingId) {
-        let Create(reply, attr, fh) = self;
+        let Create(reply, attr, fh, ttl) = self;
         let (node, attr) = (INodeNo(attr.ino), file_attr(&attr));
-        reply.created_passthrough_node(node, &Duration::ZERO, &attr, Generation(0), fh, FopenFlags::empty(), backing)
+        reply.created_passthrough_node(node, &ttl, &attr, Generation(0), fh, FopenFlags::empty(), backing)
     }
     fn plain(self) {
-        // The new file's attributes are its draft's until its first commit (at a close after a
-        // write, an fsync, or its last close, which the kernel does not wait for): no TTL, so a
-        // stat after close() asks, and waits for that commit.
-        let Create(reply, attr, fh) = self;
-        reply.created_node(
-            INodeNo(attr.ino),
-            &Duration::ZERO,
-            &file_attr(&attr),
-            Generation(0),
-            fh,
-            FopenFlags::empty(),
-        )
+        let Create(reply, attr, fh, ttl) = self;
+        reply.created_node(INodeNo(attr.ino), &ttl, &file_attr(&attr), Generation(0), fh, FopenFlags::empty())
     }
 }
 
@@ -567,7 +565,10 @@ impl Filesystem for Glue {
         let call = self.call("create", req, parent.0, None);
         let _in = call.enter();
         match self.vfs.create(parent.0, name, mode, flags, &self.creator(req, umask)) {
-            Ok((attr, fh)) => self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh))),
+            Ok((attr, fh)) => {
+                let ttl = attr_ttl(&self.vfs, &attr);
+                self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh), ttl))
+            }
             Err(e) => reply.error(call.fail(&e)),
         }
     }
