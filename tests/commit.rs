@@ -7,7 +7,7 @@ use rwfs::engine::{Expect, Restored, WriteMode};
 use rwfs::history::{Availability, RestoreTo, verify};
 use rwfs::journal::{Op, Via};
 
-use crate::support::{Ws, actor, assert_reason, sha, write, write_expect};
+use crate::support::{Ws, actor, assert_reason, get_xattr, set_xattr, sha, write, write_expect};
 
 #[test]
 fn create_overwrite_append_keep_every_version() {
@@ -322,27 +322,4 @@ fn the_workspace_has_one_owner() {
     engine.close().unwrap();
     assert!(ws.workspace().status().unwrap().owner.is_none());
     ws.open().close().unwrap();
-}
-
-fn set_xattr(path: &std::path::Path, name: &str, value: &[u8]) {
-    let file = std::fs::File::open(path).unwrap();
-    use std::os::fd::AsRawFd;
-    let name = std::ffi::CString::new(name).unwrap();
-    // SAFETY: valid descriptor, C string and buffer.
-    let rc = unsafe { nix::libc::fsetxattr(file.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
-    assert_eq!(rc, 0, "fsetxattr: {}", std::io::Error::last_os_error());
-}
-
-fn get_xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).unwrap();
-    use std::os::fd::AsRawFd;
-    let name = std::ffi::CString::new(name).unwrap();
-    let mut buf = vec![0u8; 256];
-    // SAFETY: valid descriptor, C string and buffer.
-    let n = unsafe { nix::libc::fgetxattr(file.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        return None;
-    }
-    buf.truncate(n as usize);
-    Some(buf)
 }

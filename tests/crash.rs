@@ -1076,3 +1076,35 @@ fn the_recorder_models_the_mount_s_namespace_changes() {
     let names = |image: &Image| image.dirs[""].keys().cloned().collect::<Vec<_>>();
     assert!(states.iter().any(|s| names(&s.image) == ["a", "d"]), "the old names are not a crash state:\n{shown}");
 }
+
+/// A draft is created under its name and noted right after (`new_draft_file`): a daemon killed
+/// in between leaves an empty draft that names no file, made for a create nobody was answered.
+/// Recovery removes exactly that one, and keeps (with a row) an empty draft that names its file
+/// and a draft with bytes that names nothing.
+#[test]
+fn an_empty_draft_that_names_no_file_is_removed_and_every_other_orphan_kept() {
+    use rwfs::durable::layout::DRAFT_TARGET_XATTR;
+    let ws = Ws::new();
+    ws.open().close().unwrap();
+    let drafts = ws.abs(".resilient_write/drafts");
+    std::fs::create_dir_all(&drafts).unwrap();
+    std::fs::write(drafts.join(".rwfs.00000000000000a1.tmp"), b"").unwrap();
+    std::fs::write(drafts.join(".rwfs.00000000000000a2.tmp"), b"").unwrap();
+    std::fs::write(drafts.join(".rwfs.00000000000000a3.tmp"), b"bytes nobody named\n").unwrap();
+    crate::support::set_xattr(&drafts.join(".rwfs.00000000000000a2.tmp"), DRAFT_TARGET_XATTR, b"notes/empty.txt");
+    let engine = ws.open();
+    let mut kept = engine.recovery().drafts_kept.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec![
+            ".resilient_write/drafts/.rwfs.00000000000000a2.tmp",
+            ".resilient_write/drafts/.rwfs.00000000000000a3.tmp"
+        ]
+    );
+    engine.close().unwrap();
+    assert_eq!(std::fs::read_dir(&drafts).unwrap().count(), 0, "drafts/ is empty");
+    let recovered: Vec<_> = ws.rows().into_iter().filter(|r| r.op() == rwfs::journal::Op::Recover).collect();
+    assert_eq!(recovered.len(), 2, "a row for each kept draft, none for the removed one: {recovered:?}");
+    assert!(recovered.iter().any(|r| r.from.as_deref() == Some("notes/empty.txt")), "{recovered:?}");
+}

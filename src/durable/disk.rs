@@ -69,6 +69,11 @@ pub trait Disk: Meta + Send + Sync {
     /// supports it, else a new file under an unpredictable [`temp_name`](super::temp_name) (`O_EXCL`).
     /// Its reads are quiet from the start (as [`Disk::quiet_reads`]).
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp>;
+    /// A new private file in `dir` under an unpredictable [`temp_name`](super::temp_name)
+    /// (`O_EXCL`) from the start: one call where an anonymous file and its `linkat` take two,
+    /// for files whose name may show at once (a draft in the state directory). Quiet reads, as
+    /// [`Disk::create_temp`]'s.
+    fn create_named_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp>;
     /// Open `name` for reading and writing, creating it when `create` (never following a symlink).
     fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File>;
     /// Write all of `data` at `offset`.

@@ -198,6 +198,10 @@ impl Disk for OsDisk {
         if let Some(fd) = sys::open_tmpfile(dir.as_fd(), perm)? {
             return Ok(Temp { file: file_from(fd)?, name: None });
         }
+        self.create_named_temp(dir, perm)
+    }
+
+    fn create_named_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
         let mut flags = sys::TEMP_FLAGS | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW;
         loop {
             let name = temp_name();

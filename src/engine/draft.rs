@@ -391,18 +391,20 @@ impl Core {
     fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
         // A draft becomes the installed version: rwfs reading it at commit must not change the
-        // access time a writer set (`touch -t`) or the one it will have. `create_temp`'s files
-        // are quiet from the start. The kept `drafts/` is used as it is (no check per draft):
-        // one removed behind rwfs's back refuses a new file, and is made again.
-        // Anonymous until noted, then named (`linkat`): a draft in drafts/ always names the file
-        // it is for, whenever the daemon is killed (recovery's note; `mount::fifty_kills_…`).
+        // access time a writer set (`touch -t`) or the one it will have. `create_named_temp`'s
+        // files are quiet from the start. The kept `drafts/` is used as it is (no check per
+        // draft): one removed behind rwfs's back refuses a new file, and is made again.
+        // Named at once (one `openat`, where an anonymous file and its `linkat` cost about half
+        // of a create's time in ext4's orphan list and the /proc walk). A daemon killed between
+        // that `openat` and the note below leaves an empty draft that names nothing, made for a
+        // create nobody was answered: recovery removes exactly those (`recover_drafts`).
         let mut dir = self.drafts_home()?;
-        let temp = match disk.create_temp(&dir, 0o600) {
+        let temp = match disk.create_named_temp(&dir, 0o600) {
             Err(e) => match self.drafts_dir()? {
                 again if Arc::ptr_eq(&again, &dir) => Err(e),
                 again => {
                     dir = again;
-                    disk.create_temp(&dir, 0o600)
+                    disk.create_named_temp(&dir, 0o600)
                 }
             },
             made => made,
@@ -414,17 +416,9 @@ impl Core {
             let xattrs = vec![(TARGET_XATTR.into(), path.as_bytes().to_vec())];
             let _ = disk.set_attrs(&temp.file, &Attrs { xattrs, ..Attrs::default() });
         }
-        let name = match temp.name {
-            Some(name) => name,
-            None => loop {
-                let name = crate::durable::temp_name();
-                match disk.link(&temp.file, &dir, &name) {
-                    Ok(()) => break name,
-                    Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => continue,
-                    Err(e) => return Err(Error::io("name draft", e)),
-                }
-            },
-        };
+        let name = temp
+            .name
+            .ok_or_else(|| Error::io("name draft", std::io::Error::other("a named temp file without a name")))?;
         Ok((dir, temp.file, name))
     }
 
@@ -983,7 +977,8 @@ impl Core {
     /// kept ones and the deferred ones. With a `budget`, once the orphans' data (holes excluded:
     /// hashing never reads them) would exceed it, the rest are deferred — left in `drafts/` —
     /// so that the work before the engine is ready stays bounded. `only` restricts the pass to
-    /// those names (the deferred ones, while a mount has live drafts there).
+    /// those names (the deferred ones, while a mount has live drafts there). The one draft
+    /// removed instead is an empty one that names no file: nothing to keep.
     pub(crate) fn recover_drafts(
         &self,
         claims: &super::recovery::Claims,
@@ -1020,6 +1015,13 @@ impl Core {
                 .ok()
                 .and_then(|t| String::from_utf8(t).ok())
                 .or_else(|| claims.path_of(&sha).map(str::to_string));
+            if target.is_none() && bytes == 0 {
+                // Made and never noted (`new_draft_file`: killed between its `openat` and its
+                // note): no byte to keep, no file it was for, no writer that was answered.
+                tracing::info!(name, "an empty draft that names no file removed");
+                disk.unlink(&dir, name).step("remove an empty draft that names no file")?;
+                continue;
+            }
             self.keep_in_objects(&dir, name, (sha, bytes), target, "orphan_draft_kept_in_objects", actor)?;
             kept.push(dir.join(name));
         }

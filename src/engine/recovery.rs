@@ -21,7 +21,9 @@
 //!    with the tree and `history` tells what happened.
 //!
 //! Nothing is deleted: an unacknowledged commit may land either way, and both outcomes keep
-//! every byte (drafts that are not installed go to `objects/`, see `draft.rs`).
+//! every byte (drafts that are not installed go to `objects/`, see `draft.rs`). The one
+//! exception holds no byte: an empty draft that names no file (made, and killed before its
+//! note, for a create nobody was answered) is removed.
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -136,6 +136,10 @@ pub trait Intercept: Send + Sync {
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
         OsDisk.create_temp(dir, perm)
     }
+    /// How named temp files are made (default: the real disk's way).
+    fn create_named_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
+        OsDisk.create_named_temp(dir, perm)
+    }
 }
 
 /// [`OsDisk`] with an [`Intercept`] around every call that matters.
@@ -196,6 +200,13 @@ impl<I: Intercept> Disk for Hooked<I> {
         let call = Call::CreateTemp { dir };
         self.0.before(&call)?;
         let temp = self.0.create_temp(dir, perm)?;
+        self.0.after(&call, Some(Created { file: &temp.file, name: temp.name.as_deref() }));
+        Ok(temp)
+    }
+    fn create_named_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
+        let call = Call::CreateTemp { dir };
+        self.0.before(&call)?;
+        let temp = self.0.create_named_temp(dir, perm)?;
         self.0.after(&call, Some(Created { file: &temp.file, name: temp.name.as_deref() }));
         Ok(temp)
     }

@@ -224,3 +224,28 @@ pub fn write_closed(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     file.write_all(bytes)?;
     nix::unistd::close(file.into_raw_fd()).map_err(std::io::Error::from)
 }
+
+/// Set extended attribute `name` of the file at `path` (the test fails if it cannot).
+pub fn set_xattr(path: &std::path::Path, name: &str, value: &[u8]) {
+    let file = std::fs::File::open(path).unwrap();
+    use std::os::fd::AsRawFd;
+    let name = std::ffi::CString::new(name).unwrap();
+    // SAFETY: valid descriptor, C string and buffer.
+    let rc = unsafe { nix::libc::fsetxattr(file.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+    assert_eq!(rc, 0, "fsetxattr: {}", std::io::Error::last_os_error());
+}
+
+/// Extended attribute `name` of the file at `path`, if it has one (of at most 256 bytes).
+pub fn get_xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {
+    let file = std::fs::File::open(path).unwrap();
+    use std::os::fd::AsRawFd;
+    let name = std::ffi::CString::new(name).unwrap();
+    let mut buf = vec![0u8; 256];
+    // SAFETY: valid descriptor, C string and buffer.
+    let n = unsafe { nix::libc::fgetxattr(file.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(buf)
+}
