@@ -7,11 +7,16 @@
 //! after its row is durable. While one batch syncs, the next one queues: that is the whole of
 //! group commit.
 //!
-//! Who holds the writer: a caller that finds it idle writes the queue and its own row itself,
-//! on its own thread (no hand-off: two thread switches fewer per row, the common case of one
-//! writer at a time); one that finds it busy queues its row for the writer thread, which waits
-//! for the writer and then takes everything queued as the next batch. The queue is only ever
-//! taken with the writer held, so rows are written in the order they were queued.
+//! Who holds the writer: a caller that waits for its row at once ([`Journal::append`],
+//! [`Journal::submit_written`]) and finds the writer idle writes the queue and its own row
+//! itself, on its own thread (no hand-off: two thread switches fewer per row, the common case
+//! of one writer at a time); one that finds it busy queues its row for the writer thread, which
+//! waits for the writer and then takes everything queued as the next batch. A row
+//! [`submitted`](Journal::submit) always goes to the thread: its caller has work of its own to
+//! do while the row syncs (a commit's `fsync` of its file: round 1 of `engine/commit.rs` is
+//! two syncs side by side, not one after the other), or more rows to queue into the same
+//! batch. The queue is only ever taken with the writer held, so rows are written in the order
+//! they were queued.
 //!
 //! A row may also be [`written`](Journal::submit_written) without waiting for the sync (the
 //! mount's `batch` durability: a process crash cannot lose it, the page cache holds it); the
@@ -150,6 +155,20 @@ fn writer_gone() -> Error {
     Error::io("journal append", std::io::Error::other("journal writer stopped"))
 }
 
+/// Must a row be synced before its caller is released?
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durable {
+    Yes,
+    No,
+}
+
+/// May the caller write its row on its own thread when the writer is idle?
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Here {
+    IfIdle,
+    Never,
+}
+
 /// The append side of `journal.jsonl`.
 pub struct Journal {
     queue: Arc<Queue<Request>>,
@@ -210,21 +229,24 @@ impl Journal {
         &self.tool_calls
     }
 
-    /// Queue a row; it is durable when the returned [`Pending`] says so.
+    /// Queue a row for the writer thread; it is durable when the returned [`Pending`] says so.
+    /// Meanwhile the caller syncs what the row describes, or queues more rows for the same
+    /// `fdatasync`.
     pub fn submit(&self, change: Change) -> Pending {
-        self.request(change, true)
+        self.request(change, Durable::Yes, Here::Never)
     }
 
-    /// Queue a row; the returned [`Pending`] says when it is written (in the page cache, safe
+    /// Write a row; the returned [`Pending`] says when it is written (in the page cache, safe
     /// from a crash of any process but not from power loss). [`Journal::sync`] makes it durable.
     pub fn submit_written(&self, change: Change) -> Pending {
-        self.request(change, false)
+        self.request(change, Durable::No, Here::IfIdle)
     }
 
     /// A change by a process through the mount or the CLI without a session name gets one here
     /// (`journal::session`), and one without a group the agent's tool call it answers, if any
     /// (`journal::tool_calls`).
-    fn request(&self, mut change: Change, durable: bool) -> Pending {
+    fn request(&self, mut change: Change, durable: Durable, here: Here) -> Pending {
+        let durable = durable == Durable::Yes;
         let actor = &mut change.actor;
         if let Some(pid) = actor.pid {
             if actor.session_label.is_none() && matches!(actor.via, Via::Fuse | Via::Cli) {
@@ -237,7 +259,9 @@ impl Journal {
         let (reply, pending) = crate::wake::reply();
         let request = Request::Row { change, durable, reply };
         // The writer idle: write what is queued and this row here (see the module docs).
-        if let Ok(mut writer) = self.writer.try_lock() {
+        if here == Here::IfIdle
+            && let Ok(mut writer) = self.writer.try_lock()
+        {
             // Closed: the request (and `reply`) is dropped and `wait` reports it.
             if let Some(mut batch) = self.queue.take_now(MAX_BATCH - 1) {
                 batch.push(request);
@@ -264,7 +288,7 @@ impl Journal {
 
     /// Append a row and wait until it is durable.
     pub fn append(&self, change: Change) -> Result<Appended> {
-        self.submit(change).wait()
+        self.request(change, Durable::Yes, Here::IfIdle).wait()
     }
 
     /// Finish queued rows and stop the writer; later appends fail.
