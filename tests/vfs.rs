@@ -173,6 +173,57 @@ fn a_write_is_committed_at_close_with_its_writer_in_the_row() {
 }
 
 #[test]
+fn large_writes_hashed_while_the_writer_goes_on_name_the_version_by_its_bytes() {
+    // Writes of 128 KiB or more that continue the running digest are hashed on a thread of
+    // their own after they are written, while the writer goes on (`Draft::write`, issue 27):
+    // the row still names the bytes installed, whether the writes follow one another, a small
+    // one comes between, or one goes back over bytes already hashed.
+    let fx = Fx::new();
+    let p = process(4343);
+    let bytes = |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 7 + seed * 13) % 251) as u8).collect() };
+    let mib = 1 << 20;
+    let mut want = Vec::new();
+    let fh = fx.open("seq.bin", TRUNC, &p).unwrap();
+    for (k, len) in [mib, mib, 10, mib, 200 << 10].into_iter().enumerate() {
+        let chunk = bytes(len, k);
+        fx.write(fh, want.len() as u64, &chunk, &p).unwrap();
+        want.extend_from_slice(&chunk);
+    }
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("seq.bin").unwrap(), want);
+    let row = fx.ws.rows().into_iter().rfind(|r| r.path == "seq.bin").unwrap();
+    assert_eq!(row.sha256, Some(sha(&want)), "the running digest of sequential writes");
+
+    let fh = fx.open("back.bin", TRUNC, &p).unwrap();
+    fx.write(fh, 0, &bytes(2 * mib, 1), &p).unwrap();
+    let over = bytes(mib, 2);
+    fx.write(fh, 512 << 10, &over, &p).unwrap();
+    fx.write(fh, 2 * mib as u64, &bytes(mib, 3), &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    let mut want = bytes(2 * mib, 1);
+    want[512 << 10..(512 << 10) + mib].copy_from_slice(&over);
+    want.extend_from_slice(&bytes(mib, 3));
+    assert_eq!(fx.backing("back.bin").unwrap(), want);
+    let row = fx.ws.rows().into_iter().rfind(|r| r.path == "back.bin").unwrap();
+    assert_eq!(row.sha256, Some(sha(&want)), "a write that went back: the draft is read again");
+
+    // Truncations while a write's bytes may still be hashed: to where the hash ends (it
+    // goes on), to zero (it starts again), then a sequential rewrite.
+    let fh = fx.open("cut.bin", TRUNC, &p).unwrap();
+    fx.write(fh, 0, &bytes(mib, 4), &p).unwrap();
+    fx.ftruncate("cut.bin", mib as u64, &p).unwrap();
+    fx.write(fh, mib as u64, &bytes(mib, 5), &p).unwrap();
+    fx.ftruncate("cut.bin", 0, &p).unwrap();
+    let want = [bytes(mib, 6), bytes(mib, 7)].concat();
+    fx.write(fh, 0, &want[..mib], &p).unwrap();
+    fx.write(fh, mib as u64, &want[mib..], &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    assert_eq!(fx.backing("cut.bin").unwrap(), want);
+    let row = fx.ws.rows().into_iter().rfind(|r| r.path == "cut.bin").unwrap();
+    assert_eq!(row.sha256, Some(sha(&want)));
+}
+
+#[test]
 fn readers_see_the_draft_and_the_tree_keeps_the_old_version_until_close() {
     let fx = Fx::new();
     let p = process(10);

@@ -37,7 +37,7 @@ use std::ffi::OsStr;
 use std::sync::{Arc, PoisonError};
 
 use crate::durable::{
-    Attrs, Dir, File, FileKind, SPARSE_DIGEST_MIN, Scope, Source, Staged, Stat, WorkspacePath, content_digest,
+    Attrs, Dir, Disk, File, FileKind, SPARSE_DIGEST_MIN, Scope, Source, Staged, Stat, WorkspacePath, content_digest,
     resolve::resolve, stage,
 };
 use crate::error::{Error, IoContext, Reason, Result};
@@ -64,6 +64,11 @@ const QUICK_COMMIT: u64 = 256 << 10;
 const EARLY_CONTEXT: usize = 1024;
 /// Read size when a draft is hashed or judged.
 const CHUNK: usize = 1 << 20;
+/// The smallest write whose bytes are hashed on a thread of its own after they are written
+/// ([`Draft::write`]): below it a thread costs more than it saves.
+const HASH_BESIDE: usize = 128 << 10;
+/// The stack of that thread (it only hashes).
+const HASH_STACK: usize = 64 << 10;
 
 /// What a new draft starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +90,7 @@ pub(crate) struct Draft {
     len: u64,
     /// sha256 of the first `hashed` bytes, while every write so far continued where the
     /// previous one ended.
-    digest: Option<(Hasher, u64)>,
+    digest: Option<(Running, u64)>,
     /// The last bytes of that sequential stream, for the early check.
     tail: Vec<u8>,
     /// What the gate judged of it already (meaningful while `digest` runs).
@@ -139,6 +144,7 @@ pub enum CommitAt {
 
 impl Draft {
     fn new(file: File, name: String, len: u64, digest: Option<(Hasher, u64)>) -> Draft {
+        let digest = digest.map(|(hasher, hashed)| (Running::new(hasher), hashed));
         Draft { file, name, len, digest, tail: Vec::new(), judged: Judged::Nothing }
     }
 
@@ -156,12 +162,27 @@ impl Draft {
         &self.name
     }
 
-    /// Record bytes written at `offset`.
-    fn wrote(&mut self, offset: u64, data: &[u8]) {
+    /// Write `data` at `offset` into the draft's file and record it ([`Draft::wrote`]). A large
+    /// write that continues the running digest is hashed on a thread of its own after its
+    /// bytes are in the file, so the writer has its reply while they are hashed: a sequential
+    /// writer's next write goes through the kernel and into the file side by side with the
+    /// hash of this one (whatever reads the digest waits for it: [`Running::ready`]).
+    fn write(&mut self, disk: &dyn Disk, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        disk.write_at(&self.file, data, offset)?;
+        self.wrote(offset, data, data.len() >= HASH_BESIDE);
+        Ok(())
+    }
+
+    /// Record bytes written at `offset`, hashed on a thread of their own if `beside`.
+    fn wrote(&mut self, offset: u64, data: &[u8], beside: bool) {
         self.len = self.len.max(offset + data.len() as u64);
         match &mut self.digest {
-            Some((hasher, hashed)) if *hashed == offset => {
-                hasher.update(data);
+            Some((running, hashed)) if *hashed == offset => {
+                if beside {
+                    running.take_beside(data);
+                } else {
+                    running.ready().0.update(data);
+                }
                 *hashed += data.len() as u64;
                 let keep = EARLY_CONTEXT.saturating_sub(data.len()).min(self.tail.len());
                 self.tail.drain(..self.tail.len() - keep);
@@ -180,9 +201,65 @@ impl Draft {
     /// The digest when the running hash covers the whole draft.
     fn complete_digest(&mut self) -> Option<Sha256> {
         match self.digest.take() {
-            Some((hasher, hashed)) if hashed == self.len => Some(hasher.finish()),
+            Some((running, hashed)) if hashed == self.len => Some(running.finish()),
             _ => None,
         }
+    }
+}
+
+/// A draft's running SHA-256: ready, or taking a large write's bytes on a thread of its own
+/// ([`Draft::write`]). Whoever reads it or adds to it waits for that thread first.
+enum Running {
+    /// The hasher, and the buffer the last thread gave back (the next one's copy of the bytes).
+    Ready(Hasher, Vec<u8>),
+    Hashing(std::thread::JoinHandle<(Hasher, Vec<u8>)>),
+}
+
+impl Running {
+    fn new(hasher: Hasher) -> Running {
+        Running::Ready(hasher, Vec::new())
+    }
+
+    /// The hasher once every byte handed to it is in it, and the spare buffer.
+    fn ready(&mut self) -> (&mut Hasher, &mut Vec<u8>) {
+        if let Running::Hashing(_) = self {
+            let Running::Hashing(thread) = std::mem::replace(self, Running::new(Hasher::new())) else {
+                unreachable!("matched above")
+            };
+            let (hasher, spare) = thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            *self = Running::Ready(hasher, spare);
+        }
+        match self {
+            Running::Ready(hasher, spare) => (hasher, spare),
+            Running::Hashing(_) => unreachable!("joined above"),
+        }
+    }
+
+    /// Add `data` on a thread of its own, which hashes a copy (the request's buffer is the
+    /// kernel's next request once the write is answered); here, when no thread can be had.
+    fn take_beside(&mut self, data: &[u8]) {
+        let (hasher, spare) = self.ready();
+        let mut bytes = std::mem::take(spare);
+        bytes.clear();
+        bytes.extend_from_slice(data);
+        let here = hasher.clone();
+        let mut beside = std::mem::take(hasher);
+        let thread = std::thread::Builder::new().name("rwfs-hash".into()).stack_size(HASH_STACK).spawn(move || {
+            beside.update(&bytes);
+            (beside, bytes)
+        });
+        *self = match thread {
+            Ok(thread) => Running::Hashing(thread),
+            Err(_) => {
+                let mut hasher = here;
+                hasher.update(data);
+                Running::new(hasher)
+            }
+        };
+    }
+
+    fn finish(mut self) -> Sha256 {
+        std::mem::take(self.ready().0).finish()
     }
 }
 
@@ -244,11 +321,7 @@ impl Drafts<'_> {
     /// Write into the draft of a file that has no name any more. Its bytes can never reach the
     /// tree (the draft is discarded at the last close), so nothing is judged.
     pub fn write_unlinked(&self, id: DraftId, offset: u64, data: &[u8]) -> Result<()> {
-        self.core.draft_table.with_draft(id, |draft| {
-            self.core.disk().write_at(&draft.file, data, offset).step("write draft")?;
-            draft.wrote(offset, data);
-            Ok(())
-        })
+        self.core.draft_table.with_draft(id, |draft| draft.write(self.core.disk(), offset, data).step("write draft"))
     }
 
     pub fn read(&self, id: DraftId, offset: u64, buf: &mut [u8]) -> Result<usize> {
@@ -473,7 +546,7 @@ impl Core {
             draft.digest = None;
         }
         if len == 0 {
-            draft.digest = Some((Hasher::new(), 0));
+            draft.digest = Some((Running::new(Hasher::new()), 0));
             draft.tail.clear();
         }
         draft.judged = Judged::Nothing;
@@ -526,11 +599,10 @@ impl Core {
             Some((_, hashed)) if *hashed == offset => draft.tail.clone(),
             _ => Vec::new(),
         };
-        if let Err(e) = disk.write_at(&draft.file, data, offset) {
+        if let Err(e) = draft.write(disk, offset, data) {
             self.undo_failed_write(draft, offset);
             return Err(Error::io("write draft", e));
         }
-        draft.wrote(offset, data);
         let path = judged_as.as_str();
         // Written from its start: the windows now full are judged (and no more), and bytes
         // past the first window are left to the windows.
