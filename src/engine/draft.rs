@@ -8,7 +8,8 @@
 //! ```text
 //!   start    empty (a new file, or O_TRUNC) or a copy of the current version (copy_file_range)
 //!   write    pwrite into the draft; a running sha256 while writes continue where the last
-//!            ended; the written window (with the bytes just before it) checked by the gate:
+//!            ended (a large write's bytes hashed on a thread of its own after its reply);
+//!            the written window (with the bytes just before it) checked by the gate:
 //!            a certain refusal (`Judgement::is_certain`) quarantines the draft at once →
 //!            blocked. A draft written from its start past 16 MiB is judged window by window
 //!            as its windows fill (the windows the commit would judge; a blocking one refuses
