@@ -11,8 +11,9 @@
 //! filesystem, or through the engine, which tells it), and so do absent names (negative
 //! entries) where [`Vfs::absence_cacheable`] allows; attributes that are not
 //! [`crate::vfs::Attr::cacheable`] are not cached, and a commit drops the kernel's copy of the
-//! file's (a just-created file's are its draft's until then: `ops.rs`'s `Create`). File pages are kept across opens (`FOPEN_KEEP_CACHE`) while
-//! the file has not changed since they were read ([`crate::vfs::Opened`]), and dropped otherwise;
+//! file's (a just-created file's are its draft's until then: `ops.rs`'s `Create`). File pages
+//! are kept across opens (`FOPEN_KEEP_CACHE`) while the file has not changed since they were
+//! read ([`crate::vfs::Opened`]), and dropped otherwise;
 //! a read-only open asks for no flush at close (`FOPEN_NOFLUSH`: a reader's close commits
 //! nothing), one round trip fewer per file a `grep` or a build reads. Directory listings are
 //! kept across opens (`FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE`) where
