@@ -12,10 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use nix::errno::Errno;
-use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use rwfs::durable::{Dir, Disk, File, FileId, OsDisk, Temp, is_temp_name, temp_name};
+use rwfs::durable::{Dir, Disk, OsDisk, Temp, is_temp_name};
 use rwfs::engine::{Engine, Restored, WriteMode};
 use rwfs::history::{Availability, Options, Report, RestoreTo, Workspace, verify};
 use rwfs::journal::Problem;
@@ -636,19 +634,7 @@ struct NamedTemps;
 
 impl Intercept for NamedTemps {
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
-        loop {
-            let name = temp_name();
-            let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-            match nix::fcntl::openat(dir, name.as_str(), flags, Mode::from_bits_truncate(perm)) {
-                Ok(fd) => {
-                    let st = nix::sys::stat::fstat(&fd)?;
-                    let file = File::new(fd, FileId { dev: st.st_dev, ino: st.st_ino });
-                    return Ok(Temp { file, name: Some(name) });
-                }
-                Err(Errno::EEXIST) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        OsDisk.create_named_temp(dir, perm)
     }
 }
 

@@ -1085,9 +1085,7 @@ fn the_recorder_models_the_mount_s_namespace_changes() {
 fn an_empty_draft_that_names_no_file_is_removed_and_every_other_orphan_kept() {
     use rwfs::durable::layout::DRAFT_TARGET_XATTR;
     let ws = Ws::new();
-    ws.open().close().unwrap();
-    let drafts = ws.abs(".resilient_write/drafts");
-    std::fs::create_dir_all(&drafts).unwrap();
+    let drafts = ws.drafts_for_orphans();
     std::fs::write(drafts.join(".rwfs.00000000000000a1.tmp"), b"").unwrap();
     std::fs::write(drafts.join(".rwfs.00000000000000a2.tmp"), b"").unwrap();
     std::fs::write(drafts.join(".rwfs.00000000000000a3.tmp"), b"bytes nobody named\n").unwrap();

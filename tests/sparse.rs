@@ -93,9 +93,7 @@ fn a_gated_version_over_max_gated_bytes_is_refused_with_efbig_and_kept() {
 #[test]
 fn recovery_of_a_huge_sparse_orphan_is_bounded_and_big_orphans_wait_for_the_mount() {
     let ws = Ws::new();
-    ws.open().close().unwrap();
-    let drafts = ws.abs(".resilient_write/drafts");
-    std::fs::create_dir_all(&drafts).unwrap();
+    let drafts = ws.drafts_for_orphans();
     // An 8 TiB orphan with four bytes of data, and a dense one over the recovery budget.
     let huge = std::fs::File::create(drafts.join("huge")).unwrap();
     huge.write_all_at(b"data", 8 * TIB - 4).unwrap();

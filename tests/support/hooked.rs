@@ -159,6 +159,15 @@ impl<I: Intercept> Hooked<I> {
         self.0.after(&call, None);
         Ok(out)
     }
+
+    /// [`Hooked::around`] for a temp file `make` makes in `dir`: `after` is told the file.
+    fn temp_around(&self, dir: &Dir, make: impl FnOnce() -> io::Result<Temp>) -> io::Result<Temp> {
+        let call = Call::CreateTemp { dir };
+        self.0.before(&call)?;
+        let temp = make()?;
+        self.0.after(&call, Some(Created { file: &temp.file, name: temp.name.as_deref() }));
+        Ok(temp)
+    }
 }
 
 impl<I: Intercept> Disk for Hooked<I> {
@@ -197,18 +206,10 @@ impl<I: Intercept> Disk for Hooked<I> {
         self.around(Call::Mkdir { dir, name }, || OsDisk.mkdir(dir, name, perm))
     }
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
-        let call = Call::CreateTemp { dir };
-        self.0.before(&call)?;
-        let temp = self.0.create_temp(dir, perm)?;
-        self.0.after(&call, Some(Created { file: &temp.file, name: temp.name.as_deref() }));
-        Ok(temp)
+        self.temp_around(dir, || self.0.create_temp(dir, perm))
     }
     fn create_named_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
-        let call = Call::CreateTemp { dir };
-        self.0.before(&call)?;
-        let temp = self.0.create_named_temp(dir, perm)?;
-        self.0.after(&call, Some(Created { file: &temp.file, name: temp.name.as_deref() }));
-        Ok(temp)
+        self.temp_around(dir, || self.0.create_named_temp(dir, perm))
     }
     fn open_write(&self, dir: &Dir, name: &str, create: bool, perm: u32) -> io::Result<File> {
         let existed = OsDisk.stat(dir, name)?.is_some();

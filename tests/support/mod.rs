@@ -79,6 +79,15 @@ impl Ws {
     pub fn object(&self, sha: &Sha256) -> Option<Vec<u8>> {
         self.workspace().object(sha).expect("read object")
     }
+
+    /// A workspace an engine opened and closed once, with its `drafts/` made: where a test
+    /// puts the orphans a dead daemon would have left, before the next open recovers them.
+    pub fn drafts_for_orphans(&self) -> PathBuf {
+        self.open().close().unwrap();
+        let drafts = self.abs(".resilient_write/drafts");
+        std::fs::create_dir_all(&drafts).unwrap();
+        drafts
+    }
 }
 
 pub fn actor() -> Actor {
