@@ -586,6 +586,12 @@ impl Vfs {
             state.failure_reported();
             return Err(e);
         }
+        if !commit && state.needs_commit() {
+            // The last close commits this draft (a file created and closed unwritten, a dup's
+            // close): the kernel holds the create's attributes with their TTL, so a stat made
+            // right after close() would not ask, and would not wait for that commit. It asks.
+            self.kernel.forget_attr(ino);
+        }
         if sync {
             // In batch durability the commit only staged the version: an fsync returns once it
             // is installed and durable, without waiting for the rest of the window. A no-op in
