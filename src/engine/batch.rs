@@ -513,14 +513,14 @@ impl Core {
     /// again with the reserve held for it handed back, then after an emergency retention run:
     /// an acknowledged version must not depend on space found later.
     fn install_staged(&self, entry: &mut Entry) -> Result<(Option<Displaced>, Option<Current>)> {
-        let mut put = self.put_in_place(&entry.target, &entry.staged);
+        let mut put = self.put_in_place(&entry.target, &entry.staged, entry.prev.is_none());
         if matches!(&put, Err(e) if is_full(e)) && entry.spend_charge(self) {
-            put = self.put_in_place(&entry.target, &entry.staged);
+            put = self.put_in_place(&entry.target, &entry.staged, entry.prev.is_none());
         }
         if let Err(e) = &put
             && self.make_room(e, self.reserve.block().max(1), &Actor::engine())
         {
-            put = self.put_in_place(&entry.target, &entry.staged);
+            put = self.put_in_place(&entry.target, &entry.staged, entry.prev.is_none());
         }
         put
     }
@@ -563,12 +563,21 @@ impl Core {
     }
 
     /// Install a staged version at `target` over whatever is there now (the caller holds the
-    /// path's lock); the displaced previous version, and what it was.
+    /// path's lock); the displaced previous version, and what it was. `new`: it was staged
+    /// where no file was; then the rename itself looks (`RENAME_NOREPLACE`), and only a name
+    /// that appeared since (`EEXIST`) is read and exchanged.
     pub(crate) fn put_in_place(
         &self,
         target: &Target,
         staged: &Staged,
+        new: bool,
     ) -> Result<(Option<Displaced>, Option<Current>)> {
+        if new {
+            match staged.install(self.disk(), &target.parent, &target.name, Install::Create, None) {
+                Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => {}
+                placed => return placed.map(|displaced| (displaced, None)),
+            }
+        }
         let current = self.current(target)?;
         let how = if current.is_some() { Install::Exchange } else { Install::Create };
         let displaced =

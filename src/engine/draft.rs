@@ -458,11 +458,10 @@ impl Core {
         }
     }
 
-    /// A new, empty file in `drafts/` carrying `note` (the path it is a draft for) from the
-    /// moment it has a name: made anonymous (`O_TMPFILE`), noted, then linked, so a crash never
-    /// leaves a draft recovery cannot name. (Where the filesystem has no `O_TMPFILE` the note
-    /// follows the name, as best it can.) Returns the directory, the file and its name.
-    fn new_draft_file(&self, note: Option<&str>) -> Result<(Arc<Dir>, File, String)> {
+    /// A new, empty file in `drafts/`, made with mode `perm` (which must let its owner write)
+    /// and carrying `note` (the path it is a draft for) right after its `openat`. Returns the
+    /// directory, the file and its name.
+    fn new_draft_file(&self, note: Option<&str>, perm: u32) -> Result<(Arc<Dir>, File, String)> {
         let disk = self.disk();
         // A draft becomes the installed version: rwfs reading it at commit must not change the
         // access time a writer set (`touch -t`) or the one it will have. `create_named_temp`'s
@@ -473,19 +472,19 @@ impl Core {
         // that `openat` and the note below leaves an empty draft that names nothing, made for a
         // create nobody was answered: recovery removes exactly those (`recover_drafts`).
         let mut dir = self.drafts_home()?;
-        let temp = match disk.create_named_temp(&dir, 0o600) {
+        let temp = match disk.create_named_temp(&dir, perm) {
             Err(e) => match self.drafts_dir()? {
                 again if Arc::ptr_eq(&again, &dir) => Err(e),
                 again => {
                     dir = again;
-                    disk.create_named_temp(&dir, 0o600)
+                    disk.create_named_temp(&dir, perm)
                 }
             },
             made => made,
         };
         let temp = temp.map_err(|e| Error::io("create draft", e))?;
-        // Noted while still empty and 0600 (a read-only mode carried over later would refuse
-        // the xattr to anyone but root).
+        // Noted while still empty and writable by its owner (a read-only mode carried over
+        // later would refuse the xattr to anyone but root).
         if let Some(path) = note {
             let xattrs = vec![(TARGET_XATTR.into(), path.as_bytes().to_vec())];
             let _ = disk.set_attrs(&temp.file, &Attrs { xattrs, ..Attrs::default() });
@@ -498,7 +497,7 @@ impl Core {
 
     fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<Draft> {
         let disk = self.disk();
-        let (dir, file, name) = self.new_draft_file(former)?;
+        let (dir, file, name) = self.new_draft_file(former, 0o600)?;
         let filled = (|| {
             let stat = disk.file_stat(from).step("stat unlinked file")?;
             disk.copy_range(from, &file, stat.size).step("copy unlinked file into draft")?;
@@ -522,14 +521,36 @@ impl Core {
             self.settle_path(path);
         }
         let disk = self.disk();
-        let (dir, file, name) = self.new_draft_file(Some(path))?;
-        let started = self.fill_draft(&file, path, base);
+        // A new file's attributes are known before its draft exists: it is made with its mode
+        // when that mode lets its owner write (the note is an xattr, which a read-only mode
+        // would refuse to anyone but root), so most creates need no `fchmod`.
+        let new = match base {
+            DraftBase::New { perm, owner } => Some(self.new_file_attrs(path, perm, owner)?),
+            DraftBase::Current | DraftBase::Truncated => None,
+        };
+        let made_with = new.as_ref().and_then(|attrs| attrs.perm).filter(|perm| perm & 0o7200 == 0o200);
+        let (dir, file, name) = self.new_draft_file(Some(path), made_with.unwrap_or(0o600))?;
+        let started = match &new {
+            // Only what the `openat` did not give (the process umask, another owner) is set.
+            Some(attrs) => {
+                disk.set_attrs(&file, attrs).step("set draft attributes").map(|_| (0, Some((Hasher::new(), 0))))
+            }
+            None => self.fill_draft(&file, path, base),
+        };
         if let Err(e) = started {
             let _ = disk.unlink(&dir, &name);
             return Err(e);
         }
         let (len, digest) = started?;
         Ok(Draft::new(file, name, len, digest))
+    }
+
+    /// What a new file at `path`, asked with `perm` by `owner`, gets from its directory
+    /// (`inherit.rs`): mode, owner and ACLs.
+    fn new_file_attrs(&self, path: &str, perm: u32, owner: super::Owner) -> Result<Attrs> {
+        let (dir, _) = self.locate(super::Entry::Path(path), Scope::Workspace)?;
+        let wanted = self.inherit(&dir, FileKind::File, perm, owner).step("read the directory's inheritance")?;
+        Ok(Attrs { perm: Some(wanted.perm), owner: Some((wanted.uid, wanted.gid)), xattrs: wanted.xattrs })
     }
 
     /// Remove a draft's file from `drafts/` (nobody needs its bytes).
@@ -555,16 +576,10 @@ impl Core {
         Ok(())
     }
 
-    /// Give a new draft its attributes and bytes; its length and running digest.
+    /// Give a draft of an existing file (`base`: its current version, or `Truncated`) its
+    /// attributes and bytes; its length and running digest.
     fn fill_draft(&self, file: &File, path: &str, base: DraftBase) -> Result<(u64, Option<(Hasher, u64)>)> {
         let disk = self.disk();
-        if let DraftBase::New { perm, owner } = base {
-            let (dir, _) = self.locate(super::Entry::Path(path), Scope::Workspace)?;
-            let wanted = self.inherit(&dir, FileKind::File, perm, owner).step("read the directory's inheritance")?;
-            let attrs = Attrs { perm: Some(wanted.perm), owner: Some((wanted.uid, wanted.gid)), xattrs: wanted.xattrs };
-            disk.set_attrs(file, &attrs).step("set draft attributes")?;
-            return Ok((0, Some((Hasher::new(), 0))));
-        }
         let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
         let Some(current) = self.current(&target)? else {
             return Err(Reason::NotFound.into());

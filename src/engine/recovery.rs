@@ -247,7 +247,7 @@ impl Core {
             len,
             Some(crate::durable::layout::DRAFT_TARGET_XATTR),
         );
-        let (displaced, _) = self.put_in_place(&target, &staged)?;
+        let (displaced, _) = self.put_in_place(&target, &staged, false)?;
         disk.sync_dir(&target.parent).step("fsync directory")?;
         if let (Some(displaced), Some(prev)) = (displaced, now) {
             self.objects.adopt(&displaced.dir, &displaced.name, prev)?;
