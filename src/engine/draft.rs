@@ -163,26 +163,21 @@ impl Draft {
         &self.name
     }
 
-    /// Write `data` at `offset` into the draft's file and record it ([`Draft::wrote`]). A large
-    /// write that continues the running digest is hashed on a thread of its own after its
-    /// bytes are in the file, so the writer has its reply while they are hashed: a sequential
-    /// writer's next write goes through the kernel and into the file side by side with the
-    /// hash of this one (whatever reads the digest waits for it: [`Running::ready`]).
-    fn write(&mut self, disk: &dyn Disk, offset: u64, data: &[u8]) -> std::io::Result<()> {
+    /// Write `data` at `offset` into the draft's file and record it. A large write that
+    /// continues the running digest is hashed on a thread of its own after its bytes are in
+    /// the file, which reads them back from the draft's pages: the writer has its reply as
+    /// soon as they are written, and its next write goes through the kernel and into the file
+    /// side by side with the hash of this one (whatever reads the digest waits for it:
+    /// [`Running::ready`]).
+    fn write(&mut self, disk: &Arc<dyn Disk>, offset: u64, data: &[u8]) -> std::io::Result<()> {
         disk.write_at(&self.file, data, offset)?;
-        self.wrote(offset, data, data.len() >= HASH_BESIDE);
-        Ok(())
-    }
-
-    /// Record bytes written at `offset`, hashed on a thread of their own if `beside`.
-    fn wrote(&mut self, offset: u64, data: &[u8], beside: bool) {
         self.len = self.len.max(offset + data.len() as u64);
         match &mut self.digest {
             Some((running, hashed)) if *hashed == offset => {
-                if beside {
-                    running.take_beside(data);
-                } else {
-                    running.ready().0.update(data);
+                if data.len() >= HASH_BESIDE {
+                    running.read_beside(disk, &self.file, offset, data.len());
+                } else if let Some(hasher) = running.ready() {
+                    hasher.update(data);
                 }
                 *hashed += data.len() as u64;
                 let keep = EARLY_CONTEXT.saturating_sub(data.len()).min(self.tail.len());
@@ -192,17 +187,20 @@ impl Draft {
                     self.judged = Judged::Nothing;
                 }
             }
+            // A write that goes back (or leaves a gap): the commit reads the draft. A thread
+            // still hashing is left to finish on its own; nothing reads what it gives.
             _ => {
                 self.digest = None;
                 self.judged = Judged::Nothing;
             }
         }
+        Ok(())
     }
 
     /// The digest when the running hash covers the whole draft.
     fn complete_digest(&mut self) -> Option<Sha256> {
         match self.digest.take() {
-            Some((running, hashed)) if hashed == self.len => Some(running.finish()),
+            Some((running, hashed)) if hashed == self.len => running.finish(),
             _ => None,
         }
     }
@@ -210,58 +208,106 @@ impl Draft {
 
 /// A draft's running SHA-256: ready, or taking a large write's bytes on a thread of its own
 /// ([`Draft::write`]). Whoever reads it or adds to it waits for that thread first.
-enum Running {
-    /// The hasher, and the buffer the last thread gave back (the next one's copy of the bytes).
-    Ready(Hasher, Vec<u8>),
-    Hashing(std::thread::JoinHandle<(Hasher, Vec<u8>)>),
+///
+/// The thread reads the bytes back from the draft (from the pages the write just filled), so
+/// the request's thread copies nothing for it; it lives as long as the running digest (one
+/// per draft written in large writes), so a write does not start a thread either. Nothing
+/// changes those bytes while the digest is kept: a write that goes back over them, or a
+/// truncation below their end, drops the digest (`Draft::write`, `truncate_draft`) and with
+/// it what the thread gives. If the read falls short (the draft cut by someone else) or
+/// fails, the digest is lost and the commit reads the draft whole.
+struct Running {
+    /// `None` while the thread has it, or once lost.
+    hasher: Option<Hasher>,
+    /// The thread, once a large write has come.
+    beside: Option<Beside>,
+    /// The thread has the hasher and some bytes to add.
+    busy: bool,
+}
+
+/// The thread of a running digest: it takes the hasher and a range of the draft to add, and
+/// gives the hasher back (`None`: the range could not be read). It ends with its [`Running`].
+struct Beside {
+    jobs: std::sync::mpsc::Sender<(Hasher, u64, usize)>,
+    done: std::sync::mpsc::Receiver<Option<Hasher>>,
+}
+
+impl Beside {
+    fn start(disk: &Arc<dyn Disk>, file: &File) -> std::io::Result<Beside> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<(Hasher, u64, usize)>();
+        let (outbox, done) = std::sync::mpsc::channel();
+        let (disk, file) = (Arc::clone(disk), file.try_clone()?);
+        std::thread::Builder::new().name("rwfs-hash".into()).stack_size(HASH_STACK).spawn(move || {
+            let mut buf = Vec::new();
+            for (mut hasher, offset, len) in inbox {
+                let read = read_into(&*disk, &file, offset, len, &mut buf, &mut hasher);
+                if outbox.send(read.then_some(hasher)).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(Beside { jobs, done })
+    }
 }
 
 impl Running {
     fn new(hasher: Hasher) -> Running {
-        Running::Ready(hasher, Vec::new())
+        Running { hasher: Some(hasher), beside: None, busy: false }
     }
 
-    /// The hasher once every byte handed to it is in it, and the spare buffer.
-    fn ready(&mut self) -> (&mut Hasher, &mut Vec<u8>) {
-        if let Running::Hashing(_) = self {
-            let Running::Hashing(thread) = std::mem::replace(self, Running::new(Hasher::new())) else {
-                unreachable!("matched above")
-            };
-            let (hasher, spare) = thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            *self = Running::Ready(hasher, spare);
+    /// The hasher once every byte handed to it is in it (`None`: lost).
+    fn ready(&mut self) -> Option<&mut Hasher> {
+        if self.busy {
+            self.busy = false;
+            self.hasher = self.beside.as_ref().and_then(|beside| beside.done.recv().ok().flatten());
         }
-        match self {
-            Running::Ready(hasher, spare) => (hasher, spare),
-            Running::Hashing(_) => unreachable!("joined above"),
-        }
+        self.hasher.as_mut()
     }
 
-    /// Add `data` on a thread of its own, which hashes a copy (the request's buffer is the
-    /// kernel's next request once the write is answered); here, when no thread can be had.
-    fn take_beside(&mut self, data: &[u8]) {
-        let (hasher, spare) = self.ready();
-        let mut bytes = std::mem::take(spare);
-        bytes.clear();
-        bytes.extend_from_slice(data);
-        let here = hasher.clone();
-        let mut beside = std::mem::take(hasher);
-        let thread = std::thread::Builder::new().name("rwfs-hash".into()).stack_size(HASH_STACK).spawn(move || {
-            beside.update(&bytes);
-            (beside, bytes)
-        });
-        *self = match thread {
-            Ok(thread) => Running::Hashing(thread),
-            Err(_) => {
-                let mut hasher = here;
-                hasher.update(data);
-                Running::new(hasher)
-            }
+    /// Add the `len` bytes of `file` at `offset`, just written, on the thread; here when no
+    /// thread can be had.
+    fn read_beside(&mut self, disk: &Arc<dyn Disk>, file: &File, offset: u64, len: usize) {
+        if self.ready().is_none() {
+            return;
+        }
+        let Some(hasher) = self.hasher.take() else { return };
+        if self.beside.is_none() {
+            self.beside = Beside::start(disk, file).ok();
+        }
+        let sent = match &self.beside {
+            Some(beside) => beside.jobs.send((hasher, offset, len)).map_err(|back| back.0.0),
+            None => Err(hasher),
         };
+        match sent {
+            Ok(()) => self.busy = true,
+            Err(mut hasher) => {
+                let read = read_into(&**disk, file, offset, len, &mut Vec::new(), &mut hasher);
+                self.hasher = read.then_some(hasher);
+            }
+        }
     }
 
-    fn finish(mut self) -> Sha256 {
-        std::mem::take(self.ready().0).finish()
+    fn finish(mut self) -> Option<Sha256> {
+        self.ready().map(|hasher| std::mem::take(hasher).finish())
     }
+}
+
+/// Read the `len` bytes of `file` at `offset` through `buf` into `hasher`: whether they were
+/// all there.
+fn read_into(disk: &dyn Disk, file: &File, offset: u64, len: usize, buf: &mut Vec<u8>, hasher: &mut Hasher) -> bool {
+    buf.resize(len.min(CHUNK), 0);
+    let mut done = 0;
+    while done < len {
+        let want = (len - done).min(buf.len());
+        match disk.read_at(file, &mut buf[..want], offset + done as u64) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                done += n;
+            }
+        }
+    }
+    true
 }
 
 impl Engine {
@@ -322,7 +368,7 @@ impl Drafts<'_> {
     /// Write into the draft of a file that has no name any more. Its bytes can never reach the
     /// tree (the draft is discarded at the last close), so nothing is judged.
     pub fn write_unlinked(&self, id: DraftId, offset: u64, data: &[u8]) -> Result<()> {
-        self.core.draft_table.with_draft(id, |draft| draft.write(self.core.disk(), offset, data).step("write draft"))
+        self.core.draft_table.with_draft(id, |draft| draft.write(&self.core.ws.disk, offset, data).step("write draft"))
     }
 
     pub fn read(&self, id: DraftId, offset: u64, buf: &mut [u8]) -> Result<usize> {
@@ -615,7 +661,7 @@ impl Core {
             Some((_, hashed)) if *hashed == offset => draft.tail.clone(),
             _ => Vec::new(),
         };
-        if let Err(e) = draft.write(disk, offset, data) {
+        if let Err(e) = draft.write(&self.ws.disk, offset, data) {
             self.undo_failed_write(draft, offset);
             return Err(Error::io("write draft", e));
         }
