@@ -175,9 +175,10 @@ fn a_write_is_committed_at_close_with_its_writer_in_the_row() {
 #[test]
 fn large_writes_hashed_while_the_writer_goes_on_name_the_version_by_its_bytes() {
     // Writes of 128 KiB or more that continue the running digest are hashed on a thread of
-    // their own after they are written, while the writer goes on (`Draft::write`, issue 27):
-    // the row still names the bytes installed, whether the writes follow one another, a small
-    // one comes between, or one goes back over bytes already hashed.
+    // their own after they are written, which reads them back from the draft while the writer
+    // goes on (`Draft::write`, issue 27): the row still names the bytes installed, whether the
+    // writes follow one another, a small one comes between, one goes back over bytes already
+    // hashed, a truncation cuts bytes still being read, or two files are written in turns.
     let fx = Fx::new();
     let p = process(4343);
     let bytes = |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 7 + seed * 13) % 251) as u8).collect() };
@@ -221,6 +222,36 @@ fn large_writes_hashed_while_the_writer_goes_on_name_the_version_by_its_bytes() 
     assert_eq!(fx.backing("cut.bin").unwrap(), want);
     let row = fx.ws.rows().into_iter().rfind(|r| r.path == "cut.bin").unwrap();
     assert_eq!(row.sha256, Some(sha(&want)));
+
+    // Cut below where the hash ends (the bytes it reads back may be gone), then written on
+    // from the cut: the draft is read again at the commit.
+    let fh = fx.open("short.bin", TRUNC, &p).unwrap();
+    fx.write(fh, 0, &bytes(2 * mib, 8), &p).unwrap();
+    fx.ftruncate("short.bin", (mib / 2) as u64, &p).unwrap();
+    fx.write(fh, (mib / 2) as u64, &bytes(mib, 9), &p).unwrap();
+    fx.close(fh, &p).unwrap();
+    let want = [&bytes(2 * mib, 8)[..mib / 2], &bytes(mib, 9)].concat();
+    assert_eq!(fx.backing("short.bin").unwrap(), want);
+    let row = fx.ws.rows().into_iter().rfind(|r| r.path == "short.bin").unwrap();
+    assert_eq!(row.sha256, Some(sha(&want)));
+
+    // Two drafts written in turns, each with a hash of its own running.
+    let (a, b) = (fx.open("a.bin", TRUNC, &p).unwrap(), fx.open("b.bin", TRUNC, &p).unwrap());
+    let (mut want_a, mut want_b) = (Vec::new(), Vec::new());
+    for k in 0..4 {
+        let (chunk_a, chunk_b) = (bytes(mib, 10 + k), bytes(mib, 20 + k));
+        fx.write(a, want_a.len() as u64, &chunk_a, &p).unwrap();
+        fx.write(b, want_b.len() as u64, &chunk_b, &p).unwrap();
+        want_a.extend_from_slice(&chunk_a);
+        want_b.extend_from_slice(&chunk_b);
+    }
+    fx.close(a, &p).unwrap();
+    fx.close(b, &p).unwrap();
+    for (path, want) in [("a.bin", want_a), ("b.bin", want_b)] {
+        assert_eq!(fx.backing(path).unwrap(), want);
+        let row = fx.ws.rows().into_iter().rfind(|r| r.path == path).unwrap();
+        assert_eq!(row.sha256, Some(sha(&want)), "{path}");
+    }
 }
 
 #[test]
