@@ -567,27 +567,43 @@ impl Core {
             self.settle_path(path);
         }
         let disk = self.disk();
-        // A new file's attributes are known before its draft exists: it is made with its mode
-        // when that mode lets its owner write (the note is an xattr, which a read-only mode
-        // would refuse to anyone but root), so most creates need no `fchmod`.
-        let new = match base {
-            DraftBase::New { perm, owner } => Some(self.new_file_attrs(path, perm, owner)?),
-            DraftBase::Current | DraftBase::Truncated => None,
-        };
-        let made_with = new.as_ref().and_then(|attrs| attrs.perm).filter(|perm| perm & 0o7200 == 0o200);
-        let (dir, file, name) = self.new_draft_file(Some(path), made_with.unwrap_or(0o600))?;
-        let started = match &new {
-            // Only what the `openat` did not give (the process umask, another owner) is set.
-            Some(attrs) => {
-                disk.set_attrs(&file, attrs).step("set draft attributes").map(|_| (0, Some((Hasher::new(), 0))))
+        // What the draft starts from is read before its file is made, so the attributes it
+        // will carry are known: it is made with its mode when that mode lets its owner write
+        // (the note is an xattr, which a read-only mode would refuse to anyone but root), and
+        // most drafts need no `fchmod`.
+        let (attrs, source) = match base {
+            DraftBase::New { perm, owner } => (self.new_file_attrs(path, perm, owner)?, None),
+            DraftBase::Current | DraftBase::Truncated => {
+                let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+                let current = self.current(&target)?.ok_or_else(|| Error::from(Reason::NotFound))?;
+                (current.attrs(disk)?, (base == DraftBase::Current).then_some(current))
             }
-            None => self.fill_draft(&file, path, base),
         };
-        if let Err(e) = started {
-            let _ = disk.unlink(&dir, &name);
-            return Err(e);
-        }
-        let (len, digest) = started?;
+        let made_with = attrs.perm.filter(|perm| perm & 0o7200 == 0o200).unwrap_or(0o600);
+        let (dir, file, name) = self.new_draft_file(Some(path), made_with)?;
+        let filled = (|| {
+            let len = match &source {
+                Some(current) => {
+                    disk.copy_range(&current.file, &file, current.stat.size).step("copy current version into draft")?;
+                    current.stat.size
+                }
+                None => 0,
+            };
+            // The owner last but one and the mode last: a read-only mode must not stop the
+            // copy (it goes through the descriptor, opened before), and chown clears setuid
+            // bits. Only what the `openat` did not give (the umask, another owner) is set.
+            disk.set_attrs(&file, &attrs).step("set draft attributes")?;
+            Ok(len)
+        })();
+        let len = match filled {
+            Ok(len) => len,
+            Err(e) => {
+                let _ = disk.unlink(&dir, &name);
+                return Err(e);
+            }
+        };
+        // An empty draft's running digest starts here; a copy's is taken at its commit.
+        let digest = source.is_none().then(|| (Hasher::new(), 0));
         Ok(Draft::new(file, name, len, digest))
     }
 
@@ -620,26 +636,6 @@ impl Core {
         draft.judged = Judged::Nothing;
         draft.len = len;
         Ok(())
-    }
-
-    /// Give a draft of an existing file (`base`: its current version, or `Truncated`) its
-    /// attributes and bytes; its length and running digest.
-    fn fill_draft(&self, file: &File, path: &str, base: DraftBase) -> Result<(u64, Option<(Hasher, u64)>)> {
-        let disk = self.disk();
-        let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
-        let Some(current) = self.current(&target)? else {
-            return Err(Reason::NotFound.into());
-        };
-        let attrs = current.attrs(disk)?;
-        if base == DraftBase::Truncated {
-            disk.set_attrs(file, &attrs).step("set draft attributes")?;
-            return Ok((0, Some((Hasher::new(), 0))));
-        }
-        disk.copy_range(&current.file, file, current.stat.size).step("copy current version into draft")?;
-        // The owner last but one and the mode last: a read-only mode must not stop the copy
-        // (it goes through the descriptor, opened before), and chown clears setuid bits.
-        disk.set_attrs(file, &attrs).step("set draft attributes")?;
-        Ok((current.stat.size, None))
     }
 
     fn write_draft(&self, slot: &mut Option<Draft>, path: &str, offset: u64, data: &[u8], actor: &Actor) -> Result<()> {
