@@ -948,7 +948,9 @@ fn check_prefix(
     initial: &[(String, Vec<u8>)],
     ops: &[Acked],
 ) -> Result<usize, String> {
+    let lock = std::fs::read_to_string(root.join(".resilient_write/lock")).unwrap_or_default();
     let engine = Engine::open(root, &Default::default()).map_err(|e| format!("open (recovery) failed: {e}"))?;
+    let recovery = engine.recovery().clone();
     engine.close().map_err(|e| format!("close failed: {e}"))?;
     let before = &events[..*prefix];
     let started = |id: usize| before.iter().any(|e| matches!(e, Event::Intent { id: i } if *i == id));
@@ -1013,10 +1015,23 @@ fn check_prefix(
             .filter(|(p, _)| p.contains("drafts/") || p.contains("objects/"))
             .map(|(p, b)| format!("{p}: {}", show(&Some(b))))
             .collect();
+        // The image's own record: the watermark recovery started from and the rows of the paths
+        // that differ.
+        let journal = std::fs::read_to_string(root.join(".resilient_write/journal.jsonl")).unwrap_or_default();
+        let rows: Vec<&str> = journal
+            .lines()
+            .filter(|line| {
+                differ.iter().any(|d| d.split(':').next().is_some_and(|p| line.contains(&format!("\"{p}\""))))
+            })
+            .collect();
         return Err(format!(
             "the tree is no prefix of the journal's acknowledged changes (of {} started; closest: the first {k}, \
-             durable {durable}, which differs in {differ:#?}; ops from the durable one: {tail:#?}; drafts and objects: {drafts:#?})",
-            ops.iter().filter(|op| started(op.id)).count()
+             durable {durable}, which differs in {differ:#?}; ops from the durable one: {tail:#?}; recovery rolled \
+             forward {:?} and stopped at {:?}; lock file before recovery {lock:?}; rows of those paths after it: \
+             {rows:#?}; drafts and objects: {drafts:#?})",
+            ops.iter().filter(|op| started(op.id)).count(),
+            recovery.rolled_forward,
+            recovery.roll_forward_stopped,
         ));
     };
     if k < durable {

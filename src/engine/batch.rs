@@ -172,6 +172,11 @@ struct State {
     queue: Vec<Entry>,
     /// Path → its staged version, until the install.
     views: HashMap<String, View>,
+    /// Paths installed (or abandoned) and not finished yet, with their tickets: a settle waits
+    /// for them too. A settle that found only the views returned between an install and its
+    /// sync, and the version it was for could then be written after a staged one not yet
+    /// durable (`crash::power_loss_over_hundreds_of_racing_closes_…`, about one run in ten).
+    landing: Vec<(String, u64)>,
     /// Tickets handed out so far.
     issued: u64,
     /// Every ticket below this one is installed (or failed and journaled as aborted).
@@ -302,8 +307,10 @@ impl Batch {
     /// staged.
     pub(crate) fn settle(&self, path: &str) {
         let mut state = self.lock();
-        let waited: Vec<u64> =
-            state.views.iter().filter(|(p, _)| at_or_under(p, path)).map(|(_, view)| view.ticket).collect();
+        // Staged, and installed but not durable yet (its view is gone from the install on).
+        let staged = state.views.iter().map(|(p, view)| (p, view.ticket));
+        let landing = state.landing.iter().map(|(p, ticket)| (p, *ticket));
+        let waited: Vec<u64> = staged.chain(landing).filter(|(p, _)| at_or_under(p, path)).map(|(_, t)| t).collect();
         if waited.is_empty() {
             return;
         }
@@ -371,11 +378,12 @@ impl Batch {
     }
 
     /// The path's staged version is installed (or abandoned): reads go to the tree again.
-    fn unview(&self, path: &str, name: Option<&str>) {
+    fn unview(&self, path: &str, name: Option<&str>, ticket: u64) {
         let mut state = self.lock();
         if state.views.get(path).map(|v| v.name.as_str()) == name {
             state.views.remove(path);
         }
+        state.landing.push((path.to_string(), ticket));
         drop(state);
         self.views_changed.notify_all();
     }
@@ -397,6 +405,8 @@ impl Batch {
             }
             state.finished += 1;
         }
+        let State { landing, finished, finished_ahead, .. } = &mut *state;
+        landing.retain(|(_, t)| *t >= *finished && !finished_ahead.contains(t));
         drop(state);
         self.done.notify_all();
     }
@@ -469,7 +479,7 @@ impl Core {
             let _guard = self.locks.lock(&entry.target.path);
             batch.begin_install(entry.target.path.as_str());
             let put = self.install_staged(&mut entry);
-            batch.unview(entry.target.path.as_str(), entry.staged.temp_name());
+            batch.unview(entry.target.path.as_str(), entry.staged.temp_name(), entry.ticket);
             match put {
                 Ok((displaced, current)) => installed.push((entry, displaced, current)),
                 Err(e) => failed.push((entry, e)),
@@ -546,9 +556,9 @@ impl Core {
                 tracing::error!(draft = name, error = %e, "the draft stays in drafts/ for the next start");
             }
         }
-        let Entry { draft, target, token, charge, .. } = entry;
+        let Entry { draft, target, token, charge, ticket, .. } = entry;
         self.forget_staged(draft);
-        batch.unview(target.path.as_str(), name.as_deref());
+        batch.unview(target.path.as_str(), name.as_deref(), ticket);
         if journaled {
             self.tracker.end(token);
         }

@@ -235,6 +235,7 @@ impl Engine {
             || !recovery.temps_kept.is_empty()
             || !recovery.drafts_kept.is_empty()
             || !recovery.rolled_forward.is_empty()
+            || recovery.roll_forward_stopped.is_some()
             || !recovery.rewinds_finished.is_empty()
         {
             tracing::warn!(?recovery, "recovered from an interrupted session");

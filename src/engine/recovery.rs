@@ -11,10 +11,12 @@
 //!    to be named like a temp, acknowledged by rwfs) is the user's and stays where it is.
 //! 2. Versions the mount staged and journaled but did not install are installed (rolled
 //!    forward), in row order: a version acknowledged in `batch` durability must survive a crash
-//!    of any process. A mount row is installed when its draft is still in drafts/ with exactly
-//!    the row's bytes and the path holds what the row replaced. The first mount row that cannot
-//!    be installed (its draft lost or torn by a power loss) stops the roll forward: no later
-//!    mount row is installed either, so the tree stays a prefix of the journal.
+//!    of any process. A mount row is done when the path holds its version or the version of a
+//!    later mount row of the same path; otherwise it is installed when its draft is still in
+//!    drafts/ with exactly the row's bytes and the path holds what the row replaced. The first
+//!    mount row that cannot be installed (its draft lost or torn by a power loss) stops the
+//!    roll forward (`Recovery::roll_forward_stopped` says where and why): no later mount row is
+//!    installed either, so the tree stays a prefix of the journal.
 //! 3. The path's content is compared with the last row that claims it. A difference means the
 //!    crash came between a durable row and a durable change (or someone edited the tree while
 //!    no engine owned it); a `recover` row records what is really there, so `verify` agrees
@@ -51,32 +53,48 @@ pub(crate) struct Claims {
 
 /// A version the mount journaled: its path, its digest and what it replaced.
 struct MountWrite {
+    seq: u64,
     path: String,
     sha: Sha256,
     prev: Option<Sha256>,
+    /// The versions later mount rows of the same path wrote: the tree holding one of them
+    /// means this row was installed, and replaced since.
+    later: Vec<Sha256>,
 }
 
 impl Claims {
     pub(crate) fn observe(&mut self, row: &Row, settled: Option<u64>) {
         let mut touched = self.ledger.apply(row);
         touched.push(row.path.clone());
-        // A later row on the same path (an abort included) settles what an earlier mount row
-        // meant for it: only the last row of a path can be waiting for its install.
-        self.mount_writes.retain(|w| !touched.contains(&w.path));
-        if let Some(seq) = row.seq
-            && settled.is_none_or(|w| seq > w)
-        {
+        let unsettled = row.seq.filter(|seq| settled.is_none_or(|w| *seq > w));
+        // A `create` with a `from` is a name a link or a move brought (`admit.rs`), with no
+        // draft to install: waiting for one would stop the roll forward there.
+        let mount_write = (row.via == Some(Via::Fuse) && matches!(row.op(), Op::Write | Op::Create))
+            .then_some(row.sha256)
+            .flatten()
+            .filter(|_| row.from.is_none());
+        match (unsettled, mount_write) {
+            // A later version of the same path by the mount: the earlier rows of the path stay
+            // candidates, rolled forward first. Their installs were made durable before this
+            // row was written, but a power loss can still find one undone (its draft then still
+            // in drafts/): dropping it here installed later rows of other paths without it.
+            (Some(_), Some(sha)) => {
+                for write in self.mount_writes.iter_mut().filter(|w| w.path == row.path) {
+                    write.later.push(sha);
+                }
+            }
+            // Any other later row on the same path (an abort, a delete, a rename, a write
+            // through MCP or the CLI, each made after the batch was drained) settles what an
+            // earlier mount row meant for it.
+            _ => self.mount_writes.retain(|w| !touched.contains(&w.path)),
+        }
+        if let Some(seq) = unsettled {
             for sha in [row.prev_sha256, row.sha256].into_iter().flatten() {
                 self.written.insert(sha, row.path.clone());
             }
-            // A `create` with a `from` is a name a link or a move brought (`admit.rs`), with no
-            // draft to install: waiting for one would stop the roll forward there.
-            if row.via == Some(Via::Fuse)
-                && matches!(row.op(), Op::Write | Op::Create)
-                && row.from.is_none()
-                && let Some(sha) = row.sha256
-            {
-                self.mount_writes.push(MountWrite { path: row.path.clone(), sha, prev: row.prev_sha256 });
+            if let Some(sha) = mount_write {
+                let write = MountWrite { seq, path: row.path.clone(), sha, prev: row.prev_sha256, later: Vec::new() };
+                self.mount_writes.push(write);
             }
             self.unsettled.extend(touched);
         }
@@ -101,6 +119,9 @@ pub struct Recovery {
     pub drafts_kept: Vec<String>,
     /// Paths given the version a mount row acknowledged and did not install.
     pub rolled_forward: Vec<String>,
+    /// The first mount row that could not be rolled forward, and why: no later one was
+    /// installed either (the tree stays a prefix of the journal).
+    pub roll_forward_stopped: Option<String>,
     /// Orphan drafts left for after the mount is ready: holding more data than recovery hashes
     /// before it ([`RECOVERY_HASH_BUDGET`]), they wait in `drafts/` under their names until
     /// [`Engine::recover_deferred_drafts`](super::Engine::recover_deferred_drafts).
@@ -193,6 +214,7 @@ impl Core {
             drafts.insert(sha, name.to_string());
         }
         for write in &claims.mount_writes {
+            let stop = |why: String| format!("seq {} ({}): {why}", write.seq, write.path);
             let now = match found_at(&self.ws, &write.path)? {
                 Found::Sha(sha) => Some(sha),
                 Found::Absent => None,
@@ -202,10 +224,11 @@ impl Core {
                         why,
                         "cannot read a path to roll forward; later versions are not installed"
                     );
+                    report.roll_forward_stopped = Some(stop(format!("the path cannot be read: {why}")));
                     break;
                 }
             };
-            if now == Some(write.sha) {
+            if now.is_some_and(|now| now == write.sha || write.later.contains(&now)) {
                 continue;
             }
             let Some(name) = drafts.get(&write.sha).filter(|_| now == write.prev).cloned() else {
@@ -213,10 +236,17 @@ impl Core {
                     path = write.path,
                     "a journaled version of the mount is lost; later ones are not installed"
                 );
+                let why = match (drafts.contains_key(&write.sha), now) {
+                    (false, _) => "its draft is not in drafts/ with the row's bytes".to_string(),
+                    (true, Some(now)) => format!("the path holds {}, not what the row replaced", now.short(12)),
+                    (true, None) => "the path is absent, and the row replaced a version".to_string(),
+                };
+                report.roll_forward_stopped = Some(stop(why));
                 break;
             };
             if let Err(e) = self.install_draft(&dir, &name, write, now) {
                 tracing::warn!(path = write.path, error = %e, "cannot roll forward; later versions are not installed");
+                report.roll_forward_stopped = Some(stop(format!("its install failed: {e}")));
                 break;
             }
             drafts.remove(&write.sha);
