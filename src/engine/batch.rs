@@ -523,14 +523,15 @@ impl Core {
     /// again with the reserve held for it handed back, then after an emergency retention run:
     /// an acknowledged version must not depend on space found later.
     fn install_staged(&self, entry: &mut Entry) -> Result<(Option<Displaced>, Option<Current>)> {
-        let mut put = self.put_in_place(&entry.target, &entry.staged, entry.prev.is_none());
+        let new = entry.prev.is_none();
+        let mut put = self.put_in_place(&entry.target, &entry.staged, new);
         if matches!(&put, Err(e) if is_full(e)) && entry.spend_charge(self) {
-            put = self.put_in_place(&entry.target, &entry.staged, entry.prev.is_none());
+            put = self.put_in_place(&entry.target, &entry.staged, new);
         }
         if let Err(e) = &put
             && self.make_room(e, self.reserve.block().max(1), &Actor::engine())
         {
-            put = self.put_in_place(&entry.target, &entry.staged, entry.prev.is_none());
+            put = self.put_in_place(&entry.target, &entry.staged, new);
         }
         put
     }

@@ -49,17 +49,21 @@ pub(crate) struct Claims {
     written: HashMap<Sha256, String>,
     /// The mount's new versions above the watermark, in row order (candidates to roll forward).
     mount_writes: Vec<MountWrite>,
+    /// Rows observed so far: each row's place in the journal, whatever its `seq`.
+    observed: u64,
+    /// Path → the place of the last row on it that was not a mount write: it settles what every
+    /// earlier mount row of the path meant for it.
+    cleared: HashMap<String, u64>,
 }
 
 /// A version the mount journaled: its path, its digest and what it replaced.
 struct MountWrite {
+    /// Its place among the rows observed (see `Claims::cleared`).
+    at: u64,
     seq: u64,
     path: String,
     sha: Sha256,
     prev: Option<Sha256>,
-    /// The versions later mount rows of the same path wrote: the tree holding one of them
-    /// means this row was installed, and replaced since.
-    later: Vec<Sha256>,
 }
 
 impl Claims {
@@ -73,28 +77,29 @@ impl Claims {
             .then_some(row.sha256)
             .flatten()
             .filter(|_| row.from.is_none());
+        let at = self.observed;
+        self.observed += 1;
         match (unsettled, mount_write) {
-            // A later version of the same path by the mount: the earlier rows of the path stay
-            // candidates, rolled forward first. Their installs were made durable before this
-            // row was written, but a power loss can still find one undone (its draft then still
-            // in drafts/): dropping it here installed later rows of other paths without it.
-            (Some(_), Some(sha)) => {
-                for write in self.mount_writes.iter_mut().filter(|w| w.path == row.path) {
-                    write.later.push(sha);
+            // Every mount row stays a candidate, a path's earlier ones included: their installs
+            // were made durable before a later row of the path was written, but a power loss can
+            // still find one undone (its draft then still in drafts/), and dropping it installed
+            // later rows of other paths without it.
+            (Some(seq), Some(sha)) => {
+                let write = MountWrite { at, seq, path: row.path.clone(), sha, prev: row.prev_sha256 };
+                self.mount_writes.push(write);
+            }
+            // Any other later row on a path (an abort, a delete, a rename, a write through MCP
+            // or the CLI, each made after the batch was drained) settles what the earlier mount
+            // rows meant for it.
+            _ => {
+                for path in &touched {
+                    self.cleared.insert(path.clone(), at);
                 }
             }
-            // Any other later row on the same path (an abort, a delete, a rename, a write
-            // through MCP or the CLI, each made after the batch was drained) settles what an
-            // earlier mount row meant for it.
-            _ => self.mount_writes.retain(|w| !touched.contains(&w.path)),
         }
-        if let Some(seq) = unsettled {
+        if unsettled.is_some() {
             for sha in [row.prev_sha256, row.sha256].into_iter().flatten() {
                 self.written.insert(sha, row.path.clone());
-            }
-            if let Some(sha) = mount_write {
-                let write = MountWrite { seq, path: row.path.clone(), sha, prev: row.prev_sha256, later: Vec::new() };
-                self.mount_writes.push(write);
             }
             self.unsettled.extend(touched);
         }
@@ -213,22 +218,35 @@ impl Core {
             let (sha, _) = crate::durable::hash_file(disk, &file).step("read draft")?;
             drafts.insert(sha, name.to_string());
         }
-        for write in &claims.mount_writes {
+        // The last mount row writing each version of each path: a path holding the version of a
+        // later mount row of its own had this one installed, and replaced since.
+        let last_of: HashMap<(&str, Sha256), usize> =
+            claims.mount_writes.iter().enumerate().map(|(i, w)| ((w.path.as_str(), w.sha), i)).collect();
+        // What each path holds, read once and then kept as the installs change it.
+        let mut holds: HashMap<&str, Option<Sha256>> = HashMap::new();
+        for (i, write) in claims.mount_writes.iter().enumerate() {
+            if claims.cleared.get(&write.path).is_some_and(|&at| at > write.at) {
+                continue;
+            }
             let stop = |why: String| format!("seq {} ({}): {why}", write.seq, write.path);
-            let now = match found_at(&self.ws, &write.path)? {
-                Found::Sha(sha) => Some(sha),
-                Found::Absent => None,
-                Found::Unreadable(why) => {
-                    tracing::warn!(
-                        path = write.path,
-                        why,
-                        "cannot read a path to roll forward; later versions are not installed"
-                    );
-                    report.roll_forward_stopped = Some(stop(format!("the path cannot be read: {why}")));
-                    break;
-                }
+            let now = match holds.get(write.path.as_str()) {
+                Some(now) => *now,
+                None => match found_at(&self.ws, &write.path)? {
+                    Found::Sha(sha) => Some(sha),
+                    Found::Absent => None,
+                    Found::Unreadable(why) => {
+                        tracing::warn!(
+                            path = write.path,
+                            why,
+                            "cannot read a path to roll forward; later versions are not installed"
+                        );
+                        report.roll_forward_stopped = Some(stop(format!("the path cannot be read: {why}")));
+                        break;
+                    }
+                },
             };
-            if now.is_some_and(|now| now == write.sha || write.later.contains(&now)) {
+            holds.insert(&write.path, now);
+            if now.is_some_and(|now| last_of.get(&(write.path.as_str(), now)).is_some_and(|&j| j >= i)) {
                 continue;
             }
             let Some(name) = drafts.get(&write.sha).filter(|_| now == write.prev).cloned() else {
@@ -250,6 +268,7 @@ impl Core {
                 break;
             }
             drafts.remove(&write.sha);
+            holds.insert(&write.path, Some(write.sha));
             tracing::warn!(path = write.path, sha = %write.sha.short(12), "installed a version the mount had acknowledged");
             report.rolled_forward.push(write.path.clone());
         }
