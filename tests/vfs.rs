@@ -1014,6 +1014,50 @@ fn a_close_that_failed_is_never_committed_later_its_bytes_are_kept() {
     assert_eq!(fx.backing("old.txt").unwrap(), b"v3\n");
 }
 
+/// A backing filesystem without `RENAME_EXCHANGE` (`EINVAL`, as some network and FUSE
+/// filesystems answer).
+struct NoExchange;
+
+impl crate::support::hooked::Intercept for NoExchange {
+    fn before(&self, call: &crate::support::hooked::Call<'_>) -> std::io::Result<()> {
+        use crate::support::hooked::Call;
+        match call {
+            Call::Rename { how: rwfs::durable::Rename::Exchange, .. } => {
+                Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn without_rename_exchange_every_overwritten_version_is_kept_in_both_modes() {
+    for durability in [Durability::Close, Durability::Batch] {
+        let disk = Arc::new(crate::support::hooked::Hooked(NoExchange));
+        let fx = Fx::with(
+            Ws::new(),
+            EngineOptions {
+                durability: Some(durability),
+                workspace: rwfs::history::Options { disk: Some(disk), ..Default::default() },
+                ..EngineOptions::default()
+            },
+        );
+        let p = process(340);
+        // The first overwrite reads the version it replaces; the later ones find its digest
+        // cached and know it by its name's stat alone (nothing open to link aside).
+        for v in ["v1\n", "v2\n", "v3\n", "v4\n"] {
+            fx.put("f.txt", v.as_bytes(), &p).unwrap();
+        }
+        fx.engine.make_all_durable();
+        assert_eq!(fx.backing("f.txt").unwrap(), b"v4\n", "{durability:?}");
+        for v in ["v1\n", "v2\n", "v3\n"] {
+            assert_eq!(fx.ws.object(&sha(v.as_bytes())).as_deref(), Some(v.as_bytes()), "{durability:?}: {v:?} kept");
+        }
+        let report = rwfs::history::verify(&fx.ws.workspace()).unwrap();
+        assert!(report.drift.is_empty(), "{durability:?}: {report:?}");
+    }
+}
+
 #[test]
 fn batch_mode_an_fsync_installs_its_own_file_and_leaves_the_window_staged() {
     // Issue 27 item 6: an fsync in batch mode waited for the whole window to be installed.

@@ -358,12 +358,13 @@ fn swap(
             disk.rename(home, tmp, dir, name, Rename::NoReplace).step("rename new file")?;
             Ok(None)
         }
-        // No RENAME_EXCHANGE on this filesystem: hard-link the current inode aside, then replace.
+        // No RENAME_EXCHANGE on this filesystem: hard-link the current inode aside (the one the
+        // caller opened, else the one the name holds), then replace.
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)) => {
-            let Some(current) = current else {
-                return Err(Error::io("exchange names", e));
+            let aside = match current {
+                Some(current) => link_under_temp_name(disk, current, dir)?,
+                None => link_name_under_temp_name(disk, dir, name)?,
             };
-            let aside = link_under_temp_name(disk, current, dir)?;
             if let Err(e) = disk.rename(home, tmp, dir, name, Rename::Replace) {
                 let _ = disk.unlink(dir, &aside);
                 return Err(Error::io("rename into place", e));
@@ -376,9 +377,19 @@ fn swap(
 
 /// Hard-link `file` into `dir` under a fresh temp name.
 fn link_under_temp_name(disk: &dyn Disk, file: &File, dir: &Dir) -> Result<String> {
+    under_temp_name(|tmp| disk.link(file, dir, tmp))
+}
+
+/// Hard-link the file `dir/name` under a fresh temp name in `dir`.
+fn link_name_under_temp_name(disk: &dyn Disk, dir: &Dir, name: &str) -> Result<String> {
+    under_temp_name(|tmp| disk.hard_link(dir, name, dir, tmp))
+}
+
+/// `link` to a fresh temp name, drawn again while the name is taken.
+fn under_temp_name(link: impl Fn(&str) -> std::io::Result<()>) -> Result<String> {
     loop {
         let tmp = temp_name();
-        match disk.link(file, dir, &tmp) {
+        match link(&tmp) {
             Ok(()) => return Ok(tmp),
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
             Err(e) => return Err(Error::io("link temp name", e)),

@@ -62,7 +62,7 @@ use crate::journal::Actor;
 use crate::sha::Sha256;
 
 use super::Core;
-use super::commit::Current;
+use super::commit::Held;
 use super::entry::DraftId;
 use super::order::{Kind, Order, Turn};
 use super::room::is_full;
@@ -474,7 +474,7 @@ impl Core {
         // 3. Installs, in row order; each path read from the tree from its install on (an
         //    exchange leaves the replaced version under the staged name).
         let (ready, rest): (Vec<Entry>, Vec<Entry>) = ready.into_iter().partition(|e| install(e.target.path.as_str()));
-        let mut installed: Vec<(Entry, Option<Displaced>, Option<Current>)> = Vec::with_capacity(ready.len());
+        let mut installed: Vec<(Entry, Option<Displaced>, Option<Held>)> = Vec::with_capacity(ready.len());
         for mut entry in ready {
             let _guard = self.locks.lock(&entry.target.path);
             batch.begin_install(entry.target.path.as_str());
@@ -522,7 +522,7 @@ impl Core {
     /// Install a staged version (the caller holds its path's lock). On a full disk it is tried
     /// again with the reserve held for it handed back, then after an emergency retention run:
     /// an acknowledged version must not depend on space found later.
-    fn install_staged(&self, entry: &mut Entry) -> Result<(Option<Displaced>, Option<Current>)> {
+    fn install_staged(&self, entry: &mut Entry) -> Result<(Option<Displaced>, Option<Held>)> {
         let new = entry.prev.is_none();
         let mut put = self.put_in_place(&entry.target, &entry.staged, new);
         if matches!(&put, Err(e) if is_full(e)) && entry.spend_charge(self) {
@@ -582,17 +582,17 @@ impl Core {
         target: &Target,
         staged: &Staged,
         new: bool,
-    ) -> Result<(Option<Displaced>, Option<Current>)> {
+    ) -> Result<(Option<Displaced>, Option<Held>)> {
         if new {
             match staged.install(self.disk(), &target.parent, &target.name, Install::Create, None) {
                 Err(e) if e.raw_os_error() == Some(nix::libc::EEXIST) => {}
                 placed => return placed.map(|displaced| (displaced, None)),
             }
         }
-        let current = self.current(target)?;
+        let current = self.held(target)?;
         let how = if current.is_some() { Install::Exchange } else { Install::Create };
-        let displaced =
-            staged.install(self.disk(), &target.parent, &target.name, how, current.as_ref().map(|c| &c.file))?;
+        let file = current.as_ref().and_then(|c| c.file.as_ref());
+        let displaced = staged.install(self.disk(), &target.parent, &target.name, how, file)?;
         Ok((displaced, current))
     }
 

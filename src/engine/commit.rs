@@ -204,7 +204,8 @@ struct Plan<'a> {
     actor: &'a Actor,
 }
 
-/// The version a path holds when a commit starts.
+/// The version a path holds when a commit starts, open: its bytes are read (an append's base,
+/// the gate's whole version, a draft's copy, a delete's drop of its pages).
 pub(crate) struct Current {
     pub(crate) file: File,
     pub(crate) stat: Stat,
@@ -214,11 +215,42 @@ pub(crate) struct Current {
 impl Current {
     /// The attributes a new version of this file carries over: mode, owner, xattrs.
     pub(crate) fn attrs(&self, disk: &dyn Disk) -> Result<Attrs> {
-        Ok(Attrs {
-            perm: Some(self.stat.perm),
-            owner: Some((self.stat.uid, self.stat.gid)),
-            xattrs: disk.xattrs(&self.file).step("read extended attributes")?,
-        })
+        carried_attrs(disk, &self.file, &self.stat)
+    }
+}
+
+/// The version a path holds, known by its digest: what a commit that replaces it needs (the
+/// row's `prev`, the version moved into `objects/`). Invariant: `file` is open on the version
+/// whenever its digest had to be read, or it is large enough that its pages are dropped once it
+/// is displaced (`DROP_CACHE_MIN`); a small file whose digest the cache holds for its stat is
+/// looked at by one `stat` of its name, and `file` is `None`.
+pub(crate) struct Held {
+    pub(crate) stat: Stat,
+    pub(crate) sha: Sha256,
+    pub(crate) file: Option<File>,
+}
+
+impl From<Current> for Held {
+    fn from(Current { file, stat, sha }: Current) -> Held {
+        Held { stat, sha, file: Some(file) }
+    }
+}
+
+/// The attributes a new version of the file open as `file` carries over: mode, owner, xattrs.
+pub(crate) fn carried_attrs(disk: &dyn Disk, file: &File, stat: &Stat) -> Result<Attrs> {
+    Ok(Attrs {
+        perm: Some(stat.perm),
+        owner: Some((stat.uid, stat.gid)),
+        xattrs: disk.xattrs(file).step("read extended attributes")?,
+    })
+}
+
+/// The stat of a path, if it names a regular file; a directory or any other kind is an error.
+fn regular(stat: Option<Stat>) -> Result<Option<Stat>> {
+    match stat {
+        Some(stat) if stat.kind == FileKind::Dir => Err(Reason::IsDirectory.into()),
+        Some(stat) if stat.kind != FileKind::File => Err(Reason::NotRegularFile.into()),
+        stat => Ok(stat),
     }
 }
 
@@ -528,7 +560,7 @@ impl Core {
             (Content::Append(_), Some(_)) => Op::Append,
             _ => Op::Write,
         };
-        let landed = self.land(target, &staged, current.as_ref(), op, plan.mode, plan.actor);
+        let landed = self.land(target, &staged, current.map(Held::from).as_ref(), op, plan.mode, plan.actor);
         if landed.is_ok() {
             // The next small commit in this directory starts with its inode made.
             self.spares.prepare(&target.parent);
@@ -544,7 +576,7 @@ impl Core {
         &self,
         target: &Target,
         staged: &Staged,
-        current: Option<&Current>,
+        current: Option<&Held>,
         op: Op,
         mode: &str,
         actor: &Actor,
@@ -573,13 +605,14 @@ impl Core {
 
         // Install, then round 2.
         let how = if current.is_some() { Install::Exchange } else { Install::Create };
-        let displaced = match staged.install(disk, &target.parent, &target.name, how, current.map(|c| &c.file)) {
-            Ok(displaced) => displaced,
-            Err(e) => {
-                let e = self.explain_install_error(target, e);
-                return Err(self.abort(token, &target.path, prev, Some(sha), actor, e));
-            }
-        };
+        let displaced =
+            match staged.install(disk, &target.parent, &target.name, how, current.and_then(|c| c.file.as_ref())) {
+                Ok(displaced) => displaced,
+                Err(e) => {
+                    let e = self.explain_install_error(target, e);
+                    return Err(self.abort(token, &target.path, prev, Some(sha), actor, e));
+                }
+            };
         if let Err(e) = disk.sync_dir(&target.parent) {
             // Visible but maybe not durable: only the next start can tell; leave it unsettled.
             drop(token);
@@ -599,7 +632,7 @@ impl Core {
         target: &Target,
         new_id: crate::durable::FileId,
         sha: Sha256,
-        displaced: Option<(Displaced, &Current)>,
+        displaced: Option<(Displaced, &Held)>,
         token: Token,
     ) {
         let disk = self.disk();
@@ -611,8 +644,9 @@ impl Core {
         match displaced {
             Some((displaced, cur)) => {
                 self.settle(displaced, cur.sha, token);
-                if cur.stat.size >= DROP_CACHE_MIN {
-                    disk.drop_cache(&cur.file);
+                // Open whenever it is this large (`Held`).
+                if let Some(file) = cur.file.as_ref().filter(|_| cur.stat.size >= DROP_CACHE_MIN) {
+                    disk.drop_cache(file);
                 }
             }
             None => self.tracker.end(token),
@@ -671,15 +705,46 @@ impl Core {
         self.unsettled.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
-    /// The regular file at the target now, with its digest.
+    /// The regular file at the target now, open, with its digest.
     pub(crate) fn current(&self, target: &Target) -> Result<Option<Current>> {
-        let disk = self.disk();
-        match disk.stat(&target.parent, &target.name).step("stat target")? {
-            None => return Ok(None),
-            Some(stat) if stat.kind == FileKind::Dir => return Err(Reason::IsDirectory.into()),
-            Some(stat) if stat.kind != FileKind::File => return Err(Reason::NotRegularFile.into()),
-            Some(_) => {}
+        if regular(self.disk().stat(&target.parent, &target.name).step("stat target")?)?.is_none() {
+            return Ok(None);
         }
+        let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
+        let sha = self.digest_of(&file, &stat)?;
+        Ok(Some(Current { file, stat, sha }))
+    }
+
+    /// The regular file at the target now, by its digest (see [`Held`]): one `stat` when the
+    /// digest cache knows it.
+    pub(crate) fn held(&self, target: &Target) -> Result<Option<Held>> {
+        let Some(stat) = regular(self.disk().stat(&target.parent, &target.name).step("stat target")?)? else {
+            return Ok(None);
+        };
+        if stat.size < DROP_CACHE_MIN
+            && let Some(sha) = self.cache.get(&stat)
+        {
+            return Ok(Some(Held { stat, sha, file: None }));
+        }
+        let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
+        let sha = self.digest_of(&file, &stat)?;
+        Ok(Some(Held { stat, sha, file: Some(file) }))
+    }
+
+    /// The attributes the file at the target carries over to a version that does not start from
+    /// its bytes (`O_TRUNC`): they are not read, nor hashed.
+    pub(crate) fn current_attrs(&self, target: &Target) -> Result<Option<Attrs>> {
+        if regular(self.disk().stat(&target.parent, &target.name).step("stat target")?)?.is_none() {
+            return Ok(None);
+        }
+        let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
+        carried_attrs(self.disk(), &file, &stat).map(Some)
+    }
+
+    /// Open the file at the target (stat as a regular file by the caller) and stat what was
+    /// opened: the name may have changed in between.
+    fn open_current(&self, target: &Target) -> Result<Option<(File, Stat)>> {
+        let disk = self.disk();
         let file = match disk.open_read(&target.parent, &target.name) {
             Ok(file) => file,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
@@ -689,21 +754,24 @@ impl Core {
             }
             Err(e) => return Err(Error::io("open current version", e)),
         };
-        // Hashing the current version is rwfs's business, not an access.
-        disk.quiet_reads(&file);
         let stat = disk.file_stat(&file).step("stat current version")?;
         if stat.kind != FileKind::File {
             return Err(Reason::NotRegularFile.into());
         }
-        let sha = match self.cache.get(&stat) {
-            Some(sha) => sha,
-            None => {
-                let (sha, _) = hash_file(disk, &file).step("read current version")?;
-                self.cache.put(&stat, sha);
-                sha
-            }
-        };
-        Ok(Some(Current { file, stat, sha }))
+        Ok(Some((file, stat)))
+    }
+
+    /// The digest of the version open as `file`: the cache's, or read (and remembered).
+    fn digest_of(&self, file: &File, stat: &Stat) -> Result<Sha256> {
+        if let Some(sha) = self.cache.get(stat) {
+            return Ok(sha);
+        }
+        let disk = self.disk();
+        // Hashing the current version is rwfs's business, not an access.
+        disk.quiet_reads(file);
+        let (sha, _) = hash_file(disk, file).step("read current version")?;
+        self.cache.put(stat, sha);
+        Ok(sha)
     }
 
     /// A create that lost a race with another process reports what is there now.

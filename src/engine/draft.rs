@@ -573,10 +573,14 @@ impl Core {
         // most drafts need no `fchmod`.
         let (attrs, source) = match base {
             DraftBase::New { perm, owner } => (self.new_file_attrs(path, perm, owner)?, None),
-            DraftBase::Current | DraftBase::Truncated => {
+            DraftBase::Current => {
                 let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
                 let current = self.current(&target)?.ok_or_else(|| Error::from(Reason::NotFound))?;
-                (current.attrs(disk)?, (base == DraftBase::Current).then_some(current))
+                (current.attrs(disk)?, Some(current))
+            }
+            DraftBase::Truncated => {
+                let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
+                (self.current_attrs(&target)?.ok_or_else(|| Error::from(Reason::NotFound))?, None)
             }
         };
         let made_with = attrs.perm.filter(|perm| perm & 0o7200 == 0o200).unwrap_or(0o600);
@@ -676,7 +680,7 @@ impl Core {
         };
         let Some(draft) = slot.take() else { unreachable!("checked above") };
         let target = resolve(disk, &self.ws.root, written, Scope::Workspace, false)?;
-        let prev = self.current(&target)?.map(|c| c.sha);
+        let prev = self.held(&target)?.map(|c| c.sha);
         let (sha, whole) = self.read_draft_whole(&draft)?;
         // The envelope's lines are the file's: judge the whole draft when it can be held.
         let judgement = match whole.as_deref().and_then(|w| self.gate.judge(path, w)) {
@@ -850,7 +854,7 @@ impl Core {
         let disk = self.disk();
         let target = resolve(disk, &self.ws.root, path, Scope::Workspace, false)?;
         let (_turn, _guard, staging) = self.lock_for_draft_commit(&target.path, at);
-        let current = self.current(&target)?;
+        let current = self.held(&target)?;
         let prev = current.as_ref().map(|c| c.sha);
         let max = self.gate.policy().max_gated_bytes();
         if draft.len > max {
