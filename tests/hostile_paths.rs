@@ -838,3 +838,21 @@ fn a_symlink_swapped_onto_the_final_name_is_not_written_through() {
     assert_eq!(diff(&before, &fx.sentinel_snapshot()), Vec::<String>::new());
     assert_objects_sound(&fx.ws);
 }
+
+#[test]
+fn a_chmod_of_a_name_never_follows_a_symlink_there() {
+    use rwfs::durable::{Disk, Meta, OsDisk};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    symlink("f", &dir.path().join("l"));
+    let root = OsDisk.open_root(dir.path()).unwrap();
+    let mode = || std::fs::metadata(dir.path().join("f")).unwrap().mode() & 0o7777;
+    OsDisk.set_perm(&root, "f", 0o600).unwrap();
+    assert_eq!(mode(), 0o600);
+    // Linux has no mode on a symlink: refused, and its target is untouched.
+    let e = OsDisk.set_perm(&root, "l", 0o777).expect_err("a symlink has no mode to set");
+    assert_eq!(e.raw_os_error(), Some(nix::libc::EOPNOTSUPP), "{e}");
+    assert_eq!(mode(), 0o600, "the target keeps its mode");
+    let e = OsDisk.set_perm(&root, "missing", 0o600).expect_err("nothing to chmod");
+    assert_eq!(e.raw_os_error(), Some(nix::libc::ENOENT), "{e}");
+}

@@ -60,6 +60,10 @@ impl Meta for OsDisk {
     }
 
     fn set_perm(&self, dir: &Dir, name: &str, perm: u32) -> io::Result<()> {
+        if let Some(changed) = sys::chmod_nofollow(dir.as_fd(), name, perm) {
+            dir.forget(name);
+            return changed;
+        }
         let fd = open_entry(dir, name)?;
         if entry_kind(&fd)? == FileKind::Symlink {
             // Linux has no permission bits on symlinks (lchmod does not exist).

@@ -94,6 +94,40 @@ pub fn rename(
     Ok(())
 }
 
+/// Whether the kernel was found without `fchmodat2` (Linux before 6.6): not asked again.
+static NO_FCHMODAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `chmod` of `name` in `dir` without following a symlink there, in one call: `fchmodat2` with
+/// `AT_SYMLINK_NOFOLLOW` (Linux 6.6; a symlink gives `EOPNOTSUPP`). `None` where the kernel
+/// lacks it: the caller goes through the entry's `O_PATH` descriptor instead. (macOS:
+/// `fchmodat(AT_SYMLINK_NOFOLLOW)`.)
+pub fn chmod_nofollow(dir: BorrowedFd<'_>, name: &str, perm: u32) -> Option<io::Result<()>> {
+    use std::sync::atomic::Ordering;
+    if NO_FCHMODAT2.load(Ordering::Relaxed) {
+        return None;
+    }
+    let Ok(name) = CString::new(name) else { return Some(Err(io::Error::from(Errno::EINVAL))) };
+    // SAFETY: a valid descriptor and C string; the syscall takes no pointer it keeps.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_fchmodat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            perm as libc::mode_t,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        return Some(Ok(()));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOSYS) {
+        NO_FCHMODAT2.store(true, Ordering::Relaxed);
+        return None;
+    }
+    Some(Err(e))
+}
+
 /// `/proc/self/fd/N`: a name for the open descriptor itself (macOS: `/dev/fd/N`).
 pub fn proc_fd_path(fd: BorrowedFd<'_>) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
