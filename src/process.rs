@@ -87,9 +87,23 @@ enum Pin {
 impl Pinned {
     /// Pin process `pid`; `None` when it is gone.
     pub fn open(pid: u32) -> Option<Pinned> {
-        if let Some(fd) = pidfd_open(pid) {
+        if let Some(fd) = pidfd_open(pid, 0) {
             return Some(Pinned(Pin::Pidfd(fd)));
         }
+        Pinned::by_stat(pid)
+    }
+
+    /// Pin thread `tid` itself (any thread, not only a group's leader): not alive once that
+    /// thread has exited, and so before its id can be given to another thread or process
+    /// (`PIDFD_THREAD`, Linux 6.9; else its `/proc` stat line, which a thread has too).
+    pub fn thread(tid: u32) -> Option<Pinned> {
+        if let Some(fd) = pidfd_open(tid, PIDFD_THREAD) {
+            return Some(Pinned(Pin::Pidfd(fd)));
+        }
+        Pinned::by_stat(tid)
+    }
+
+    fn by_stat(pid: u32) -> Option<Pinned> {
         let file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
         let start = parse_stat(&read_whole(&file)?)?.start;
         Some(Pinned(Pin::Stat { file, start }))
@@ -120,13 +134,16 @@ impl std::fmt::Debug for Pinned {
     }
 }
 
-/// `pidfd_open(pid, 0)`; `None` where the kernel refuses (gone, not a thread group's leader, a
-/// kernel without it).
-fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+/// `pidfd_open`'s flag for a descriptor of one thread (`O_EXCL`, as the kernel defines it).
+const PIDFD_THREAD: nix::libc::c_uint = nix::libc::O_EXCL as nix::libc::c_uint;
+
+/// `pidfd_open(pid, flags)`; `None` where the kernel refuses (gone, not a thread group's leader
+/// without `PIDFD_THREAD`, a kernel without it or without the flag).
+fn pidfd_open(pid: u32, flags: nix::libc::c_uint) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     let pid = nix::libc::pid_t::try_from(pid).ok()?;
     // SAFETY: a plain system call with integer arguments; it returns a new descriptor or -1.
-    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, flags) };
     let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
     // SAFETY: `fd` was just returned by the kernel for this process and is owned by no one else.
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
