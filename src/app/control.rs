@@ -170,7 +170,10 @@ pub fn verify_json(report: &crate::history::Report) -> Value {
         .iter()
         .map(|d| json!({"path": d.path, "expected": d.expected, "found": found(&d.found)}))
         .collect();
-    let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+    // Skipped lines apart: they lose no row and leave the report clean (`Report::is_clean`).
+    let (skipped, problems): (Vec<_>, Vec<_>) = report.problems.iter().partition(|p| p.is_skipped_line());
+    let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    let skipped: Vec<String> = skipped.iter().map(ToString::to_string).collect();
     let bad_objects: Vec<Value> = report
         .bad_objects
         .iter()
@@ -178,6 +181,7 @@ pub fn verify_json(report: &crate::history::Report) -> Value {
         .collect();
     json!({
         "ok": report.is_clean(), "rows": report.rows, "paths": report.paths, "problems": problems,
+        "skipped_lines": skipped,
         "drift": drift, "objects": report.objects, "bad_objects": bad_objects,
     })
 }

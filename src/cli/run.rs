@@ -328,9 +328,16 @@ fn verify_cmd(root: &Path, options: &Options, as_json: bool) -> Result<Exit> {
     let list = |key: &str| report[key].as_array().cloned().unwrap_or_default();
     let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
     let short = |v: &serde_json::Value| v.as_str().map_or("absent".to_string(), |s| s.chars().take(12).collect());
-    outln!("journal: {} rows, {} problems", report["rows"], list("problems").len());
+    outln!(
+        "journal: {} rows, {}",
+        report["rows"],
+        super::text::count(list("problems").len() as u64, "problem", "problems")
+    );
     for problem in list("problems") {
         outln!("  {}", Escaped(&text(&problem)));
+    }
+    for skipped in list("skipped_lines") {
+        outln!("  {}", Escaped(&text(&skipped)));
     }
     outln!("files: {} paths checked, {} differ from their last row", report["paths"], list("drift").len());
     for drift in list("drift") {

@@ -234,7 +234,12 @@ impl Workspace {
             owner,
             rows: scan.rows,
             last_row: last,
-            journal_problems: scan.problems.iter().filter(|p| !matches!(p, journal::Problem::KeyMissing)).count(),
+            // As `rwfs verify` counts them: lines skipped with no row lost are not problems.
+            journal_problems: scan
+                .problems
+                .iter()
+                .filter(|p| !matches!(p, journal::Problem::KeyMissing) && !p.is_skipped_line())
+                .count(),
             objects,
             object_bytes,
             retention,

@@ -63,6 +63,14 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// A line skipped with no row lost: torn (a crash cut an append short) or unreadable (a torn
+    /// line the next append terminated, or bytes put there by something else). A row damaged
+    /// or removed is never only this: the row after it reports `ChainBroken`, and the last row
+    /// the head vouches for a head problem.
+    pub fn is_skipped_line(&self) -> bool {
+        matches!(self, Problem::Torn { .. } | Problem::Unreadable { .. })
+    }
+
     /// Found by comparing the journal with its head: the evidence the next head overwrites,
     /// which the engine turns into a `tamper` row when it opens.
     pub fn is_head_problem(&self) -> bool {
@@ -77,10 +85,16 @@ impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Problem::Torn { line, bytes } => {
-                write!(f, "line {line}: torn last line ({bytes} bytes) skipped")
+                write!(
+                    f,
+                    "line {line}: torn last line ({bytes} bytes) skipped: a crash cut an append short; no row is lost"
+                )
             }
             Problem::Unreadable { line, bytes, error } => {
-                write!(f, "line {line}: not a journal row ({bytes} bytes, {error}); skipped")
+                write!(
+                    f,
+                    "line {line}: not a journal row ({bytes} bytes, {error}); skipped: the hash chain holds across it, no row is lost (a torn append a later one terminated)"
+                )
             }
             Problem::ChainBroken { line } => {
                 write!(f, "line {line}: hash chain broken (the row before it was changed, removed or inserted)")
