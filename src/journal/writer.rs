@@ -257,27 +257,30 @@ impl Journal {
             }
         }
         let (reply, pending) = crate::wake::reply();
-        let request = Request::Row { change, durable, reply };
-        // The writer idle: write what is queued and this row here (see the module docs).
+        self.enqueue(Request::Row { change, durable, reply }, here);
+        Pending(pending)
+    }
+
+    /// Hand `request` to the writer, or with the writer idle (`Here::IfIdle`) write what is
+    /// queued and it here, on the caller's thread (see the module docs). Closed: the request
+    /// (and its reply) is dropped, and its `wait` reports that.
+    fn enqueue(&self, request: Request, here: Here) {
         if here == Here::IfIdle
             && let Ok(mut writer) = self.writer.try_lock()
         {
-            // Closed: the request (and `reply`) is dropped and `wait` reports it.
             if let Some(mut batch) = self.queue.take_now(MAX_BATCH - 1) {
                 batch.push(request);
                 writer.commit(batch);
             }
-            return Pending(pending);
+            return;
         }
-        // If the writer is gone the request (and `reply`) is dropped and `wait` reports it.
         let _ = self.queue.push(request);
-        Pending(pending)
     }
 
     /// Make every row written so far durable (one `fdatasync`, shared with whatever is queued).
     pub fn sync(&self) -> Result<()> {
         let (reply, synced) = crate::wake::reply();
-        let _ = self.queue.push(Request::Sync(reply));
+        self.enqueue(Request::Sync(reply), Here::IfIdle);
         synced.wait().unwrap_or_else(|| Err(writer_gone()))
     }
 
