@@ -47,8 +47,19 @@ fn to_stat(st: &FileStat) -> Stat {
 }
 
 fn file_from(fd: OwnedFd) -> io::Result<File> {
+    Ok(file_and_stat(fd)?.0)
+}
+
+/// [`file_from`], with the stat it reads.
+fn file_and_stat(fd: OwnedFd) -> io::Result<(File, Stat)> {
     let st = nix::sys::stat::fstat(&fd)?;
-    Ok(File::new(fd, FileId { dev: st.st_dev, ino: st.st_ino }))
+    Ok((File::new(fd, FileId { dev: st.st_dev, ino: st.st_ino }), to_stat(&st)))
+}
+
+/// A temp file just made, as its create made it.
+fn temp_from(fd: OwnedFd, name: Option<String>) -> io::Result<Temp> {
+    let (file, made) = file_and_stat(fd)?;
+    Ok(Temp { file, name, made: Some(made) })
 }
 
 /// The canonical root-relative path of `fd`, a directory beneath `base`, as the kernel sees it.
@@ -196,7 +207,7 @@ impl Disk for OsDisk {
 
     fn create_temp(&self, dir: &Dir, perm: u32) -> io::Result<Temp> {
         if let Some(fd) = sys::open_tmpfile(dir.as_fd(), perm)? {
-            return Ok(Temp { file: file_from(fd)?, name: None });
+            return temp_from(fd, None);
         }
         self.create_named_temp(dir, perm)
     }
@@ -206,9 +217,7 @@ impl Disk for OsDisk {
         loop {
             let name = temp_name();
             match nix::fcntl::openat(dir, name.as_str(), flags, Mode::from_bits_truncate(perm)) {
-                Ok(fd) => {
-                    return Ok(Temp { file: file_from(fd)?, name: Some(name) });
-                }
+                Ok(fd) => return temp_from(fd, Some(name)),
                 Err(Errno::EEXIST) => continue,
                 Err(Errno::EPERM) if flags.contains(OFlag::O_NOATIME) => flags.remove(OFlag::O_NOATIME),
                 Err(e) => return Err(e.into()),

@@ -238,7 +238,7 @@ impl Staged {
         len: u64,
         drop_xattr: Option<&'static str>,
     ) -> Staged {
-        let temp = Temp { file, name: Some(name) };
+        let temp = Temp { file, name: Some(name), made: None };
         Staged { temp, home: Some(home), sha256, len, attrs_skipped: Vec::new(), drop_xattr }
     }
 

@@ -110,6 +110,18 @@ pub struct Attrs {
     pub xattrs: Vec<(OsString, Vec<u8>)>,
 }
 
+impl Attrs {
+    /// What of these a file `made` as it is still needs: the mode and the owner only where they
+    /// differ (the mode too once the owner changes: `chown` clears setuid and setgid bits),
+    /// every extended attribute. Applying the result makes the file what applying `self` would,
+    /// without the `fstat` that compares them.
+    pub fn beyond(self, made: &Stat) -> Attrs {
+        let owner = self.owner.filter(|owner| *owner != (made.uid, made.gid));
+        let perm = self.perm.filter(|perm| owner.is_some() || *perm != made.perm);
+        Attrs { perm, owner, xattrs: self.xattrs }
+    }
+}
+
 /// How [`Disk::rename`](super::Disk::rename) treats an existing destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rename {
@@ -254,6 +266,9 @@ pub struct Temp {
     pub file: File,
     /// `None` for an anonymous `O_TMPFILE` inode; otherwise the name it was created under.
     pub name: Option<String>,
+    /// The file as its create made it (mode, owner), when the maker read it: what
+    /// [`Attrs::beyond`] leaves out.
+    pub made: Option<Stat>,
 }
 
 /// Prefix and suffix of every name rwfs creates in the backing tree for its own use. Such
@@ -298,5 +313,32 @@ mod tests {
         for not in [".rwfs.tmp", "rwfs.0123456789abcdef.tmp", ".rwfs.0123456789abcdeg.tmp", "a"] {
             assert!(!is_temp_name(not), "{not}");
         }
+    }
+
+    #[test]
+    fn attrs_beyond_what_a_file_was_made_with_leave_out_only_what_it_has() {
+        let made = Stat {
+            id: FileId { dev: 1, ino: 2 },
+            kind: FileKind::File,
+            perm: 0o644,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            nlink: 1,
+            blocks: 0,
+            rdev: 0,
+            atime_ns: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+        };
+        let xattrs = vec![(OsString::from("user.a"), b"1".to_vec())];
+        let attrs = |perm, owner| Attrs { perm, owner, xattrs: xattrs.clone() };
+        // Both as made: only the xattrs are left.
+        assert_eq!(attrs(Some(0o644), Some((0, 0))).beyond(&made), attrs(None, None));
+        // Another mode: the mode.
+        assert_eq!(attrs(Some(0o600), Some((0, 0))).beyond(&made), attrs(Some(0o600), None));
+        // Another owner: the owner, and the mode again (chown clears setuid and setgid).
+        assert_eq!(attrs(Some(0o644), Some((1000, 0))).beyond(&made), attrs(Some(0o644), Some((1000, 0))));
+        assert_eq!(attrs(None, None).beyond(&made), attrs(None, None));
     }
 }

@@ -506,8 +506,9 @@ impl Core {
 
     /// A new, empty file in `drafts/`, made with mode `perm` (which must let its owner write)
     /// and carrying `note` (the path it is a draft for) right after its `openat`. Returns the
-    /// directory, the file and its name.
-    fn new_draft_file(&self, note: Option<&str>, perm: u32) -> Result<(Arc<Dir>, File, String)> {
+    /// directory, the file, its name and what its `openat` made it, when known (an xattr does
+    /// not change its mode or owner).
+    fn new_draft_file(&self, note: Option<&str>, perm: u32) -> Result<(Arc<Dir>, File, String, Option<Stat>)> {
         let disk = self.disk();
         // A draft becomes the installed version: rwfs reading it at commit must not change the
         // access time a writer set (`touch -t`) or the one it will have. `create_named_temp`'s
@@ -538,12 +539,12 @@ impl Core {
         let name = temp
             .name
             .ok_or_else(|| Error::io("name draft", std::io::Error::other("a named temp file without a name")))?;
-        Ok((dir, temp.file, name))
+        Ok((dir, temp.file, name, temp.made))
     }
 
     fn start_unlinked_draft(&self, from: &File, former: Option<&str>) -> Result<Draft> {
         let disk = self.disk();
-        let (dir, file, name) = self.new_draft_file(former, 0o600)?;
+        let (dir, file, name, _) = self.new_draft_file(former, 0o600)?;
         let filled = (|| {
             let stat = disk.file_stat(from).step("stat unlinked file")?;
             disk.copy_range(from, &file, stat.size).step("copy unlinked file into draft")?;
@@ -584,7 +585,7 @@ impl Core {
             }
         };
         let made_with = attrs.perm.filter(|perm| perm & 0o7200 == 0o200).unwrap_or(0o600);
-        let (dir, file, name) = self.new_draft_file(Some(path), made_with)?;
+        let (dir, file, name, made) = self.new_draft_file(Some(path), made_with)?;
         let filled = (|| {
             let len = match &source {
                 Some(current) => {
@@ -595,7 +596,12 @@ impl Core {
             };
             // The owner last but one and the mode last: a read-only mode must not stop the
             // copy (it goes through the descriptor, opened before), and chown clears setuid
-            // bits. Only what the `openat` did not give (the umask, another owner) is set.
+            // bits. Only what the `openat` did not give (the umask, another owner) is set, and
+            // with what it gave known, nothing is read to find that out.
+            let attrs = match &made {
+                Some(made) => attrs.beyond(made),
+                None => attrs,
+            };
             disk.set_attrs(&file, &attrs).step("set draft attributes")?;
             Ok(len)
         })();
