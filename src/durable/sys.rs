@@ -99,7 +99,8 @@ static NO_FCHMODAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 
 /// `chmod` of `name` in `dir` without following a symlink there, in one call: `fchmodat2` with
 /// `AT_SYMLINK_NOFOLLOW` (Linux 6.6; a symlink gives `EOPNOTSUPP`). `None` where the kernel
-/// lacks it: the caller goes through the entry's `O_PATH` descriptor instead. (macOS:
+/// lacks it, or refused it (`EPERM`): the caller goes through the entry's `O_PATH` descriptor
+/// instead. (macOS:
 /// `fchmodat(AT_SYMLINK_NOFOLLOW)`.)
 pub fn chmod_nofollow(dir: BorrowedFd<'_>, name: &str, perm: u32) -> Option<io::Result<()>> {
     use std::sync::atomic::Ordering;
@@ -121,11 +122,17 @@ pub fn chmod_nofollow(dir: BorrowedFd<'_>, name: &str, perm: u32) -> Option<io::
         return Some(Ok(()));
     }
     let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::ENOSYS) {
-        NO_FCHMODAT2.store(true, Ordering::Relaxed);
-        return None;
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            NO_FCHMODAT2.store(true, Ordering::Relaxed);
+            None
+        }
+        // Refused: a chmod its caller may not make, or a seccomp filter that does not know the
+        // call (Docker's default answers `EPERM` to what it does not list). The caller's route
+        // answers which, for this call.
+        Some(libc::EPERM) => None,
+        _ => Some(Err(e)),
     }
-    Some(Err(e))
 }
 
 /// `/proc/self/fd/N`: a name for the open descriptor itself (macOS: `/dev/fd/N`).
