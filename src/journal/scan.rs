@@ -87,13 +87,13 @@ impl std::fmt::Display for Problem {
             Problem::Torn { line, bytes } => {
                 write!(
                     f,
-                    "line {line}: torn last line ({bytes} bytes) skipped: a crash cut an append short; no row is lost"
+                    "line {line}: torn last line ({bytes} bytes) skipped: an append a crash cut short (a durable row cut away would show against the journal's head)"
                 )
             }
             Problem::Unreadable { line, bytes, error } => {
                 write!(
                     f,
-                    "line {line}: not a journal row ({bytes} bytes, {error}); skipped: the hash chain holds across it, no row is lost (a torn append a later one terminated)"
+                    "line {line}: not a journal row ({bytes} bytes, {error}); skipped (a torn append a later one terminated, or bytes not written by rwfs: a row lost here would break the chain at the next row)"
                 )
             }
             Problem::ChainBroken { line } => {
