@@ -245,15 +245,6 @@ pub(crate) fn carried_attrs(disk: &dyn Disk, file: &File, stat: &Stat) -> Result
     })
 }
 
-/// The stat of a path, if it names a regular file; a directory or any other kind is an error.
-fn regular(stat: Option<Stat>) -> Result<Option<Stat>> {
-    match stat {
-        Some(stat) if stat.kind == FileKind::Dir => Err(Reason::IsDirectory.into()),
-        Some(stat) if stat.kind != FileKind::File => Err(Reason::NotRegularFile.into()),
-        stat => Ok(stat),
-    }
-}
-
 impl Core {
     /// Write a new version of a workspace file.
     pub(crate) fn safe_write(&self, req: &WriteRequest<'_>) -> Result<Committed> {
@@ -707,38 +698,49 @@ impl Core {
 
     /// The regular file at the target now, open, with its digest.
     pub(crate) fn current(&self, target: &Target) -> Result<Option<Current>> {
-        if regular(self.disk().stat(&target.parent, &target.name).step("stat target")?)?.is_none() {
+        if self.stat_regular(target)?.is_none() {
             return Ok(None);
         }
-        let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
-        let sha = self.digest_of(&file, &stat)?;
-        Ok(Some(Current { file, stat, sha }))
+        self.open_hashed(target)
     }
 
     /// The regular file at the target now, by its digest (see [`Held`]): one `stat` when the
     /// digest cache knows it.
     pub(crate) fn held(&self, target: &Target) -> Result<Option<Held>> {
-        let Some(stat) = regular(self.disk().stat(&target.parent, &target.name).step("stat target")?)? else {
-            return Ok(None);
-        };
+        let Some(stat) = self.stat_regular(target)? else { return Ok(None) };
         if stat.size < DROP_CACHE_MIN
             && let Some(sha) = self.cache.get(&stat)
         {
             return Ok(Some(Held { stat, sha, file: None }));
         }
-        let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
-        let sha = self.digest_of(&file, &stat)?;
-        Ok(Some(Held { stat, sha, file: Some(file) }))
+        Ok(self.open_hashed(target)?.map(Held::from))
     }
 
     /// The attributes the file at the target carries over to a version that does not start from
     /// its bytes (`O_TRUNC`): they are not read, nor hashed.
     pub(crate) fn current_attrs(&self, target: &Target) -> Result<Option<Attrs>> {
-        if regular(self.disk().stat(&target.parent, &target.name).step("stat target")?)?.is_none() {
+        if self.stat_regular(target)?.is_none() {
             return Ok(None);
         }
         let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
         carried_attrs(self.disk(), &file, &stat).map(Some)
+    }
+
+    /// The stat of the target, if it names a regular file; a directory or any other kind is an
+    /// error.
+    fn stat_regular(&self, target: &Target) -> Result<Option<Stat>> {
+        match self.disk().stat(&target.parent, &target.name).step("stat target")? {
+            Some(stat) if stat.kind == FileKind::Dir => Err(Reason::IsDirectory.into()),
+            Some(stat) if stat.kind != FileKind::File => Err(Reason::NotRegularFile.into()),
+            stat => Ok(stat),
+        }
+    }
+
+    /// [`Core::open_current`] with the opened version's digest.
+    fn open_hashed(&self, target: &Target) -> Result<Option<Current>> {
+        let Some((file, stat)) = self.open_current(target)? else { return Ok(None) };
+        let sha = self.digest_of(&file, &stat)?;
+        Ok(Some(Current { file, stat, sha }))
     }
 
     /// Open the file at the target (stat as a regular file by the caller) and stat what was
