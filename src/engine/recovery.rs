@@ -235,11 +235,6 @@ impl Core {
                     Found::Sha(sha) => Some(sha),
                     Found::Absent => None,
                     Found::Unreadable(why) => {
-                        tracing::warn!(
-                            path = write.path,
-                            why,
-                            "cannot read a path to roll forward; later versions are not installed"
-                        );
                         report.roll_forward_stopped = Some(stop(format!("the path cannot be read: {why}")));
                         break;
                     }
@@ -250,10 +245,6 @@ impl Core {
                 continue;
             }
             let Some(name) = drafts.get(&write.sha).filter(|_| now == write.prev).cloned() else {
-                tracing::warn!(
-                    path = write.path,
-                    "a journaled version of the mount is lost; later ones are not installed"
-                );
                 let why = match (drafts.contains_key(&write.sha), now) {
                     (false, _) => "its draft is not in drafts/ with the row's bytes".to_string(),
                     (true, Some(now)) => format!("the path holds {}, not what the row replaced", now.short(12)),
@@ -263,7 +254,6 @@ impl Core {
                 break;
             };
             if let Err(e) = self.install_draft(&dir, &name, write, now) {
-                tracing::warn!(path = write.path, error = %e, "cannot roll forward; later versions are not installed");
                 report.roll_forward_stopped = Some(stop(format!("its install failed: {e}")));
                 break;
             }
@@ -271,6 +261,12 @@ impl Core {
             holds.insert(&write.path, Some(write.sha));
             tracing::warn!(path = write.path, sha = %write.sha.short(12), "installed a version the mount had acknowledged");
             report.rolled_forward.push(write.path.clone());
+        }
+        if let Some(stopped) = &report.roll_forward_stopped {
+            tracing::warn!(
+                stopped,
+                "a journaled version of the mount cannot be rolled forward; later ones are not installed"
+            );
         }
         Ok(())
     }
