@@ -661,16 +661,17 @@ fn format_tree(root: &Path, count: usize) -> io::Result<()> {
 }
 
 /// An agent session: 300 read-modify-write edits spread over the repository's files, a
-/// `grep -rn` every 30 edits and a `git diff --stat` every 50. Adds the seconds the edits
-/// alone took to `edits` (the issue's "edit phase").
-fn agent_replay(root: &Path, count: usize, edits: &std::cell::Cell<f64>) -> io::Result<()> {
+/// `grep -rn` every 30 edits and a `git diff --stat` every 50. Returns the seconds the edits
+/// alone took (the issue's "edit phase").
+fn agent_replay(root: &Path, count: usize) -> io::Result<f64> {
+    let mut edits = 0.0;
     for edit in 1..=300 {
         let path = read_repo_file(root, (edit * 7919) % count);
         let t = Instant::now();
         let mut text = fs::read(&path)?;
         writeln!(&mut text, "an edit by the agent, number {edit}")?;
         fs::write(&path, text)?;
-        edits.set(edits.get() + t.elapsed().as_secs_f64());
+        edits += t.elapsed().as_secs_f64();
         if edit % 30 == 0 {
             let out = Command::new("grep").arg("-rn").arg("needle").arg(root.join("src")).output()?;
             if !out.status.success() {
@@ -681,7 +682,7 @@ fn agent_replay(root: &Path, count: usize, edits: &std::cell::Cell<f64>) -> io::
             run(git().arg("-C").arg(root).args(["diff", "--stat"]))?;
         }
     }
-    Ok(())
+    Ok(edits)
 }
 
 fn stat_all(paths: &[PathBuf]) -> io::Result<()> {
@@ -1279,26 +1280,13 @@ fn bench(args: &Args, rwfs: PathBuf, repo: PathBuf, base: &Path) -> io::Result<(
             io::Result::Ok((dir, mounted))
         };
         // The edits alone are timed inside the same runs: their own row, in the run's order.
-        let edits = std::cell::Cell::new(0.0);
         // Its target is against the reference (issue 27: <= 1.3x in batch, <= 1.8x in close),
         // which the target column (against native) cannot say: read the mount/peer column.
         let mut edit_row =
             Row::new("agent replay's edit phase alone: its 300 read-modify-write edits (same runs)", None);
-        let replay = |dir: &Path| {
-            edits.set(0.0);
-            agent_replay(dir, n, &edits)
-        };
-        for round in 0..rounds(Workload::Agent) {
-            for side in b.order(round) {
-                let (dir, guard) = place(side)?;
-                let t = timed(|| replay(&dir))?;
-                drop(guard);
-                push(&mut row, side, t);
-                push(&mut edit_row, side, edits.get());
-            }
-            eprintln!("agent  round {}: {}; edits {}", round + 1, pair(&row), pair(&edit_row));
-            cleanup_native(&b)?;
-        }
+        let rounds = rounds(Workload::Agent);
+        let part = Some(("edits", &mut edit_row));
+        measure_with_part(&b, &mut row, part, rounds, "agent", place, |dir| agent_replay(dir, n))?;
         rows.push(row);
         rows.push(edit_row);
     }
@@ -1414,14 +1402,35 @@ fn measure<'b>(
     place: impl Fn(Side) -> io::Result<(PathBuf, Option<Guard<'b>>)>,
     work: impl Fn(&Path) -> io::Result<()>,
 ) -> io::Result<()> {
+    measure_with_part(b, row, None, rounds, name, place, |dir| work(dir).map(|()| 0.0))
+}
+
+/// [`measure`], where each run also times a part of itself (the seconds `work` returns) into
+/// the row `part` names.
+fn measure_with_part<'b>(
+    b: &'b Bench,
+    row: &mut Row,
+    mut part: Option<(&str, &mut Row)>,
+    rounds: usize,
+    name: &str,
+    place: impl Fn(Side) -> io::Result<(PathBuf, Option<Guard<'b>>)>,
+    work: impl Fn(&Path) -> io::Result<f64>,
+) -> io::Result<()> {
     for round in 0..rounds {
         for side in b.order(round) {
             let (dir, guard) = place(side)?;
-            let t = timed(|| work(&dir))?;
+            let mut inner = 0.0;
+            let t = timed(|| work(&dir).map(|seconds| inner = seconds))?;
             drop(guard);
             push(row, side, t);
+            if let Some((_, part)) = part.as_mut() {
+                push(part, side, inner);
+            }
         }
-        eprintln!("{name:<6} round {}: {}", round + 1, pair(row));
+        match &part {
+            Some((what, part)) => eprintln!("{name:<6} round {}: {}; {what} {}", round + 1, pair(row), pair(part)),
+            None => eprintln!("{name:<6} round {}: {}", round + 1, pair(row)),
+        }
         cleanup_native(b)?;
     }
     Ok(())
