@@ -596,6 +596,113 @@ with open(sys.argv[1], "r+b") as f:
     assert!(rows_of(&m, "m.bin").iter().any(|r| { r.sha256.is_some_and(|s| s == sha(&m.read("m.bin").unwrap())) }));
 }
 
+/// A created file's draft is opened for direct I/O: its writes and a shared mapping of it still
+/// see each other, as on a plain filesystem (the kernel keeps the mapping's pages coherent,
+/// `FUSE_DIRECT_IO_ALLOW_MMAP`).
+#[test]
+fn a_created_files_writes_and_its_shared_mapping_see_each_other() {
+    let m = Mounted::new();
+    let script = r#"
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(fd, b"a" * 8192)
+mm = mmap.mmap(fd, 8192)
+seen = [mm[0:1]]
+os.pwrite(fd, b"B", 10); seen.append(mm[10:11])
+mm[20:21] = b"C"; mm.flush(); seen.append(os.pread(fd, 1, 20))
+os.pwrite(fd, b"D", 4100); seen.append(mm[4100:4101])
+mm[30:31] = b"E"; seen.append(os.pread(fd, 1, 30))
+mm.close(); os.close(fd)
+print(b"".join(seen).decode())
+"#;
+    assert_eq!(python(script, &[m.path("mixed.bin")]).trim(), "aBCDE");
+    let mut want = vec![b'a'; 8192];
+    for (at, byte) in [(10, b'B'), (20, b'C'), (4100, b'D'), (30, b'E')] {
+        want[at] = byte;
+    }
+    assert_eq!(m.read("mixed.bin").unwrap(), want);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while m.backing("mixed.bin").as_deref() != Some(&want[..]) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(m.backing("mixed.bin").unwrap(), want);
+}
+
+/// A mount open to all (`--allow-other`, a world-writable sticky root, as `/tmp`), and a plain
+/// directory alike on the same filesystem, for what a normal user does on both.
+fn open_to_all_and_a_plain_dir() -> (Mounted, tempfile::TempDir) {
+    let ws = Ws::new();
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let m = Mounted::with(ws, false, &["--allow-other"]);
+    let parent = m.ws.path().parent().unwrap();
+    let plain = tempfile::Builder::new().prefix("rwfs-plain-").tempdir_in(parent).unwrap();
+    std::fs::set_permissions(plain.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    (m, plain)
+}
+
+/// A write by a process without `CAP_FSETID` drops the setuid bit and the setgid bit of a
+/// group-executable file, on the mount as on the backing filesystem. For a file created through
+/// the mount the kernel leaves this to rwfs (`FUSE_WRITE_KILL_SUIDGID` on a direct-I/O write),
+/// which writes the backing file with its own credentials: the backing filesystem would keep them.
+#[test]
+fn a_normal_users_write_drops_setuid_and_setgid_as_the_backing_filesystem_does() {
+    let (m, plain) = open_to_all_and_a_plain_dir();
+    // Created with fd 3 held open, made setuid and setgid by name, then written through fd 3.
+    let modes = |dir: &std::path::Path| {
+        let out = run_ok(
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c"])
+                .arg("exec 3>f && chmod 6755 f && stat -c %a f && echo x >&3 && stat -c %a f && exec 3>&-")
+                .current_dir(dir),
+        );
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect::<Vec<_>>()
+    };
+    let native = modes(plain.path());
+    assert_eq!(native, ["6755", "755"], "the backing filesystem");
+    assert_eq!(modes(m.mountpoint()), native, "the mount");
+    assert_eq!(m.read("f").unwrap(), b"x\n");
+    assert_eq!(m.ws.abs("f").metadata().unwrap().mode() & 0o7777, 0o755, "the committed file");
+}
+
+/// A file capability (`security.capability`) goes with such a write too, on the mount as on the
+/// backing filesystem (whose write of the draft drops it, whoever writes): root gives one to a
+/// file a normal user is writing, the user writes.
+#[test]
+fn a_normal_users_write_drops_a_file_capability_as_the_backing_filesystem_does() {
+    let (m, plain) = open_to_all_and_a_plain_dir();
+    // cap_net_raw, permitted and effective (struct vfs_cap_data, revision 2).
+    let capability = r#"
+import os, struct, sys
+path, what = sys.argv[1], sys.argv[2]
+if what == "set":
+    os.setxattr(path, "security.capability", struct.pack("<IIIII", 0x02000001, 1 << 13, 0, 0, 0))
+try:
+    print(os.getxattr(path, "security.capability").hex())
+except OSError as e:
+    print("none" if e.errno == 61 else e)
+"#;
+    let dropped = |dir: &std::path::Path| {
+        let mut writer = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c"])
+            .arg("exec 3>f && while [ ! -e go ]; do sleep 0.02; done && echo x >&3 && exec 3>&-")
+            .current_dir(dir)
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !dir.join("f").exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let set = python(capability, &[dir.join("f").as_os_str(), "set".as_ref()]);
+        std::fs::write(dir.join("go"), b"").unwrap();
+        assert!(writer.wait().unwrap().success());
+        (set.trim().to_string(), python(capability, &[dir.join("f").as_os_str(), "get".as_ref()]).trim().to_string())
+    };
+    let native = dropped(plain.path());
+    assert_eq!(native, ("0100000200200000000000000000000000000000".to_string(), "none".to_string()), "the backing fs");
+    assert_eq!(dropped(m.mountpoint()), native, "the mount");
+    assert_eq!(python(capability, &[m.ws.abs("f").as_os_str(), "get".as_ref()]).trim(), "none", "the committed file");
+}
+
 #[test]
 fn mounted_over_itself_every_write_goes_through_the_gate() {
     let ws = Ws::new();

@@ -33,6 +33,8 @@ pub(crate) struct Glue {
     /// Kernel passthrough for files written in place (asked for at `init` when `true`).
     pub want_passthrough: bool,
     pub passthrough: Arc<Passthrough>,
+    /// A created file's draft is opened for direct I/O (set at `init`, see [`Create`]).
+    pub direct_drafts: bool,
 }
 
 /// An open's reply with the handle and flags it answers.
@@ -61,20 +63,28 @@ impl Answer for Open {
 /// ctime, until that commit drops it (the bytes, none, the size, the mode and the inode number
 /// are the committed version's). A program that `fstat`s what it just created (Python's
 /// `open`, `cp`) is answered by the kernel, one round trip fewer per file.
-struct Create(ReplyCreate, Attr, FileHandle, Duration);
+///
+/// A created file written through its draft is opened for direct I/O (`FOPEN_DIRECT_IO`) when the
+/// kernel keeps shared mappings of such files (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6): the
+/// kernel then does not ask for `security.capability` before each write (`file_remove_privs`, one
+/// `GETXATTR` round trip per written file), and flags the write instead
+/// (`FUSE_WRITE_KILL_SUIDGID`, for a writer without `CAP_FSETID`), which
+/// [`Vfs::drop_privileges_for_write`] honours. Pages of a draft are not cached; a draft is read
+/// from the daemon either way until it is committed.
+struct Create(ReplyCreate, Attr, FileHandle, Duration, FopenFlags);
 
 impl Answer for Create {
     fn register(&self, file: &crate::durable::File) -> std::io::Result<fuser::BackingId> {
         self.0.open_backing(file)
     }
     fn passthrough(self, backing: &fuser::BackingId) {
-        let Create(reply, attr, fh, ttl) = self;
+        let Create(reply, attr, fh, ttl, _) = self;
         let (node, attr) = (INodeNo(attr.ino), file_attr(&attr));
         reply.created_passthrough_node(node, &ttl, &attr, Generation(0), fh, FopenFlags::empty(), backing)
     }
     fn plain(self) {
-        let Create(reply, attr, fh, ttl) = self;
-        reply.created_node(INodeNo(attr.ino), &ttl, &file_attr(&attr), Generation(0), fh, FopenFlags::empty())
+        let Create(reply, attr, fh, ttl, flags) = self;
+        reply.created_node(INodeNo(attr.ino), &ttl, &file_attr(&attr), Generation(0), fh, flags)
     }
 }
 
@@ -159,6 +169,7 @@ impl Filesystem for Glue {
         {
             self.passthrough.enable();
         }
+        self.direct_drafts = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_ok();
         Ok(())
     }
 
@@ -357,7 +368,7 @@ impl Filesystem for Glue {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
@@ -365,7 +376,13 @@ impl Filesystem for Glue {
         let call = self.call("write", req, ino.0, Some(fh.0));
         let _in = call.enter();
         self.passthrough.counts().writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        match self.vfs.write(fh.0, offset, data, &self.caller(req)) {
+        let caller = self.caller(req);
+        if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
+            && let Err(e) = self.vfs.drop_privileges_for_write(fh.0, &caller)
+        {
+            return reply.error(call.fail(&e));
+        }
+        match self.vfs.write(fh.0, offset, data, &caller) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(call.fail(&e)),
         }
@@ -567,7 +584,9 @@ impl Filesystem for Glue {
         match self.vfs.create(parent.0, name, mode, flags, &self.creator(req, umask)) {
             Ok((attr, fh)) => {
                 let ttl = attr_ttl(&self.vfs, &attr);
-                self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh), ttl))
+                let mut flags = FopenFlags::empty();
+                flags.set(FopenFlags::FOPEN_DIRECT_IO, self.direct_drafts && self.vfs.writes_a_draft(fh));
+                self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh), ttl, flags))
             }
             Err(e) => reply.error(call.fail(&e)),
         }

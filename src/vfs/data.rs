@@ -205,6 +205,21 @@ impl Vfs {
         Err(error)
     }
 
+    /// Does handle `fh` write through a draft (the gate), not in place?
+    pub fn writes_a_draft(&self, fh: u64) -> bool {
+        self.draft_handle_node(fh).is_some()
+    }
+
+    /// The node of handle `fh` when it writes through a draft.
+    pub(crate) fn draft_handle_node(&self, fh: u64) -> Option<u64> {
+        self.with_handle(fh, |_, handle| match handle {
+            Handle::File { ino, writable: true, .. } => Ok(Some(*ino)),
+            _ => Ok(None),
+        })
+        .ok()
+        .flatten()
+    }
+
     /// For a handle written in place (a pass-through path, where nothing is judged), what the
     /// kernel needs to read and write its file directly (FUSE passthrough); `None` for every
     /// other handle: a gated file's bytes must all come here, or the gate would not see them.

@@ -35,6 +35,17 @@ impl SetAttr {
     }
 }
 
+/// `perm` once a write by a process without `CAP_FSETID` has dropped what it drops: the setuid
+/// bit, and the setgid bit when the group may execute (setgid without it marks mandatory
+/// locking, and stays), as the kernel's `setattr_should_drop_suidgid` says.
+fn without_write_privileges(perm: u32) -> u32 {
+    let mut kept = perm & !0o4000;
+    if perm & 0o010 != 0 {
+        kept &= !SETGID;
+    }
+    kept
+}
+
 /// The attributes of a file that has no name any more: what it was (`stat`), with no link
 /// left; a placeholder when nothing of it is open.
 fn detached_attr(ino: u64, stat: Option<Stat>) -> Attr {
@@ -706,6 +717,24 @@ impl Vfs {
         self.each_entry(ino, |vfs, entry| vfs.engine.xattrs().remove(entry, attr))
     }
 
+    /// What the kernel's `file_remove_privs` does before a write, for a write that leaves it to
+    /// the filesystem (`FUSE_WRITE_KILL_SUIDGID`: a direct-I/O handle, a writer without
+    /// `CAP_FSETID`): the setuid bit goes, and the setgid bit of a group-executable file, in the
+    /// tree's entry and the draft as a `chmod` would. The backing filesystem keeps them: rwfs
+    /// writes there with its own credentials. A file capability (`security.capability`) needs
+    /// nothing here: the backing filesystem drops it at the draft's write whoever writes (it does
+    /// not depend on `CAP_FSETID`), and the draft is what the file reads as. A handle that does
+    /// not write through the gate is left alone.
+    pub fn drop_privileges_for_write(&self, fh: u64, caller: &Caller) -> Result<()> {
+        let Some(ino) = self.draft_handle_node(fh) else { return Ok(()) };
+        let perm = self.getattr(ino)?.stat.perm;
+        let kept = without_write_privileges(perm);
+        if kept != perm {
+            self.setattr(ino, SetAttr { mode: Some(kept), ..SetAttr::default() }, caller)?;
+        }
+        Ok(())
+    }
+
     /// Read from the draft when there is one, else from the tree.
     fn with_entry<T>(&self, ino: u64, f: impl FnOnce(&Vfs, Entry<'_>) -> Result<T>) -> Result<T> {
         let path = self.path(ino)?;
@@ -734,5 +763,20 @@ impl Vfs {
 
     pub fn statfs(&self) -> Result<crate::durable::FsStats> {
         self.engine.statfs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_drops_setuid_and_the_setgid_of_a_group_executable_file_only() {
+        assert_eq!(without_write_privileges(0o6755), 0o755);
+        assert_eq!(without_write_privileges(0o4644), 0o644);
+        // setgid without group execute marks mandatory locking: kept, as the kernel keeps it.
+        assert_eq!(without_write_privileges(0o2644), 0o2644);
+        assert_eq!(without_write_privileges(0o3775), 0o1775);
+        assert_eq!(without_write_privileges(0o755), 0o755);
     }
 }
