@@ -65,7 +65,7 @@ impl Answer for Open {
 /// `open`, `cp`) is answered by the kernel, one round trip fewer per file.
 ///
 /// A created file written through its draft is opened for direct I/O (`FOPEN_DIRECT_IO`) when the
-/// kernel keeps shared mappings of such files (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6): the
+/// kernel keeps shared mappings of such files coherent (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6): the
 /// kernel then does not ask for `security.capability` before each write (`file_remove_privs`, one
 /// `GETXATTR` round trip per written file), and flags the write instead
 /// (`FUSE_WRITE_KILL_SUIDGID`, for a writer without `CAP_FSETID`), which
