@@ -628,6 +628,14 @@ print(b"".join(seen).decode())
     assert_eq!(m.backing("mixed.bin").unwrap(), want);
 }
 
+/// A command run as uid and gid 65534 with no supplementary groups: its program and arguments
+/// follow.
+fn as_nobody() -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    cmd
+}
+
 /// A mount open to all (`--allow-other`, a world-writable sticky root, as `/tmp`), and a plain
 /// directory alike on the same filesystem, for what a normal user does on both.
 fn open_to_all_and_a_plain_dir() -> (Mounted, tempfile::TempDir) {
@@ -650,8 +658,8 @@ fn a_normal_users_write_drops_setuid_and_setgid_as_the_backing_filesystem_does()
     // Created with fd 3 held open, made setuid and setgid by name, then written through fd 3.
     let modes = |dir: &std::path::Path| {
         let out = run_ok(
-            Command::new("setpriv")
-                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c"])
+            as_nobody()
+                .args(["sh", "-c"])
                 .arg("exec 3>f && chmod 6755 f && stat -c %a f && echo x >&3 && stat -c %a f && exec 3>&-")
                 .current_dir(dir),
         );
@@ -682,8 +690,8 @@ except OSError as e:
     print("none" if e.errno == 61 else e)
 "#;
     let dropped = |dir: &std::path::Path| {
-        let mut writer = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c"])
+        let mut writer = as_nobody()
+            .args(["sh", "-c"])
             .arg("exec 3>f && while [ ! -e go ]; do sleep 0.02; done && echo x >&3 && exec 3>&-")
             .current_dir(dir)
             .spawn()
@@ -1505,8 +1513,7 @@ fn a_mount_the_kernel_refuses_names_fuse3_and_dev_fuse() {
     // A normal user on a machine without fusermount3 (scripts/test installs it, so its absence
     // is simulated): the kernel refuses the mount, and the error names the way out. `--daemon`,
     // so that a mount that did succeed ends the test instead of serving forever.
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+    let out = as_nobody()
         .arg(env!("CARGO_BIN_EXE_rwfs"))
         .arg("mount")
         .arg(ws.path())

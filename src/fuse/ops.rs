@@ -585,7 +585,7 @@ impl Filesystem for Glue {
             Ok((attr, fh)) => {
                 let ttl = attr_ttl(&self.vfs, &attr);
                 let mut flags = FopenFlags::empty();
-                flags.set(FopenFlags::FOPEN_DIRECT_IO, self.direct_drafts && self.vfs.writes_a_draft(fh));
+                flags.set(FopenFlags::FOPEN_DIRECT_IO, self.direct_drafts && self.vfs.draft_handle_node(fh).is_some());
                 self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh), ttl, flags))
             }
             Err(e) => reply.error(call.fail(&e)),

@@ -205,12 +205,7 @@ impl Vfs {
         Err(error)
     }
 
-    /// Does handle `fh` write through a draft (the gate), not in place?
-    pub fn writes_a_draft(&self, fh: u64) -> bool {
-        self.draft_handle_node(fh).is_some()
-    }
-
-    /// The node of handle `fh` when it writes through a draft.
+    /// The node of handle `fh` when it writes through a draft (the gate), not in place.
     pub(crate) fn draft_handle_node(&self, fh: u64) -> Option<u64> {
         self.with_handle(fh, |_, handle| match handle {
             Handle::File { ino, writable: true, .. } => Ok(Some(*ino)),
