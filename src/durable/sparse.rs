@@ -40,19 +40,20 @@ pub fn content_digest(disk: &dyn Disk, file: &File) -> io::Result<(Sha256, u64)>
 }
 
 /// SHA-256 of the content; holes hashed as zeros, unread.
+///
+/// Its buffer is the file's length up to a block: most files committed are a few KiB, and a
+/// block-sized zeroed buffer per commit (two 1 MiB `memset`s) was a tenth of the daemon's time.
 fn plain(disk: &dyn Disk, file: &File, len: u64, extents: &[(u64, u64)]) -> io::Result<Sha256> {
     let mut hasher = Hasher::new();
-    let mut buf = vec![0u8; BLOCK as usize];
+    let mut buf = vec![0u8; len.min(BLOCK) as usize];
     let mut at = 0u64;
     for &(start, end) in extents.iter().chain(std::iter::once(&(len, len))) {
-        buf.fill(0);
-        while at < start {
-            let n = (start - at).min(BLOCK) as usize;
-            hasher.update(&buf[..n]);
-            at += n as u64;
+        if at < start {
+            hash_zeros(&mut hasher, start - at);
+            at = start;
         }
         while at < end {
-            let want = (end - at).min(BLOCK) as usize;
+            let want = (end - at).min(buf.len() as u64) as usize;
             let n = disk.read_at(file, &mut buf[..want], at)?;
             if n == 0 {
                 // Shorter than its length said (truncated meanwhile): the read-back stops here.
@@ -63,6 +64,16 @@ fn plain(disk: &dyn Disk, file: &File, len: u64, extents: &[(u64, u64)]) -> io::
         }
     }
     Ok(hasher.finish())
+}
+
+/// Feed `len` zero bytes to `hasher` (a hole), from a static page of zeros.
+fn hash_zeros(hasher: &mut Hasher, mut len: u64) {
+    static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+    while len > 0 {
+        let n = len.min(ZEROS.len() as u64) as usize;
+        hasher.update(&ZEROS[..n]);
+        len -= n as u64;
+    }
 }
 
 /// The sparse digest: only blocks that hold data are read.
