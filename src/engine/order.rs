@@ -128,8 +128,13 @@ impl Order {
                 (n, _) => Some((other, n)),
             };
         }
+        // Waiters count themselves under the lock before they wait: none counted, none to wake
+        // (a notify is a futex call even then; every staged close ends a turn).
+        let wake = state.waiting != [0, 0];
         drop(state);
-        self.changed.notify_all();
+        if wake {
+            self.changed.notify_all();
+        }
     }
 }
 
