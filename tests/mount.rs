@@ -628,6 +628,40 @@ print(b"".join(seen).decode())
     assert_eq!(m.backing("mixed.bin").unwrap(), want);
 }
 
+/// A rewrite (`O_TRUNC`) of a file that a reader has open, cached and mapped: the reader sees the
+/// truncation, then the new bytes, through `pread` and through its mapping, at each step what it
+/// sees on a plain filesystem. (The rewrite's handle is opened for direct I/O: its writes never
+/// pass through the page cache, where the reader's pages of the old content are.)
+#[test]
+fn a_reader_of_a_file_being_rewritten_sees_what_it_sees_on_a_plain_filesystem() {
+    let m = Mounted::new();
+    m.ws.put("shared.txt", b"old contents\n");
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::write(plain.path().join("shared.txt"), b"old contents\n").unwrap();
+    let script = r#"
+import mmap, os, sys
+p = sys.argv[1]
+r = os.open(p, os.O_RDONLY)
+mm = mmap.mmap(r, 0, prot=mmap.PROT_READ)
+seen = [os.pread(r, 64, 0), mm[0:13]]
+w = os.open(p, os.O_WRONLY | os.O_TRUNC)
+seen += [os.pread(r, 64, 0), str(os.fstat(r).st_size).encode()]
+os.write(w, b"NEW CONTENTS\n")
+seen += [os.pread(r, 64, 0), mm[0:13], str(os.fstat(r).st_size).encode()]
+os.pwrite(w, b"n", 0)
+seen += [os.pread(r, 64, 0), mm[0:13]]
+os.close(w)
+seen += [os.pread(r, 64, 0), mm[0:13]]
+r2 = os.open(p, os.O_RDONLY)
+seen.append(os.pread(r2, 64, 0))
+print(repr(seen))
+"#;
+    let on_plain = python(script, &[plain.path().join("shared.txt")]);
+    assert!(on_plain.contains("NEW CONTENTS"), "{on_plain}");
+    assert_eq!(python(script, &[m.path("shared.txt")]), on_plain);
+    assert_eq!(m.read("shared.txt").unwrap(), b"nEW CONTENTS\n");
+}
+
 /// A command run as uid and gid 65534 with no supplementary groups: its program and arguments
 /// follow.
 fn as_nobody() -> Command {

@@ -13,8 +13,8 @@
 //! [`crate::vfs::Attr::cacheable`] are not cached, and a commit drops the kernel's copy of the
 //! file's (a just-created file's are its draft's until then: `ops.rs`'s `Create`). File pages
 //! are kept across opens (`FOPEN_KEEP_CACHE`) while the file has not changed since they were
-//! read ([`crate::vfs::Opened`]), and dropped otherwise; a created file's draft has no pages
-//! in the kernel (direct I/O, `ops.rs`'s `Create`);
+//! read ([`crate::vfs::Opened`]), and dropped otherwise; a created or rewritten file's draft
+//! is written with direct I/O (`ops.rs`'s `Glue::direct_draft`);
 //! a read-only open asks for no flush at close (`FOPEN_NOFLUSH`: a reader's close commits
 //! nothing), one round trip fewer per file a `grep` or a build reads. Directory listings are
 //! kept across opens (`FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE`) where

@@ -33,7 +33,8 @@ pub(crate) struct Glue {
     /// Kernel passthrough for files written in place (asked for at `init` when `true`).
     pub want_passthrough: bool,
     pub passthrough: Arc<Passthrough>,
-    /// A created file's draft is opened for direct I/O (set at `init`, see [`Create`]).
+    /// The kernel keeps shared mappings of direct-I/O files coherent (set at `init`, see
+    /// [`Glue::direct_draft`]).
     pub direct_drafts: bool,
 }
 
@@ -64,13 +65,7 @@ impl Answer for Open {
 /// are the committed version's). A program that `fstat`s what it just created (Python's
 /// `open`, `cp`) is answered by the kernel, one round trip fewer per file.
 ///
-/// A created file written through its draft is opened for direct I/O (`FOPEN_DIRECT_IO`) when the
-/// kernel keeps shared mappings of such files coherent (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6): the
-/// kernel then does not ask for `security.capability` before each write (`file_remove_privs`, one
-/// `GETXATTR` round trip per written file), and flags the write instead
-/// (`FUSE_WRITE_KILL_SUIDGID`, for a writer without `CAP_FSETID`), which
-/// [`Vfs::drop_privileges_for_write`] honours. Pages of a draft are not cached; a draft is read
-/// from the daemon either way until it is committed.
+/// A created file written through its draft is opened for direct I/O: see [`Glue::direct_draft`].
 struct Create(ReplyCreate, Attr, FileHandle, Duration, FopenFlags);
 
 impl Answer for Create {
@@ -128,6 +123,23 @@ impl Glue {
     /// (`FUSE_DONT_MASK`).
     fn creator(&self, req: &Request, umask: u32) -> Caller {
         Caller { umask, ..self.caller(req) }
+    }
+
+    /// Whether handle `fh` (a created file's, or a rewrite's: an `O_TRUNC` open) is opened for
+    /// direct I/O (`FOPEN_DIRECT_IO`): when it writes through a draft and the kernel keeps
+    /// shared mappings of such files coherent (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6).
+    ///
+    /// The kernel then does not ask for `security.capability` before each write
+    /// (`file_remove_privs`: one `GETXATTR` round trip per written file), and flags the write
+    /// instead (`FUSE_WRITE_KILL_SUIDGID`, for a writer without `CAP_FSETID`), which
+    /// [`Vfs::drop_privileges_for_write`] honours. A direct write drops the pages other openers
+    /// cached of its range, so they read it from the daemon, which serves the draft to every
+    /// handle of the node until it is committed: a reader sees a rewrite as on a plain
+    /// filesystem (`tests/mount.rs`). Other writable opens keep the page cache: a handle that
+    /// reads back what it wrote (a database, an editor's swap file) would otherwise send every
+    /// read here.
+    fn direct_draft(&self, fh: u64) -> bool {
+        self.direct_drafts && self.vfs.draft_handle_node(fh).is_some()
     }
 
     /// Run `job` on the commit pool, in the request's span, with what it needs to answer.
@@ -329,12 +341,13 @@ impl Filesystem for Glue {
         let call = self.call("open", req, ino.0, None);
         let _in = call.enter();
         // An O_TRUNC open of an existing file may start a draft: cheap enough for this thread.
+        let truncates = flags.0 & nix::libc::O_TRUNC != 0;
         match self.vfs.open(ino.0, flags.0, &self.caller(req)) {
             Ok(opened) => {
                 let mut flags = FopenFlags::empty();
                 flags.set(FopenFlags::FOPEN_KEEP_CACHE, opened.keep_cache);
                 flags.set(FopenFlags::FOPEN_NOFLUSH, !opened.flush_at_close);
-                flags.set(FopenFlags::FOPEN_DIRECT_IO, opened.direct_io);
+                flags.set(FopenFlags::FOPEN_DIRECT_IO, opened.direct_io || (truncates && self.direct_draft(opened.fh)));
                 self.passthrough.answer(&self.vfs, opened.fh, Open(reply, FileHandle(opened.fh), flags))
             }
             Err(e) => reply.error(call.fail(&e)),
@@ -585,7 +598,7 @@ impl Filesystem for Glue {
             Ok((attr, fh)) => {
                 let ttl = attr_ttl(&self.vfs, &attr);
                 let mut flags = FopenFlags::empty();
-                flags.set(FopenFlags::FOPEN_DIRECT_IO, self.direct_drafts && self.vfs.draft_handle_node(fh).is_some());
+                flags.set(FopenFlags::FOPEN_DIRECT_IO, self.direct_draft(fh));
                 self.passthrough.answer(&self.vfs, fh, Create(reply, attr, FileHandle(fh), ttl, flags))
             }
             Err(e) => reply.error(call.fail(&e)),
