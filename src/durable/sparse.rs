@@ -41,8 +41,8 @@ pub fn content_digest(disk: &dyn Disk, file: &File) -> io::Result<(Sha256, u64)>
 
 /// SHA-256 of the content; holes hashed as zeros, unread.
 ///
-/// Its buffer is the file's length up to a block: most files committed are a few KiB, and a
-/// block-sized zeroed buffer per commit (two 1 MiB `memset`s) was a tenth of the daemon's time.
+/// Its buffer is the file's length up to a block: most versions hashed are a few KiB, and
+/// zeroing a block for each costs more than hashing them.
 fn plain(disk: &dyn Disk, file: &File, len: u64, extents: &[(u64, u64)]) -> io::Result<Sha256> {
     let mut hasher = Hasher::new();
     let mut buf = vec![0u8; len.min(BLOCK) as usize];
