@@ -36,7 +36,12 @@ pub struct Opened {
     pub fh: u64,
     pub keep_cache: bool,
     pub flush_at_close: bool,
-    /// Reads and writes bypass the page cache (a redacted view: `engine/read_guard.rs`).
+    /// Reads and writes bypass the page cache: a redacted view (`engine/read_guard.rs`), and
+    /// every other open of a read-guarded file. The page cache is the node's, shared by all its
+    /// handles: a mapping of a redacted view is filled there (the kernel drops the node's pages
+    /// first, then faults them in through the view's handle), and a real reader's cached
+    /// `read()` at that moment would leave real pages in it for the mapping to show. With every
+    /// real handle direct, only a real process's own mapping can put real pages there.
     pub direct_io: bool,
 }
 
@@ -171,13 +176,15 @@ impl Vfs {
         };
         // The state directory's files change behind the kernel's back: never kept. Nor are a
         // read-guarded file's: a private mapping of a redacted view fills the page cache.
-        let keep_cache =
-            state.open_pages(version) && !self.engine.class(&path).is_state() && !self.engine.is_read_guarded(&path);
+        let guarded = self.engine.is_read_guarded(&path);
+        let keep_cache = state.open_pages(version) && !self.engine.class(&path).is_state() && !guarded;
         state.handles += 1;
         drop(state);
         self.set_opens(ino, 1);
         let fh = self.new_handle(Handle::File { ino, writable, opener: caller.clone() });
-        Ok(Opened { fh, keep_cache, flush_at_close: writable, direct_io: false })
+        // A read-guarded file's real bytes never enter the page cache through a read or a
+        // write (see [`Opened::direct_io`]).
+        Ok(Opened { fh, keep_cache, flush_at_close: writable, direct_io: guarded })
     }
 
     /// The open of a read-guarded file by a process of an agent run (`engine/read_guard.rs`):
