@@ -135,9 +135,9 @@ impl Glue {
     /// [`Vfs::drop_privileges_for_write`] honours. A direct write drops the pages other openers
     /// cached of its range, so they read it from the daemon, which serves the draft to every
     /// handle of the node until it is committed: a reader sees a rewrite as on a plain
-    /// filesystem (`tests/mount.rs`). Other writable opens keep the page cache: a handle that
-    /// reads back what it wrote (a database, an editor's swap file) would otherwise send every
-    /// read here.
+    /// filesystem (`tests/mount.rs`). Other writable opens keep the page cache (but a
+    /// read-guarded file's: [`crate::vfs::Opened::direct_io`]): a handle that reads back what
+    /// it wrote (a database, an editor's swap file) would otherwise send every read here.
     fn direct_draft(&self, fh: u64) -> bool {
         self.direct_drafts && self.vfs.draft_handle_node(fh).is_some()
     }

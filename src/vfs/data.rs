@@ -37,7 +37,8 @@ pub struct Opened {
     pub keep_cache: bool,
     pub flush_at_close: bool,
     /// Reads and writes bypass the page cache: a redacted view (`engine/read_guard.rs`), and
-    /// every other open of a read-guarded file. The page cache is the node's, shared by all its
+    /// every other open of a read-guarded file that is not written in place (a pass-through
+    /// path: not covered). The page cache is the node's, shared by all its
     /// handles: a mapping of a redacted view is filled there (the kernel drops the node's pages
     /// first, then faults them in through the view's handle), and a real reader's cached
     /// `read()` at that moment would leave real pages in it for the mapping to show. With every
