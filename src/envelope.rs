@@ -12,7 +12,7 @@
 //! violation; `true` for a transient I/O failure or a read-back mismatch). Readers of schema v1
 //! that do not know it ignore it; an envelope without it reads as not retriable. `error` is the
 //! [`ErrorKind`]; `reason_hint`, `suggested_action` and `retriable` follow from it here, in one place;
-//! `context.reason` is the [`Reason`](crate::Reason)'s stable code. Front ends serialise it:
+//! `context.reason` is the [`Reason`]'s stable code. Front ends serialise it:
 //! the mount writes it to `.resilient_write/rejections/`, MCP returns it as a tool result.
 //!
 //! A refusal's envelope is named here too ([`rejection_id`], from its row) and so is what of it

@@ -5,7 +5,7 @@
 //!   when a browser sends one (another site's page), and the bearer token in `Authorization`,
 //!   compared in constant time (`subtle`, through [`crate::sha::same_secret`]) — on every request
 //!   but `GET /` (the page, which holds no data).
-//! - **How much** ([`Limits`], [`Connections`]): connections are capped (never more than a
+//! - **How much** ([`Limits`], `Connections`): connections are capped (never more than a
 //!   quarter of the descriptor limit, so the mount keeps descriptors); at the cap a new
 //!   connection evicts the oldest one with no request in flight, or is closed at once. The
 //!   request head (also the wait on an idle connection) and the body are each read within

@@ -139,7 +139,7 @@ pub enum Rename {
 /// rwfs does with a directory depends on the descriptor's own state (a listing opens `.`
 /// afresh), so one open serves every holder, and the root's descriptor serves every top-level
 /// name without being opened again. A root opened with [`Dir::keeping`] keeps the directories
-/// opened beneath it open for a while ([`KeptDirs`]); they share its table.
+/// opened beneath it open for a while (`KeptDirs`); they share its table.
 pub struct Dir {
     fd: Arc<OwnedFd>,
     rel: String,

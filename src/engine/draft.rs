@@ -399,7 +399,7 @@ impl Drafts<'_> {
 
     /// Whether committing draft `id` now is quick enough to run on a thread that reads the
     /// kernel's requests: in `batch` durability a commit judges and stages the draft and writes
-    /// its row, without any sync, so a small one ([`QUICK_COMMIT`] bytes or fewer) while the
+    /// its row, without any sync, so a small one (`QUICK_COMMIT` bytes or fewer) while the
     /// batch has room costs microseconds. A commit in `close` durability waits for `fsync`s:
     /// never quick. A guess, not a promise: a commit that must wait (for a barrier, a full
     /// disk's room) still waits where it runs.

@@ -86,7 +86,7 @@ pub struct Judgement {
     pub report: Report,
     pub decision: Decision,
     /// The findings (by index) whose value the version being replaced already holds (same
-    /// rule, same value): they do not block (see [`Gate::judge_any`]).
+    /// rule, same value): they do not block (see `Gate::judge_any`).
     pub carried: Vec<usize>,
 }
 

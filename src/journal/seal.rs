@@ -41,9 +41,9 @@ use crate::sha::{Sha256, hmac_sha256};
 
 /// The keys' directory inside the state directory.
 pub const KEYS_DIR: &str = crate::durable::layout::KEYS;
-/// The journal's key, inside [`KEYS_DIR`].
+/// The journal's key, inside `KEYS_DIR`.
 pub const KEY_FILE: &str = "journal.key";
-/// The journal's head, inside [`KEYS_DIR`].
+/// The journal's head, inside `KEYS_DIR`.
 pub const HEAD_FILE: &str = "journal.head";
 
 const ROW_DOMAIN: &[u8] = b"rwfs journal row\0";
@@ -116,7 +116,7 @@ pub struct Head {
 const SLOT: usize = 235;
 
 impl Head {
-    /// One line, always [`SLOT`] bytes (so it is rewritten in place with one `pwrite`).
+    /// One line, always `SLOT` bytes (so it is rewritten in place with one `pwrite`).
     pub fn to_line(&self) -> String {
         let (generation, seq, len, chain, tag) = (self.generation, self.seq, self.len, self.chain_next, self.tag);
         format!("{HEAD_MAGIC} 1 gen={generation:020} seq={seq:020} len={len:020} chain={chain} mac={tag}\n")

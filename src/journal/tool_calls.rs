@@ -18,7 +18,7 @@
 //! guess better. The call's id is journaled as the row's `group`, the field for "the rows one
 //! command made together": `rwfs rewind --tool-call ID` is a rewind of that group, indexed.
 //!
-//! In memory and bounded (at most [`OPEN`] open calls, [`HARNESSES`] harnesses' turns): a call
+//! In memory and bounded (at most `OPEN` open calls, `HARNESSES` harnesses' turns): a call
 //! whose end never came is dropped when its harness is gone or when newer calls push it out. A
 //! daemon that restarts forgets open calls; rows written meanwhile carry none. The journal's
 //! `tool_call` rows (`Op::ToolCall`) keep what is known of each call for good.

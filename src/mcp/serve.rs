@@ -234,7 +234,7 @@ pub const TOKEN_FILE: &str = crate::durable::layout::HTTP_TOKEN;
 
 /// Serve streamable HTTP on `listener` (bound by the caller, so clients can connect as soon as
 /// it returns) until `stop` is cancelled, within the limits of the environment
-/// ([`crate::http::Limits`], [`SessionLimits`]).
+/// ([`crate::http::Limits`], `SessionLimits`).
 ///
 /// With `page` (the daemon's `rwfs ui` routes), every other path is answered by it, under the
 /// same token; only the page itself (`GET /`, which holds no data) is served without it.

@@ -26,7 +26,7 @@ use crate::journal::Actor;
 /// An open file: its handle, and whether the kernel may keep the pages it cached of the file
 /// (`FOPEN_KEEP_CACHE`): only when nothing changed the file since they were read, as far as
 /// this filesystem, which sees every change made through it or the engine, can tell (the
-/// committed file's [`Version`] is checked too, for changes made outside). Otherwise the
+/// committed file's `Version` is checked too, for changes made outside). Otherwise the
 /// kernel drops them, and reads come here.
 ///
 /// `flush_at_close` is false for a read-only open: a reader's close commits nothing (see

@@ -261,7 +261,7 @@ impl FileState {
         }
     }
 
-    /// The failed commit's error reached the closer (see [`Drafting::reported_failure`]).
+    /// The failed commit's error reached the closer (see `Drafting::reported_failure`).
     pub fn failure_reported(&mut self) {
         if let Phase::Drafting(d) = &mut self.phase {
             d.reported_failure = true;
