@@ -18,6 +18,15 @@ fn python<A: AsRef<std::ffi::OsStr>>(script: &str, args: &[A]) -> String {
     String::from_utf8_lossy(&run_ok(Command::new("python3").arg("-c").arg(script).args(args)).stdout).into_owned()
 }
 
+/// Wait until `done` holds, or `secs` seconds have passed (what follows asserts it), looking
+/// every 20 ms: for what the daemon does after the call that caused it has returned.
+fn wait_for(secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !done() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The rows of `path`, in order.
 fn rows_of(m: &Mounted, path: &str) -> Vec<rwfs::journal::Row> {
     m.ws.rows().into_iter().filter(|r| r.path == path).collect()
@@ -588,10 +597,7 @@ with open(sys.argv[1], "r+b") as f:
     python(script, &[m.path("m.bin")]);
     assert_eq!(&m.read("m.bin").unwrap()[100..105], b"HELLO");
     // The last pages may arrive with the release, just after close returns.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while m.backing("m.bin").unwrap()[100..105] != *b"HELLO" && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for(5, || m.backing("m.bin").unwrap()[100..105] == *b"HELLO");
     assert_eq!(&m.backing("m.bin").unwrap()[100..105], b"HELLO");
     assert!(rows_of(&m, "m.bin").iter().any(|r| { r.sha256.is_some_and(|s| s == sha(&m.read("m.bin").unwrap())) }));
 }
@@ -621,10 +627,7 @@ print(b"".join(seen).decode())
         want[at] = byte;
     }
     assert_eq!(m.read("mixed.bin").unwrap(), want);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while m.backing("mixed.bin").as_deref() != Some(&want[..]) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for(5, || m.backing("mixed.bin").as_deref() == Some(&want[..]));
     assert_eq!(m.backing("mixed.bin").unwrap(), want);
 }
 
@@ -730,10 +733,7 @@ except OSError as e:
             .current_dir(dir)
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !dir.join("f").exists() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_for(10, || dir.join("f").exists());
         let set = python(capability, &[dir.join("f").as_os_str(), "set".as_ref()]);
         std::fs::write(dir.join("go"), b"").unwrap();
         assert!(writer.wait().unwrap().success());
@@ -1633,10 +1633,7 @@ fn a_listing_kept_by_the_kernel_is_right_after_every_change() {
     // read before it shows the name and is dropped from the kernel's cache when it goes).
     let err = std::fs::write(m.path("d/leak.py"), aws_secret_line(48)).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EACCES));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while names_in(&m, "d").iter().any(|n| n == "leak.py") && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for(5, || !names_in(&m, "d").iter().any(|n| n == "leak.py"));
     step(&["a.txt", "c.txt", "cli.txt", "sub"], "a refused create");
     // The state directory's listings change behind the kernel's back all the time.
     assert!(names_in(&m, ".resilient_write/rejections").contains(&"latest.json".to_string()));
